@@ -1,0 +1,178 @@
+"""Door checks shared by every public function.
+
+Each check either returns a standardised float64/int array or raises
+:class:`~medaudit.exceptions.MedauditError` naming the parameter, the offending
+value and what to do.  Nothing is coerced silently: labels are never flipped,
+scores are never clipped, NaN is never dropped.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from medaudit.exceptions import MedauditError
+
+__all__ = [
+    "as_1d_float",
+    "as_binary_labels",
+    "as_scores",
+    "as_probabilities",
+    "as_soft_labels",
+    "check_same_length",
+    "check_option",
+    "check_fraction",
+    "as_generator",
+]
+
+
+def _where(bad: NDArray[np.bool_], limit: int = 5) -> str:
+    idx = np.flatnonzero(bad)
+    shown = ", ".join(str(i) for i in idx[:limit])
+    more = f" and {idx.size - limit} more" if idx.size > limit else ""
+    return f"at index {shown}{more}"
+
+
+def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArray[np.float64]:
+    """Return ``x`` as a finite 1-D float64 array or raise naming ``name``."""
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MedauditError(f"{name} must be numeric; could not convert it ({exc}).") from None
+    if arr.ndim != 1:
+        raise MedauditError(f"{name} must be 1-dimensional; got shape {arr.shape}.")
+    if arr.size == 0 and not allow_empty:
+        raise MedauditError(f"{name} is empty; at least one value is needed.")
+    finite = np.isfinite(arr)
+    if not finite.all():
+        kind = "NaN" if np.isnan(arr[~finite]).any() else "inf"
+        raise MedauditError(
+            f"{name} contains {kind} {_where(~finite)}; remove or impute these rows "
+            "explicitly before calling (medaudit never drops them silently)."
+        )
+    return arr
+
+
+def as_binary_labels(y: ArrayLike, *, name: str = "y_true") -> NDArray[np.float64]:
+    """Return labels as float64 0/1; anything else (including 2, -1, 0.5, True/'yes') raises."""
+    arr = as_1d_float(y, name=name)
+    bad = (arr != 0.0) & (arr != 1.0)
+    if bad.any():
+        vals = ", ".join(repr(float(v)) for v in np.unique(arr[bad])[:5])
+        raise MedauditError(
+            f"{name} must contain only 0 and 1 (1 = positive); found {vals} {_where(bad)}. "
+            "Map your labels to 0/1 yourself: medaudit does not guess the positive class."
+        )
+    return arr
+
+
+def as_scores(s: ArrayLike, *, name: str = "y_score") -> NDArray[np.float64]:
+    """Return finite scores (any real value; higher means more likely positive)."""
+    return as_1d_float(s, name=name)
+
+
+def as_probabilities(s: ArrayLike, *, name: str = "y_prob") -> NDArray[np.float64]:
+    """Return probabilities, refusing values outside [0, 1] (no clipping)."""
+    arr = as_1d_float(s, name=name)
+    bad = (arr < 0.0) | (arr > 1.0)
+    if bad.any():
+        lo, hi = float(arr.min()), float(arr.max())
+        raise MedauditError(
+            f"{name} must be probabilities in [0, 1] for this metric; values range from {lo!r} "
+            f"to {hi!r}, out of range {_where(bad)}. Calibrate or rescale the scores first; "
+            "medaudit does not clip them."
+        )
+    return arr
+
+
+def as_soft_labels(p: ArrayLike, *, name: str = "p_true") -> NDArray[np.float64]:
+    """Return soft labels (probability the item is positive) in [0, 1]."""
+    arr = as_1d_float(p, name=name)
+    bad = (arr < 0.0) | (arr > 1.0)
+    if bad.any():
+        raise MedauditError(
+            f"{name} must be soft labels in [0, 1]; found {float(arr[bad][0])!r} {_where(bad)}."
+        )
+    return arr
+
+
+def check_same_length(**arrays: NDArray[Any]) -> int:
+    """Raise unless all arrays have the same length; return that length."""
+    lengths = {k: len(v) for k, v in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        desc = ", ".join(f"{k} has {n}" for k, n in lengths.items())
+        raise MedauditError(f"Inputs must have the same length: {desc}.")
+    return next(iter(lengths.values()))
+
+
+def check_option(value: Any, allowed: Iterable[str], *, name: str) -> str:
+    """Return ``value`` if it is one of ``allowed``; otherwise raise suggesting the closest."""
+    allowed = tuple(allowed)
+    if isinstance(value, str) and value in allowed:
+        return value
+    hint = ""
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.5)
+        if close:
+            hint = f" Did you mean {close[0]!r}?"
+    raise MedauditError(
+        f"{name}={value!r} is not a valid option; choose one of {', '.join(map(repr, allowed))}."
+        + hint
+    )
+
+
+def check_fraction(
+    x: Any, *, name: str, low: float = 0.0, high: float = 1.0, closed: str = "neither"
+) -> float:
+    """Return ``x`` as a float inside (low, high) (``closed`` says which ends are allowed)."""
+    try:
+        val = float(x)
+    except (TypeError, ValueError):
+        raise MedauditError(f"{name} must be a number; got {x!r}.") from None
+    lo_ok = val >= low if closed in ("both", "left") else val > low
+    hi_ok = val <= high if closed in ("both", "right") else val < high
+    if not (np.isfinite(val) and lo_ok and hi_ok):
+        lb = "[" if closed in ("both", "left") else "("
+        rb = "]" if closed in ("both", "right") else ")"
+        raise MedauditError(f"{name} must lie in {lb}{low}, {high}{rb}; got {x!r}.")
+    return val
+
+
+def as_generator(rng: Any) -> tuple[np.random.Generator, dict[str, Any]]:
+    """Normalise ``rng`` (SPEC 7) and describe how to reproduce it.
+
+    Returns the generator and a provenance record: the integer seed when one was
+    given, otherwise the entropy (and spawn key) of the generator's seed sequence.
+    A generator passed in may already have been advanced; that is recorded.
+    """
+    if isinstance(rng, bool):
+        raise MedauditError(f"rng must be an int seed, a SeedSequence or a Generator; got {rng!r}.")
+    if rng is None or isinstance(rng, (int, np.integer, np.random.SeedSequence)):
+        if isinstance(rng, (int, np.integer)) and rng < 0:
+            raise MedauditError(f"rng seed must be a non-negative integer; got {rng!r}.")
+        gen = np.random.default_rng(rng)
+        ss = gen.bit_generator.seed_seq
+        record: dict[str, Any] = {
+            "seed": int(rng) if isinstance(rng, (int, np.integer)) else int(ss.entropy),
+            "seed_source": "int" if isinstance(rng, (int, np.integer)) else "entropy",
+            "spawn_key": list(getattr(ss, "spawn_key", ())),
+            "bit_generator": type(gen.bit_generator).__name__,
+        }
+        return gen, record
+    if isinstance(rng, np.random.Generator):
+        ss = getattr(rng.bit_generator, "seed_seq", None)
+        record = {
+            "seed": int(ss.entropy) if ss is not None and ss.entropy is not None else None,
+            "seed_source": "generator (may have been advanced before this call)",
+            "spawn_key": list(getattr(ss, "spawn_key", ())) if ss is not None else [],
+            "bit_generator": type(rng.bit_generator).__name__,
+        }
+        return rng, record
+    raise MedauditError(
+        f"rng must be None, an int seed, a numpy SeedSequence or a numpy Generator; "
+        f"got {type(rng).__name__}. (np.random.RandomState is not supported.)"
+    )

@@ -1,0 +1,26 @@
+"""Exception and warning classes shared by every medaudit subpackage."""
+
+from __future__ import annotations
+
+__all__ = [
+    "MedauditError",
+    "SchemaError",
+    "UndefinedMetricWarning",
+    "DegenerateDataWarning",
+]
+
+
+class MedauditError(ValueError):
+    """Invalid input or option; the message names the parameter and the offending value."""
+
+
+class SchemaError(MedauditError):
+    """A table does not follow its declared schema (missing column, bad values, duplicates)."""
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A metric is undefined for the data given (e.g. AUROC with one class) and was returned as NaN."""
+
+
+class DegenerateDataWarning(UserWarning):
+    """Resampling produced replicates on which a statistic is undefined; they are counted, not hidden."""

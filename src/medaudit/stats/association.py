@@ -1,0 +1,106 @@
+"""Agreement and association: Cohen's kappa, Jaccard overlap, Spearman and Kendall."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+from medaudit._validation import as_1d_float, check_option, check_same_length
+from medaudit.exceptions import MedauditError
+from medaudit.stats._results import TestResult
+
+__all__ = ["cohen_kappa", "jaccard", "spearman", "kendall"]
+
+
+def cohen_kappa(rater_a: ArrayLike, rater_b: ArrayLike) -> TestResult:
+    r"""Cohen's kappa for two raters' categorical verdicts on the same items.
+
+    .. math:: \kappa = \frac{p_o - p_e}{1 - p_e}
+
+    ``estimate`` is kappa; ``details`` holds the raw agreement ``p_o`` and the
+    chance agreement ``p_e``.  Kappa is nan (undefined) when ``p_e = 1``.  No test
+    is run (statistic and p-value are nan).
+
+    Examples
+    --------
+    >>> r = cohen_kappa([1, 1, 0, 0, 1], [1, 0, 0, 0, 1])
+    >>> round(r.estimate, 6), r.details["observed_agreement"]
+    (0.615385, 0.8)
+    """
+    a = np.asarray(rater_a, dtype=object).ravel()
+    b = np.asarray(rater_b, dtype=object).ravel()
+    check_same_length(rater_a=a, rater_b=b)
+    if a.size == 0:
+        raise MedauditError("rater_a is empty; at least one item is needed.")
+    cats = sorted(set(a.tolist()) | set(b.tolist()), key=repr)
+    index = {c: i for i, c in enumerate(cats)}
+    ia = np.array([index[v] for v in a])
+    ib = np.array([index[v] for v in b])
+    k = len(cats)
+    cm = np.bincount(ia * k + ib, minlength=k * k).reshape(k, k) / a.size
+    po = float(np.trace(cm))
+    pe = float(cm.sum(axis=1) @ cm.sum(axis=0))
+    kappa = (po - pe) / (1.0 - pe) if pe < 1.0 else math.nan
+    return TestResult(method="cohen_kappa", statistic=math.nan, pvalue=math.nan, estimate=kappa,
+                      n=int(a.size), details={"observed_agreement": po, "chance_agreement": pe,
+                                              "categories": [repr(c) for c in cats]})
+
+
+def jaccard(set_a: Iterable[Any], set_b: Iterable[Any]) -> float:
+    """Jaccard overlap ``|A ∩ B| / |A ∪ B|``; nan when both sets are empty.
+
+    Examples
+    --------
+    >>> jaccard({"a", "b", "c"}, {"b", "c", "d"})
+    0.5
+    """
+    a, b = set(set_a), set(set_b)
+    union = a | b
+    return len(a & b) / len(union) if union else math.nan
+
+
+def _pair(x, y):
+    xa = as_1d_float(x, name="x")
+    ya = as_1d_float(y, name="y")
+    check_same_length(x=xa, y=ya)
+    if xa.size < 2:
+        raise MedauditError("x and y need at least 2 items for a rank correlation.")
+    return xa, ya
+
+
+def spearman(x: ArrayLike, y: ArrayLike, *, alternative: str = "two-sided") -> TestResult:
+    """Spearman rank correlation (scipy), ties by average ranks.
+
+    Examples
+    --------
+    >>> round(spearman([1, 2, 3, 4], [1, 3, 2, 4]).estimate, 12)
+    0.8
+    """
+    alternative = check_option(alternative, ("two-sided", "greater", "less"), name="alternative")
+    xa, ya = _pair(x, y)
+    res = stats.spearmanr(xa, ya, alternative=alternative)
+    return TestResult(method="spearman", statistic=float(res.statistic), pvalue=float(res.pvalue),
+                      estimate=float(res.statistic), alternative=alternative, n=int(xa.size))
+
+
+def kendall(x: ArrayLike, y: ArrayLike, *, alternative: str = "two-sided",
+            variant: str = "b") -> TestResult:
+    """Kendall's tau (scipy; tau-b by default, which handles ties).
+
+    Examples
+    --------
+    >>> round(kendall([1, 2, 3, 4], [1, 3, 2, 4]).estimate, 6)
+    0.666667
+    """
+    alternative = check_option(alternative, ("two-sided", "greater", "less"), name="alternative")
+    variant = check_option(variant, ("b", "c"), name="variant")
+    xa, ya = _pair(x, y)
+    res = stats.kendalltau(xa, ya, alternative=alternative, variant=variant)
+    return TestResult(method=f"kendall_tau_{variant}", statistic=float(res.statistic),
+                      pvalue=float(res.pvalue), estimate=float(res.statistic),
+                      alternative=alternative, n=int(xa.size))

@@ -1,0 +1,494 @@
+"""The resampling engine: bootstrap intervals for one or several score vectors.
+
+Sort once, draw replicate weights in memory-bounded batches, evaluate every metric
+on the weights with cumulative sums (see :mod:`medaudit.stats._kernels`).  The
+point estimate is always the statistic on the full sample; the interval uses the
+non-degenerate replicates, and their count is reported (never silently dropped).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special
+
+from medaudit._validation import (
+    as_binary_labels,
+    as_generator,
+    as_probabilities,
+    as_scores,
+    as_soft_labels,
+    check_fraction,
+    check_option,
+    check_same_length,
+)
+from medaudit.exceptions import DegenerateDataWarning, MedauditError
+from medaudit.stats import _metricspec as MS
+from medaudit.stats._results import BootstrapResult
+from medaudit.stats.designs import WeightPlan, make_plan
+
+__all__ = [
+    "bootstrap_ci",
+    "bootstrap_metrics",
+    "paired_bootstrap",
+    "shared_positive_bootstrap",
+    "PairedBootstrapResult",
+    "CI_METHODS",
+    "percentile_interval",
+]
+
+CI_METHODS = ("percentile", "bca")
+_BCA_MAX_UNITS = 20_000
+
+
+def _n_resamples(n_resamples: int) -> int:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
+            n_resamples < 1):
+        raise MedauditError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
+    return int(n_resamples)
+
+
+def _batch(batch: int | None) -> int | None:
+    if batch is None:
+        return None
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise MedauditError(f"batch must be a positive integer or None; got {batch!r}.")
+    return int(batch)
+
+
+def percentile_interval(replicates: NDArray[np.float64], confidence_level: float
+                        ) -> tuple[float, float]:
+    """Percentile interval (numpy's linear interpolation) of the finite replicates."""
+    valid = replicates[~np.isnan(replicates)]
+    if valid.size == 0:
+        return math.nan, math.nan
+    alpha = (1.0 - confidence_level) / 2.0
+    lo, hi = np.percentile(valid, [100 * alpha, 100 * (1 - alpha)])
+    return float(lo), float(hi)
+
+
+def _bca_interval(replicates, estimate, jack, confidence_level) -> tuple[float, float]:
+    """BCa endpoints (Efron 1987), in scipy.stats.bootstrap's formulation."""
+    valid = replicates[~np.isnan(replicates)]
+    jack = jack[~np.isnan(jack)]
+    if valid.size == 0 or jack.size < 2 or math.isnan(estimate):
+        return math.nan, math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z0 = special.ndtri(np.mean(valid < estimate))
+        d = jack.mean() - jack
+        den = 6.0 * np.sum(d**2) ** 1.5
+        a = np.sum(d**3) / den if den > 0 else 0.0
+        alpha = (1.0 - confidence_level) / 2.0
+        out = []
+        for q in (alpha, 1 - alpha):
+            zq = special.ndtri(q)
+            out.append(special.ndtr(z0 + (z0 + zq) / (1 - a * (z0 + zq))))
+    if not np.all(np.isfinite(out)):
+        warnings.warn("BCa interval is undefined (all replicates on one side of the estimate); "
+                      "returning nan. Use ci_method='percentile'.", DegenerateDataWarning,
+                      stacklevel=4)
+        return math.nan, math.nan
+    lo, hi = np.percentile(valid, [100 * out[0], 100 * out[1]])
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PairedBootstrapResult:
+    """Marginal intervals per score vector and intervals of their paired differences.
+
+    ``marginal[(name, metric_id)]`` and ``differences[(a, b, metric_id)]`` (the
+    estimate of a difference is ``metric(a) - metric(b)`` on the full sample; its
+    replicates are differences within each shared replicate).
+    """
+
+    marginal: dict[tuple[str, str], BootstrapResult]
+    differences: dict[tuple[str, str, str], BootstrapResult]
+    design: str
+    n_resamples: int
+    seed: int | None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Flat records (one per marginal or difference) for tidy tables."""
+        rows = []
+        for (name, mid), r in self.marginal.items():
+            rows.append({"kind": "marginal", "a": name, "b": None, **r.to_dict()})
+        for (a, b, mid), r in self.differences.items():
+            rows.append({"kind": "difference", "a": a, "b": b, **r.to_dict()})
+        return rows
+
+
+# ----------------------------------------------------------------------------- core
+class _Engine:
+    """Runs one weight plan over several prepared score vectors and collects replicates."""
+
+    def __init__(self, plan: WeightPlan, prepared: Mapping[str, MS.Prepared],
+                 specs: Sequence[MS.MetricSpec]):
+        self.plan, self.prepared, self.specs = plan, prepared, specs
+
+    def _eval_all(self, w) -> dict[tuple[str, str], NDArray[np.float64]]:
+        out = {}
+        for name, p in self.prepared.items():
+            for mid, vals in MS.evaluate(p, self.specs, w).items():
+                out[(name, mid)] = vals
+        return out
+
+    def point(self) -> dict[tuple[str, str], float]:
+        return {k: float(v[0]) for k, v in self._eval_all(self.plan.base[None, :]).items()}
+
+    def replicates(self, n_resamples, rng, batch) -> dict[tuple[str, str], NDArray[np.float64]]:
+        chunks: dict[tuple[str, str], list] = {}
+        for w in self.plan.batches(n_resamples, rng, batch):
+            for k, v in self._eval_all(w).items():
+                chunks.setdefault(k, []).append(v)
+        return {k: np.concatenate(v) for k, v in chunks.items()}
+
+    def jackknife(self, batch) -> dict[tuple[str, str], NDArray[np.float64]]:
+        n_units = self.plan.n_units
+        if n_units > _BCA_MAX_UNITS:
+            raise MedauditError(
+                f"ci_method='bca' needs a jackknife over {n_units} units (O(n^2)); use "
+                f"ci_method='percentile' above {_BCA_MAX_UNITS} units.")
+        chunks: dict[tuple[str, str], list] = {}
+        for w in self.plan.jackknife(batch):
+            for k, v in self._eval_all(w).items():
+                chunks.setdefault(k, []).append(v)
+        return {k: np.concatenate(v) for k, v in chunks.items()}
+
+
+def _result(metric_id, estimate, reps, jack, *, level, ci_method, design, n_resamples, seed,
+            n, n_pos, n_neg, options) -> BootstrapResult:
+    if ci_method == "bca":
+        lo, hi = _bca_interval(reps, estimate, jack, level)
+    else:
+        lo, hi = percentile_interval(reps, level)
+    n_deg = int(np.isnan(reps).sum())
+    if n_deg:
+        warnings.warn(
+            f"{metric_id}: {n_deg} of {n_resamples} replicates were degenerate (metric undefined, "
+            "e.g. a single class); the interval uses the remaining "
+            f"{n_resamples - n_deg} and the count is recorded in n_degenerate.",
+            DegenerateDataWarning, stacklevel=4)
+    return BootstrapResult(metric=metric_id, estimate=float(estimate), ci_low=lo, ci_high=hi,
+                           confidence_level=level, ci_method=ci_method, design=design,
+                           n_resamples=n_resamples, n_degenerate=n_deg, seed=seed, n=n,
+                           n_pos=n_pos, n_neg=n_neg, options=options, replicates=reps)
+
+
+def _common_options(n_resamples, confidence_level, ci_method, batch):
+    return (_n_resamples(n_resamples),
+            check_fraction(confidence_level, name="confidence_level"),
+            check_option(ci_method, CI_METHODS, name="ci_method"),
+            _batch(batch))
+
+
+def _labels(y_true, specs, name="y_true"):
+    soft = [m.name in MS.SOFT_METRICS for m in specs]
+    if any(soft) and not all(soft):
+        raise MedauditError("soft metrics (soft_roc_auc, soft_average_precision) take soft labels "
+                            "and cannot share one call with hard-label metrics; call twice.")
+    if all(soft):
+        return as_soft_labels(y_true, name="p_true"), True
+    return as_binary_labels(y_true, name=name), False
+
+
+def _scores(s, specs, name):
+    return as_probabilities(s, name=name) if MS.needs_probabilities(specs) else as_scores(s, name=name)
+
+
+def bootstrap_metrics(
+    y_true: ArrayLike,
+    y_score: ArrayLike,
+    *,
+    metrics: str | Sequence[Any] = ("roc_auc",),
+    design: str = "ordinary",
+    cluster: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    ci_method: str = "percentile",
+    rng: Any = None,
+    batch: int | None = None,
+) -> dict[str, BootstrapResult]:
+    """Bootstrap intervals for several metrics of one score vector, from one draw.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Binary labels (soft labels in [0, 1] for the soft metrics).
+    y_score : array-like of shape (n_samples,)
+        Scores; probabilities in [0, 1] when a probability metric is requested.
+    metrics : str or sequence, default=("roc_auc",)
+        Names from the registry (``roc_auc``, ``average_precision``,
+        ``brier_score``, ``ece``, ``log_loss``, ``aurc``, ``selective_risk``,
+        ``sensitivity_at_specificity``, ``specificity_at_sensitivity``,
+        ``sensitivity``, ``specificity``, ``soft_roc_auc``,
+        ``soft_average_precision``), or ``(name, options)`` pairs such as
+        ``("brier_score", {"prevalence": 0.5})`` or ``("selective_risk", {"coverage": 0.8})``.
+    design : {"ordinary", "within_label", "cluster"}, default="ordinary"
+        See :mod:`medaudit.stats.designs`.
+    cluster : array-like of shape (n_samples,), optional
+        Cluster ids for ``design="cluster"``.
+    strata : array-like of shape (n_samples,), optional
+        Resample within these strata (e.g. institution).
+    n_resamples : int, default=2000
+    confidence_level : float, default=0.95
+        Percentile endpoints at (1 - level)/2 and (1 + level)/2.
+    ci_method : {"percentile", "bca"}, default="percentile"
+    rng : int, SeedSequence or Generator, optional
+        Recorded in the result as ``seed``.
+    batch : int, optional
+        Replicates per batch (memory bound); results do not depend on it.
+
+    Returns
+    -------
+    dict of str to BootstrapResult
+        Keyed by metric id (e.g. ``"brier_score[prevalence=0.5]"``).
+
+    Examples
+    --------
+    >>> res = bootstrap_metrics([0, 0, 1, 1, 0, 1], [.1, .4, .35, .8, .2, .9],
+    ...                         metrics=["roc_auc"], design="within_label",
+    ...                         n_resamples=200, rng=2026)
+    >>> r = res["roc_auc"]
+    >>> r.estimate, r.design, r.n_resamples, r.seed, r.n_degenerate
+    (0.8888888888888888, 'within_label', 200, 2026, 0)
+    """
+    n_res, level, ci_method, batch = _common_options(n_resamples, confidence_level, ci_method, batch)
+    specs = MS.parse_metrics(metrics)
+    y, soft = _labels(y_true, specs)
+    s = _scores(y_score, specs, "y_score")
+    check_same_length(y_true=y, y_score=s)
+    if design == "shared_positive":
+        raise MedauditError("design='shared_positive' is run by shared_positive_bootstrap().")
+    plan = make_plan(design, (y > 0.5).astype(np.float64) if soft else y,
+                     cluster=cluster, strata=strata)
+    gen, rec = as_generator(rng)
+    prepared = {"": MS.Prepared.build(y, s, n_max=y.size, need_conf=MS.needs_confidence(specs),
+                                      soft=soft)}
+    eng = _Engine(plan, prepared, specs)
+    point = eng.point()
+    reps = eng.replicates(n_res, gen, batch)
+    jack = eng.jackknife(batch) if ci_method == "bca" else {}
+    out = {}
+    for m in specs:
+        k = ("", m.id)
+        out[m.id] = _result(m.id, point[k], reps[k], jack.get(k), level=level, ci_method=ci_method,
+                            design=design, n_resamples=n_res, seed=rec["seed"], n=int(y.size),
+                            n_pos=float(y.sum()), n_neg=float(y.size - y.sum()),
+                            options={**dict(m.options), "rng": rec})
+    return out
+
+
+def bootstrap_ci(y_true: ArrayLike, y_score: ArrayLike, *, metric: Any = "roc_auc",
+                 **kwargs: Any) -> BootstrapResult:
+    """Bootstrap interval of one metric; keywords as for :func:`bootstrap_metrics`.
+
+    Examples
+    --------
+    >>> r = bootstrap_ci([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], design="within_label",
+    ...                  n_resamples=100, rng=0)
+    >>> r.metric, r.estimate, r.ci_low <= r.estimate <= r.ci_high
+    ('roc_auc', 0.75, True)
+    """
+    specs = MS.parse_metrics(metric)
+    if len(specs) != 1:
+        raise MedauditError("bootstrap_ci takes one metric; use bootstrap_metrics for several.")
+    return bootstrap_metrics(y_true, y_score, metrics=specs, **kwargs)[specs[0].id]
+
+
+def _differences(marg_point, marg_reps, jack, contrasts, specs, *, level, ci_method, design,
+                 n_res, seed, n, n_pos, n_neg, rec):
+    diffs = {}
+    for a, b in contrasts:
+        for m in specs:
+            est = marg_point[(a, m.id)] - marg_point[(b, m.id)]
+            reps = marg_reps[(a, m.id)] - marg_reps[(b, m.id)]
+            jk = (jack[(a, m.id)] - jack[(b, m.id)]) if jack else None
+            diffs[(a, b, m.id)] = _result(
+                f"{m.id}:{a}-{b}", est, reps, jk, level=level, ci_method=ci_method,
+                design=design, n_resamples=n_res, seed=seed, n=n, n_pos=n_pos, n_neg=n_neg,
+                options={**dict(m.options), "contrast": [a, b], "rng": rec})
+    return diffs
+
+
+def _contrasts(names: Sequence[str], contrasts, what: str) -> list[tuple[str, str]]:
+    if contrasts is None:
+        return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    out = []
+    for c in contrasts:
+        if not (isinstance(c, (tuple, list)) and len(c) == 2):
+            raise MedauditError(f"contrasts entries must be (a, b) pairs; got {c!r}.")
+        for x in c:
+            check_option(x, names, name=f"contrast {what}")
+        out.append((c[0], c[1]))
+    return out
+
+
+def paired_bootstrap(
+    y_true: ArrayLike,
+    scores: Mapping[str, ArrayLike],
+    *,
+    metrics: str | Sequence[Any] = ("roc_auc",),
+    contrasts: Sequence[tuple[str, str]] | None = None,
+    design: str = "ordinary",
+    cluster: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    ci_method: str = "percentile",
+    rng: Any = None,
+    batch: int | None = None,
+) -> PairedBootstrapResult:
+    """Paired bootstrap: one draw of images shared by several score vectors.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Labels shared by every score vector (the same images, same order).
+    scores : mapping of str to array-like of shape (n_samples,)
+        Score vectors by name (models, prompt families, ensembles).
+    contrasts : sequence of (a, b), optional
+        Differences ``metric(a) - metric(b)`` to report; default all pairs in order.
+    design, cluster, strata, n_resamples, confidence_level, ci_method, rng, batch
+        As in :func:`bootstrap_metrics`.
+
+    Examples
+    --------
+    >>> y = [0, 0, 1, 1, 0, 1]
+    >>> s = [.1, .4, .35, .8, .2, .9]
+    >>> r = paired_bootstrap(y, {"a": s, "b": s}, n_resamples=50, rng=1)
+    >>> d = r.differences[("a", "b", "roc_auc")]
+    >>> d.estimate, d.ci_low, d.ci_high
+    (0.0, 0.0, 0.0)
+    """
+    n_res, level, ci_method, batch = _common_options(n_resamples, confidence_level, ci_method, batch)
+    specs = MS.parse_metrics(metrics)
+    if not isinstance(scores, Mapping) or len(scores) < 1:
+        raise MedauditError("scores must be a non-empty mapping of name -> score vector.")
+    y, soft = _labels(y_true, specs)
+    arrays = {str(k): _scores(v, specs, f"scores[{k!r}]") for k, v in scores.items()}
+    for k, v in arrays.items():
+        check_same_length(y_true=y, **{f"scores[{k!r}]": v})
+    names = list(arrays)
+    pairs = _contrasts(names, contrasts, "name")
+    if design == "shared_positive":
+        raise MedauditError("design='shared_positive' is run by shared_positive_bootstrap().")
+    plan = make_plan(design, (y > 0.5).astype(np.float64) if soft else y,
+                     cluster=cluster, strata=strata)
+    gen, rec = as_generator(rng)
+    need_conf = MS.needs_confidence(specs)
+    prepared = {k: MS.Prepared.build(y, v, n_max=y.size, need_conf=need_conf, soft=soft)
+                for k, v in arrays.items()}
+    eng = _Engine(plan, prepared, specs)
+    point, reps = eng.point(), eng.replicates(n_res, gen, batch)
+    jack = eng.jackknife(batch) if ci_method == "bca" else {}
+    dname = f"{design}+paired"
+    common = dict(level=level, ci_method=ci_method, design=dname, n_resamples=n_res,
+                  seed=rec["seed"], n=int(y.size), n_pos=float(y.sum()),
+                  n_neg=float(y.size - y.sum()))
+    marginal = {(k, m.id): _result(m.id, point[(k, m.id)], reps[(k, m.id)], jack.get((k, m.id)),
+                                   options={**dict(m.options), "score": k, "rng": rec}, **common)
+                for k in names for m in specs}
+    diffs = _differences(point, reps, jack, pairs, specs, level=level, ci_method=ci_method,
+                         design=dname, n_res=n_res, seed=rec["seed"], n=int(y.size),
+                         n_pos=float(y.sum()), n_neg=float(y.size - y.sum()), rec=rec)
+    return PairedBootstrapResult(marginal=marginal, differences=diffs, design=dname,
+                                 n_resamples=n_res, seed=rec["seed"],
+                                 options={"metrics": [m.id for m in specs], "rng": rec})
+
+
+def shared_positive_bootstrap(
+    y_score_pos: ArrayLike,
+    negatives: Mapping[str, ArrayLike],
+    *,
+    metrics: str | Sequence[Any] = ("roc_auc",),
+    contrasts: Sequence[tuple[str, str]] | None = None,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    ci_method: str = "percentile",
+    rng: Any = None,
+    batch: int | None = None,
+) -> PairedBootstrapResult:
+    """Shared-positive bootstrap for negative-spectrum contrasts (paper 000, B-SHAREDPOS).
+
+    Each replicate resamples the positives once (shared by every contrast) and each
+    negative group independently within itself; the metric for group ``G`` is
+    computed on ``P ∪ G``.
+
+    Parameters
+    ----------
+    y_score_pos : array-like of shape (n_pos,)
+        Scores of the shared positives.
+    negatives : mapping of str to array-like
+        Scores of each negative (control) group, e.g. ``{"healthy": ..., "sick": ...}``.
+    contrasts : sequence of (a, b), optional
+        Group differences ``metric(P, a) - metric(P, b)``; default all pairs.
+
+    Examples
+    --------
+    >>> r = shared_positive_bootstrap([0.9, 0.8, 0.7], {"healthy": [0.1, 0.2],
+    ...                               "sick": [0.75, 0.85]}, n_resamples=100, rng=3)
+    >>> r.marginal[("healthy", "roc_auc")].estimate, r.marginal[("sick", "roc_auc")].estimate
+    (1.0, 0.5)
+    >>> r.differences[("healthy", "sick", "roc_auc")].estimate
+    0.5
+    """
+    n_res, level, ci_method, batch = _common_options(n_resamples, confidence_level, ci_method, batch)
+    specs = MS.parse_metrics(metrics)
+    if any(m.name in MS.SOFT_METRICS for m in specs):
+        raise MedauditError("soft metrics are not defined for the shared-positive design.")
+    if not isinstance(negatives, Mapping) or len(negatives) < 1:
+        raise MedauditError("negatives must be a non-empty mapping of group -> scores.")
+    conv = (lambda v, n: _scores(v, specs, n))
+    pos = conv(y_score_pos, "y_score_pos")
+    groups = {str(k): conv(v, f"negatives[{k!r}]") for k, v in negatives.items()}
+    names = list(groups)
+    pairs = _contrasts(names, contrasts, "group")
+    s = np.concatenate([pos, *groups.values()])
+    y = np.concatenate([np.ones(pos.size), np.zeros(s.size - pos.size)])
+    strata = np.concatenate([np.zeros(pos.size, dtype=np.intp)] + [
+        np.full(v.size, i + 1, dtype=np.intp) for i, v in enumerate(groups.values())])
+    plan = make_plan("shared_positive", y, strata=strata)
+    gen, rec = as_generator(rng)
+    p = MS.Prepared.build(y, s, n_max=s.size, need_conf=MS.needs_confidence(specs))
+    masks = {g: ((strata == 0) | (strata == i + 1)).astype(np.float64) for i, g in enumerate(names)}
+    point: dict[tuple[str, str], float] = {}
+    reps: dict[tuple[str, str], list] = {}
+    for g, mk in masks.items():
+        for mid, v in MS.evaluate(p, specs, mk[None, :]).items():
+            point[(g, mid)] = float(v[0])
+    for w in plan.batches(n_res, gen, batch):
+        for g, mk in masks.items():
+            for mid, v in MS.evaluate(p, specs, w * mk).items():
+                reps.setdefault((g, mid), []).append(v)
+    rep_arr = {k: np.concatenate(v) for k, v in reps.items()}
+    jack: dict = {}
+    if ci_method == "bca":
+        for w in plan.jackknife(batch):
+            for g, mk in masks.items():
+                for mid, v in MS.evaluate(p, specs, w * mk).items():
+                    jack.setdefault((g, mid), []).append(v)
+        jack = {k: np.concatenate(v) for k, v in jack.items()}
+    marginal = {}
+    for i, g in enumerate(names):
+        for m in specs:
+            marginal[(g, m.id)] = _result(
+                m.id, point[(g, m.id)], rep_arr[(g, m.id)], jack.get((g, m.id)), level=level,
+                ci_method=ci_method, design="shared_positive", n_resamples=n_res,
+                seed=rec["seed"], n=int(pos.size + groups[g].size), n_pos=float(pos.size),
+                n_neg=float(groups[g].size),
+                options={**dict(m.options), "negative_group": g, "rng": rec})
+    diffs = _differences(point, rep_arr, jack, pairs, specs, level=level, ci_method=ci_method,
+                         design="shared_positive", n_res=n_res, seed=rec["seed"], n=int(s.size),
+                         n_pos=float(pos.size), n_neg=float(s.size - pos.size), rec=rec)
+    return PairedBootstrapResult(marginal=marginal, differences=diffs, design="shared_positive",
+                                 n_resamples=n_res, seed=rec["seed"],
+                                 options={"metrics": [m.id for m in specs], "groups": names,
+                                          "rng": rec})

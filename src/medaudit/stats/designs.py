@@ -1,0 +1,164 @@
+"""Named resampling designs, compiled into replicate-weight draws.
+
+A design says which units are resampled and within which strata (paper 000
+M0.10, paper 002 M2.9).  Every design draws *weights* — how often each item
+appears in a replicate — never index arrays, and draws them in batches from one
+recorded :class:`numpy.random.Generator`:
+
+* ``ordinary``      — n draws with replacement from all items (class mix varies);
+* ``within_label``  — positives and negatives resampled separately (sizes kept);
+* ``cluster``       — whole clusters (patients, studies, institutions) resampled,
+  optionally within strata that contain whole clusters;
+* ``shared_positive`` — one positive resample shared by all contrasts, each
+  negative group resampled independently within itself.
+
+Paired analyses apply one draw to several score vectors on the same images;
+threshold transport draws source and target independently.
+
+Each replicate consumes one uniform per resampled unit from ``rng.random``, in
+row order, so the draws — and therefore every interval — do not depend on the
+batch size used to bound memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from medaudit._validation import check_option
+from medaudit.exceptions import MedauditError
+
+__all__ = ["DESIGNS", "WeightPlan", "make_plan"]
+
+DESIGNS = ("ordinary", "within_label", "cluster", "shared_positive")
+
+#: elements of a (batch, n) work array; bounds memory at a few tens of MB per array
+_BATCH_ELEMENTS = 1 << 21
+
+
+@dataclass(frozen=True, slots=True)
+class WeightPlan:
+    """A compiled design: how to turn uniforms into per-item replicate counts."""
+
+    design: str
+    n_items: int
+    n_units: int
+    unit_of_item: NDArray[np.intp] | None  # None when units are the items themselves
+    units_by_stratum: NDArray[np.intp]  # unit ids grouped by stratum
+    col_offset: NDArray[np.intp]  # for draw slot k: where its stratum starts in units_by_stratum
+    col_size: NDArray[np.intp]  # for draw slot k: its stratum's number of units
+    base: NDArray[np.float64]  # weights of the full sample (1 for every item in the analysis)
+
+    def batches(self, n_resamples: int, rng: np.random.Generator,
+                batch: int | None = None) -> Iterator[NDArray[np.float64]]:
+        """Yield ``(b, n_items)`` float weight matrices summing to ``n_resamples`` rows."""
+        size = batch or max(1, min(n_resamples, _BATCH_ELEMENTS // max(self.n_items, 1)))
+        done = 0
+        while done < n_resamples:
+            b = min(size, n_resamples - done)
+            u = rng.random((b, self.n_units))
+            k = np.minimum((u * self.col_size).astype(np.intp), self.col_size - 1)
+            pick = self.units_by_stratum[self.col_offset + k]
+            pick += (np.arange(b, dtype=np.intp) * self.n_units)[:, None]
+            counts = np.bincount(pick.ravel(), minlength=b * self.n_units).reshape(b, self.n_units)
+            w = counts if self.unit_of_item is None else counts[:, self.unit_of_item]
+            yield w.astype(np.float64) * (self.base > 0)
+            done += b
+
+    def jackknife(self, batch: int | None = None) -> Iterator[NDArray[np.float64]]:
+        """Yield leave-one-unit-out weights (for BCa acceleration), in batches."""
+        size = batch or max(1, min(self.n_units, _BATCH_ELEMENTS // max(self.n_items, 1)))
+        uoi = np.arange(self.n_items) if self.unit_of_item is None else self.unit_of_item
+        units = np.unique(uoi[self.base > 0])
+        for start in range(0, units.size, size):
+            drop = units[start:start + size]
+            w = np.broadcast_to(self.base, (drop.size, self.n_items)).copy()
+            w[uoi[None, :] == drop[:, None]] = 0.0
+            yield w
+
+
+def _codes(x: ArrayLike, name: str, n: int) -> NDArray[np.intp]:
+    arr = np.asarray(x)
+    if arr.ndim != 1 or arr.size != n:
+        raise MedauditError(f"{name} must be 1-dimensional with one entry per item ({n}); "
+                            f"got shape {arr.shape}.")
+    if arr.dtype.kind == "f" and np.isnan(arr).any():
+        raise MedauditError(f"{name} contains NaN at index {int(np.flatnonzero(np.isnan(arr))[0])};"
+                            " every item needs a value.")
+    if arr.dtype == object and any(v is None for v in arr):
+        raise MedauditError(f"{name} contains None; every item needs a value.")
+    _, codes = np.unique(arr, return_inverse=True)
+    return codes.astype(np.intp)
+
+
+def _compile(design: str, unit_stratum: NDArray[np.intp], unit_of_item, n_items,
+             base) -> WeightPlan:
+    n_units = unit_stratum.size
+    active_units = np.ones(n_units, dtype=bool)
+    if base is not None:
+        uoi = np.arange(n_items) if unit_of_item is None else unit_of_item
+        active_units = np.zeros(n_units, dtype=bool)
+        active_units[uoi[base > 0]] = True
+    # inactive units form their own never-counted stratum (their weight is masked by base)
+    strat = np.where(active_units, unit_stratum, -1)
+    order = np.argsort(strat, kind="stable").astype(np.intp)
+    s_sorted = strat[order]
+    uniq, start, size = np.unique(s_sorted, return_index=True, return_counts=True)
+    pos = np.searchsorted(uniq, strat)
+    return WeightPlan(design=design, n_items=n_items, n_units=n_units, unit_of_item=unit_of_item,
+                      units_by_stratum=order, col_offset=start[pos].astype(np.intp),
+                      col_size=size[pos].astype(np.intp),
+                      base=np.ones(n_items) if base is None else base.astype(np.float64))
+
+
+def make_plan(
+    design: str,
+    y: NDArray[np.float64],
+    *,
+    cluster: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    base: NDArray[np.float64] | None = None,
+) -> WeightPlan:
+    """Compile ``design`` for labels ``y`` (and cluster/strata ids) into a :class:`WeightPlan`.
+
+    ``strata`` (items) resamples within each stratum (e.g. institution, or the
+    positive set and each negative group for ``shared_positive``); for the
+    ``cluster`` design strata must hold whole clusters.  ``base`` marks the items
+    of the analysis (1) and items carried along but excluded (0).
+    """
+    design = check_option(design, DESIGNS, name="design")
+    n = y.size
+    if design == "cluster":
+        if cluster is None:
+            raise MedauditError("design='cluster' needs cluster= (one cluster id per item, e.g. "
+                                "patient_id or study_id).")
+        cl = _codes(cluster, "cluster", n)
+        n_cl = int(cl.max()) + 1
+        if strata is None:
+            st_unit = np.zeros(n_cl, dtype=np.intp)
+        else:
+            st = _codes(strata, "strata", n)
+            st_unit = np.full(n_cl, -1, dtype=np.intp)
+            st_unit[cl] = st
+            if np.any(st_unit[cl] != st):
+                bad = int(np.flatnonzero(st_unit[cl] != st)[0])
+                raise MedauditError(
+                    f"strata must contain whole clusters: cluster of item {bad} spans several "
+                    "strata. Resample at a coarser level or fix the cluster ids.")
+        return _compile(design, st_unit, cl, n, base)
+    if cluster is not None:
+        raise MedauditError(f"cluster= is only used with design='cluster', not {design!r}.")
+    if design == "ordinary":
+        st = np.zeros(n, dtype=np.intp) if strata is None else _codes(strata, "strata", n)
+    elif design == "within_label":
+        st = y.astype(np.intp) if strata is None else (
+            _codes(strata, "strata", n) * 2 + y.astype(np.intp))
+    else:  # shared_positive: strata are the groups; positives form one stratum
+        if strata is None:
+            raise MedauditError("design='shared_positive' needs strata= (the negative group of "
+                                "each item; positives share one stratum).")
+        st = _codes(strata, "strata", n)
+    return _compile(design, st.astype(np.intp), None, n, base)

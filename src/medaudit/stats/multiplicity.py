@@ -1,0 +1,95 @@
+"""Multiplicity adjustment over a declared family of p-values (statsmodels underneath).
+
+NaN policy (anchors trap T13): statsmodels propagates a NaN to every adjusted
+value, so NaNs are handled here explicitly.
+
+* ``"omit"`` (default): NaN p-values (undefined contrasts) are held out and the
+  family size ``m`` is the number of defined p-values — R's ``p.adjust`` default.
+* ``"count"``: NaNs are held out but still counted in ``m``, as if each were a
+  p-value of 1 — R's ``p.adjust(p, n = length(p))``; conservative.
+* ``"raise"``: a NaN is an error.
+
+NaN positions stay NaN (and ``reject`` False) in the output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from medaudit._validation import check_fraction, check_option
+from medaudit.exceptions import MedauditError
+from medaudit.stats._results import MultipleTestResult
+
+__all__ = ["adjust_pvalues", "MULTIPLICITY_METHODS", "NAN_POLICIES"]
+
+#: canonical name -> statsmodels ``multipletests`` method
+MULTIPLICITY_METHODS = {"holm": "holm", "bh": "fdr_bh", "bonferroni": "bonferroni", "by": "fdr_by"}
+NAN_POLICIES = ("omit", "count", "raise")
+
+
+def adjust_pvalues(
+    pvalues: ArrayLike,
+    *,
+    method: str = "holm",
+    alpha: float = 0.05,
+    nan_policy: str = "omit",
+    family: str | None = None,
+) -> MultipleTestResult:
+    """Adjust a family of p-values (Holm step-down, Benjamini–Hochberg step-up, ...).
+
+    Parameters
+    ----------
+    pvalues : array-like of shape (m,)
+        Raw p-values in [0, 1]; NaN marks an undefined test (see ``nan_policy``).
+    method : {"holm", "bh", "bonferroni", "by"}, default="holm"
+    alpha : float, default=0.05
+        Family-wise error rate (Holm, Bonferroni) or false discovery rate (BH, BY).
+    nan_policy : {"omit", "count", "raise"}, default="omit"
+    family : str, optional
+        Name of the declared multiplicity family, recorded in the result.
+
+    Returns
+    -------
+    MultipleTestResult
+
+    Notes
+    -----
+    Computed with :func:`statsmodels.stats.multitest.multipletests`; verified
+    against R's ``p.adjust`` (tests/reference/padjust_R.csv).
+
+    Examples
+    --------
+    >>> adjust_pvalues([0.01, 0.04, 0.03], method="holm").pvalues_adjusted.tolist()
+    [0.03, 0.06, 0.06]
+    >>> adjust_pvalues([0.01, float("nan"), 0.03], method="bh").pvalues_adjusted.tolist()
+    [0.02, nan, 0.03]
+    """
+    from statsmodels.stats.multitest import multipletests  # lazy: keeps import of stats light
+
+    method = check_option(method, tuple(MULTIPLICITY_METHODS), name="method")
+    nan_policy = check_option(nan_policy, NAN_POLICIES, name="nan_policy")
+    alpha = check_fraction(alpha, name="alpha")
+    try:
+        p = np.asarray(pvalues, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise MedauditError(f"pvalues must be numeric; got {pvalues!r}.") from None
+    nan = np.isnan(p)
+    bad = ~nan & ((p < 0) | (p > 1))
+    if bad.any():
+        raise MedauditError(f"pvalues must lie in [0, 1]; found {p[bad][0]!r} at index "
+                            f"{int(np.flatnonzero(bad)[0])}.")
+    if nan.any() and nan_policy == "raise":
+        raise MedauditError(f"pvalues contains NaN at index {np.flatnonzero(nan).tolist()} and "
+                            "nan_policy='raise'; use 'omit' or 'count' to hold undefined tests out.")
+    adj = np.full(p.size, np.nan)
+    rej = np.zeros(p.size, dtype=bool)
+    defined = p[~nan]
+    m = int(defined.size + (nan.sum() if nan_policy == "count" else 0))
+    if defined.size:
+        padded = np.r_[defined, np.ones(m - defined.size)]
+        r, pa, _, _ = multipletests(padded, alpha=alpha, method=MULTIPLICITY_METHODS[method])
+        adj[~nan] = pa[: defined.size]
+        rej[~nan] = r[: defined.size]
+    return MultipleTestResult(pvalues=p, pvalues_adjusted=adj, reject=rej, method=method,
+                              alpha=alpha, nan_policy=nan_policy, m=m, family=family)

@@ -1,0 +1,147 @@
+"""Operating points and the source-threshold rules of paper 000 (M0.7, M0.8).
+
+The decision rule is always ``predict positive iff s >= threshold``.  Thresholds
+range over the observed scores (plus +inf, where Se = 0 and Sp = 1), found
+exactly from one sort; no ROC points are dropped (unlike scikit-learn's
+``roc_curve(drop_intermediate=True)``, anchors trap T1).  Comparisons such as
+``Se >= 0.95`` use a relative guard of 1e-12 so that 570/600 counts as 0.95.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from medaudit._validation import check_fraction
+from medaudit.exceptions import MedauditError
+from medaudit.stats import _kernels as K
+from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._results import OperatingPoint
+
+__all__ = [
+    "sensitivity_at_specificity",
+    "specificity_at_sensitivity",
+    "threshold_for_sensitivity",
+    "threshold_for_specificity",
+    "operating_point",
+]
+
+
+def _prepare(y_true, y_score, target, name, metric):
+    x = check_fraction(target, name=name, low=0.0, high=1.0, closed="both")
+    y, s = labels_scores(y_true, y_score)
+    n_pos = float(y.sum())
+    undefined = warn_if_one_class(n_pos, y.size - n_pos, metric, stacklevel=4)
+    return x, y, s, undefined
+
+
+def sensitivity_at_specificity(
+    y_true: ArrayLike, y_score: ArrayLike, *, min_specificity: float = 0.95
+) -> float:
+    """Largest sensitivity over thresholds whose specificity is at least ``min_specificity``.
+
+    Uses the cohort's own ROC curve (a within-cohort operating point, not a
+    transported threshold).
+
+    Examples
+    --------
+    >>> sensitivity_at_specificity([0, 0, 0, 0, 1, 1], [0.1, 0.2, 0.3, 0.7, 0.6, 0.8],
+    ...                            min_specificity=0.75)
+    1.0
+    >>> sensitivity_at_specificity([0, 0, 0, 0, 1, 1], [0.1, 0.2, 0.3, 0.7, 0.6, 0.8],
+    ...                            min_specificity=1.0)
+    0.5
+    """
+    x, y, s, undefined = _prepare(y_true, y_score, min_specificity, "min_specificity",
+                                  "sensitivity_at_specificity")
+    if undefined:
+        return math.nan
+    return float(K.se_at_sp(np.ones(y.size), K.rank(y, s), x))
+
+
+def specificity_at_sensitivity(
+    y_true: ArrayLike, y_score: ArrayLike, *, min_sensitivity: float = 0.95
+) -> float:
+    """Largest specificity over thresholds whose sensitivity is at least ``min_sensitivity``.
+
+    Examples
+    --------
+    >>> specificity_at_sensitivity([0, 0, 0, 0, 1, 1], [0.1, 0.2, 0.3, 0.7, 0.6, 0.8],
+    ...                            min_sensitivity=1.0)
+    0.75
+    """
+    x, y, s, undefined = _prepare(y_true, y_score, min_sensitivity, "min_sensitivity",
+                                  "specificity_at_sensitivity")
+    if undefined:
+        return math.nan
+    return float(K.sp_at_se(np.ones(y.size), K.rank(y, s), x))
+
+
+def threshold_for_sensitivity(
+    y_true: ArrayLike, y_score: ArrayLike, *, min_sensitivity: float = 0.95
+) -> float:
+    """Highest observed score ``t`` with ``Se(t) >= min_sensitivity`` (M0.8 primary rule).
+
+    This is the k-th largest positive score with ``k = ceil(min_sensitivity * |P|)``.
+
+    Examples
+    --------
+    >>> threshold_for_sensitivity([1, 1, 1, 1, 0], [0.9, 0.8, 0.7, 0.2, 0.5],
+    ...                           min_sensitivity=0.75)
+    0.7
+    """
+    x, y, s, undefined = _prepare(y_true, y_score, min_sensitivity, "min_sensitivity",
+                                  "threshold_for_sensitivity")
+    if undefined:
+        return math.nan
+    return float(K.tau_sensitivity(np.ones(y.size), K.rank(y, s), x))
+
+
+def threshold_for_specificity(
+    y_true: ArrayLike, y_score: ArrayLike, *, min_specificity: float = 0.95
+) -> float:
+    """Threshold maximising Se subject to ``Sp(t) >= min_specificity`` (M0.8 secondary rule).
+
+    Among observed scores ``t`` with ``Sp(t) = #{N: s < t}/|N| >= min_specificity``
+    the one with the largest sensitivity; ties go to the higher specificity, then to
+    the highest ``t``.  Returns ``inf`` when no observed score is feasible.
+
+    Examples
+    --------
+    >>> threshold_for_specificity([0, 0, 0, 0, 1, 1], [0.1, 0.2, 0.3, 0.7, 0.6, 0.8],
+    ...                           min_specificity=0.75)
+    0.6
+    >>> threshold_for_specificity([0, 1], [0.9, 0.1], min_specificity=0.95)
+    inf
+    """
+    x, y, s, undefined = _prepare(y_true, y_score, min_specificity, "min_specificity",
+                                  "threshold_for_specificity")
+    if undefined:
+        return math.nan
+    return float(K.tau_specificity(np.ones(y.size), K.rank(y, s), x))
+
+
+def operating_point(y_true: ArrayLike, y_score: ArrayLike, *, threshold: float) -> OperatingPoint:
+    """Sensitivity and specificity at ``threshold`` with the rule ``s >= threshold``.
+
+    ``threshold`` may be ``inf`` (nothing predicted positive).  A class that is
+    absent gives ``nan`` for its rate.
+
+    Examples
+    --------
+    >>> op = operating_point([0, 0, 1, 1], [0.2, 0.5, 0.5, 0.9], threshold=0.5)
+    >>> op.sensitivity, op.specificity
+    (1.0, 0.5)
+    """
+    try:
+        tau = float(threshold)
+    except (TypeError, ValueError):
+        raise MedauditError(f"threshold must be a number or +inf; got {threshold!r}.") from None
+    if math.isnan(tau) or tau == -math.inf:
+        raise MedauditError(f"threshold must be a number or +inf; got {threshold!r}.")
+    y, s = labels_scores(y_true, y_score)
+    se, sp = K.rates_at(np.ones(y.size), K.rank(y, s), tau)
+    return OperatingPoint(threshold=tau, sensitivity=float(se), specificity=float(sp),
+                          n_pos=float(y.sum()), n_neg=float(y.size - y.sum()))
