@@ -1,0 +1,1 @@
+"""The ``medaudit`` command line (thin: parse, call one library function, exit code)."""

@@ -1,0 +1,1 @@
+"""Presentation: the only place that rounds; never computes a statistic."""

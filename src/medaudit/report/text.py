@@ -1,0 +1,99 @@
+"""Plain-text presentation of block results: terminal tables and a Markdown summary.
+
+Rounding happens here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["fmt_ci", "markdown_summary", "print_table"]
+
+
+def _r(x: Any, digits: int = 3) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if math.isnan(v):
+        return "n/a"
+    return f"{v:.{digits}f}"
+
+
+def fmt_ci(estimate: Any, low: Any, high: Any, digits: int = 3) -> str:
+    """``0.912 [0.889, 0.933]``; ``n/a`` for undefined values."""
+    return f"{_r(estimate, digits)} [{_r(low, digits)}, {_r(high, digits)}]"
+
+
+def _metric_rows(metrics: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    crits = list(dict.fromkeys(metrics["criterion"]))
+    header = ["cohort", "prompt", "model", *crits]
+    rows = []
+    for (cohort, prompt, model), g in metrics.groupby(["cohort", "prompt", "model"], sort=True):
+        cells = {r.criterion: fmt_ci(r.estimate, r.ci_low, r.ci_high) for r in g.itertuples()}
+        rows.append([cohort, prompt, model, *[cells.get(c, "") for c in crits]])
+    return header, rows
+
+
+def print_table(metrics: pd.DataFrame) -> None:
+    """Print the metric table, one row per model x metric (rich when available)."""
+    header = ["cohort", "prompt", "model", "metric", "estimate [95% CI]", "degenerate"]
+    rows = [[str(r.cohort), str(r.prompt), str(r.model), str(r.criterion),
+             fmt_ci(r.estimate, r.ci_low, r.ci_high), str(r.n_degenerate)]
+            for r in metrics.itertuples()]
+    try:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
+    except ImportError:  # pragma: no cover - rich is part of the audit extra
+        print(" | ".join(header))
+        for r in rows:
+            print(" | ".join(r))
+        return
+    table = Table(title="medaudit: estimate [95% CI]")
+    for h in header:
+        table.add_column(escape(h))
+    for r in rows:
+        table.add_row(*[escape(c) for c in r])
+    Console(width=120).print(table)
+
+
+def markdown_summary(res: Any, provenance: dict[str, Any]) -> str:
+    """A short Markdown report of a :class:`~medaudit.blocks.CohortSummary`."""
+    header, rows = _metric_rows(res.metrics)
+    lines = ["# medaudit summary", ""]
+    if provenance.get("inputs", {}).get("simulated"):
+        lines += ["> **Simulated data.** These numbers come from a seeded simulation, not from "
+                  "any real model or patient.", ""]
+    lines += ["## Metrics: estimate [95% percentile CI]", "",
+              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    if not res.comparisons.empty:
+        lines += ["", "## Paired model comparisons (AUROC difference, DeLong)", "",
+                  "| cohort | prompt | models | ΔAUROC [DeLong CI] | bootstrap CI | p | p (Holm) |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in res.comparisons.itertuples():
+            lines.append(f"| {r.cohort} | {r.prompt} | {r.model} | "
+                         f"{fmt_ci(r.estimate, r.delong_ci_low, r.delong_ci_high)} | "
+                         f"[{_r(r.boot_ci_low)}, {_r(r.boot_ci_high)}] | {_r(r.pvalue, 4)} | "
+                         f"{_r(r.pvalue_holm, 4)} |")
+    if not res.spectrum.empty:
+        lines += ["", "## Negative spectrum (shared positives)", "",
+                  "| cohort | prompt | model | controls | AUROC a | AUROC b | Δ [CI] | perm p | p (Holm) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in res.spectrum.itertuples():
+            lines.append(f"| {r.cohort} | {r.prompt} | {r.model} | {r.negatives} | "
+                         f"{_r(r.auroc_a)} | {_r(r.auroc_b)} | "
+                         f"{fmt_ci(r.estimate, r.ci_low, r.ci_high)} | {_r(r.perm_pvalue, 4)} | "
+                         f"{_r(r.pvalue_holm, 4)} |")
+    v = provenance["versions"]
+    lines += ["", "## Provenance", "",
+              f"- seed {provenance['seed']}, B = {provenance['n_resamples']}, "
+              f"{provenance['n_permutations']} permutations, percentile intervals",
+              f"- designs: {provenance['designs']}",
+              f"- multiplicity: {provenance['multiplicity']}",
+              "- versions: " + ", ".join(f"{k} {val}" for k, val in sorted(v.items())), ""]
+    return "\n".join(lines)
