@@ -9,9 +9,8 @@ row of ones, so the full-sample value and the replicates share one code path.
 Duplicate semantics.  A weight ``w`` means ``w`` identical copies of the item,
 placed next to each other in the sorted order.  Copies of one item are tied, so
 "grouped" (tie-pooling) metrics treat them as one block, and "stable"
-(individual-rank) metrics give them consecutive ranks.  For individual ranks the
-per-item sums over copies have closed forms in harmonic numbers ``H[k]``, looked
-up in a table, which is why weights must be integers in the resampling engine.
+(individual-rank) metrics give them consecutive ranks; their per-copy terms are
+summed by :func:`copies_sum`, which is why resampling weights are integer counts.
 """
 
 from __future__ import annotations
@@ -46,14 +45,6 @@ def rank(y: NDArray[np.float64], s: NDArray[np.float64]) -> Ranked:
     return Ranked(order, ss, y[order], starts, starts.size < ss.size)
 
 
-def harmonic_table(n_max: int) -> NDArray[np.float64]:
-    """Return ``H`` with ``H[k] = sum_{j=1..k} 1/j`` for k = 0..n_max."""
-    h = np.zeros(int(n_max) + 1)
-    if n_max > 0:
-        np.cumsum(1.0 / np.arange(1, int(n_max) + 1), out=h[1:])
-    return h
-
-
 def _blocks(x: NDArray[np.float64], r: Ranked) -> NDArray[np.float64]:
     return np.add.reduceat(x, r.starts, axis=-1) if r.has_ties else x
 
@@ -71,8 +62,8 @@ def auroc(w: NDArray[np.float64], r: Ranked) -> NDArray[np.float64]:
     bp = _blocks(wp, r)
     bn = _blocks(w, r) - bp
     cum_p = np.cumsum(bp, axis=-1)
-    num = np.sum(bn * (cum_p - 0.5 * bp), axis=-1)
-    return _safe_div(num, cum_p[..., -1] * bn.sum(axis=-1))
+    num = _rowsum(bn * (cum_p - 0.5 * bp))
+    return _safe_div(num, cum_p[..., -1] * _rowsum(bn))
 
 
 def soft_auroc_stable(
@@ -88,28 +79,50 @@ def soft_auroc_stable(
     wp = w * p
     cum_before = np.cumsum(wp, axis=-1) - wp
     self_term = {"inclusive": w * (w + 1.0), "strict": w * (w - 1.0), "trapezoid": w * w}[variant]
-    num = np.sum((1.0 - p) * (w * cum_before + 0.5 * p * self_term), axis=-1)
-    n_pos = wp.sum(axis=-1)
-    return _safe_div(num, n_pos * (w.sum(axis=-1) - n_pos))
+    num = _rowsum((1.0 - p) * (w * cum_before + 0.5 * p * self_term))
+    n_pos = _rowsum(wp)
+    return _safe_div(num, n_pos * (_rowsum(w) - n_pos))
 
 
-def average_precision_stable(
-    w: NDArray[np.float64], r: Ranked, harmonic: NDArray[np.float64]
-) -> NDArray[np.float64]:
+def copies_sum(a: NDArray[np.float64], b: NDArray[np.float64], k: NDArray[np.float64],
+               w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Elementwise ``sum_{j=1..w} (a + j b) / (k + j)`` for integer counts ``w >= 0``.
+
+    The sum over an item's copies is accumulated term by term: the closed form in
+    harmonic numbers, ``w b + (a - b k)(H[k+w] - H[k])``, cancels catastrophically
+    when ``a`` is small and ``k`` large (an AP of 1/1000 came out with relative
+    error 3e-10).  Most counts are 0 or 1, so after the first term only the few
+    items drawn twice or more are visited again.
+    """
+    a, b, k, w = np.broadcast_arrays(a, b, k, w)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(w >= 1, (a + b) / (k + 1.0), 0.0)
+    idx = np.flatnonzero(w >= 2)
+    if idx.size:
+        flat = out.reshape(-1)
+        af, bf, kf, wf = (x.reshape(-1)[idx] for x in (a, b, k, w))
+        j = 2
+        while idx.size:
+            flat[idx] += (af + j * bf) / (kf + j)  # idx is unique: plain fancy add
+            keep = wf > j
+            idx, af, bf, kf, wf = idx[keep], af[keep], bf[keep], kf[keep], wf[keep]
+            j += 1
+        out = flat.reshape(out.shape)
+    return out
+
+
+def average_precision_stable(w: NDArray[np.float64], r: Ranked) -> NDArray[np.float64]:
     """Non-interpolated AP with individual ranks; soft labels allowed (paper 001 eq. 5).
 
-    An item with label p, count w, K items and C positive mass before it
-    contributes p * sum_{j=1..w} (C + j p)/(K + j) = p [w p + (C - pK)(H[K+w] - H[K])].
+    An item with label p, count w, K items and C positive mass ranked before it
+    contributes ``p * sum_{j=1..w} (C + j p) / (K + j)`` (precision at each copy).
     """
     p = r.label
     wp = w * p
-    cw = np.cumsum(w, axis=-1)
-    k_before = cw - w
+    k_before = np.cumsum(w, axis=-1) - w
     c_before = np.cumsum(wp, axis=-1) - wp
-    kb = k_before.astype(np.intp)
-    dh = harmonic[cw.astype(np.intp)] - harmonic[kb]
-    num = np.sum(p * (w * p + (c_before - p * k_before) * dh), axis=-1)
-    return _safe_div(num, wp.sum(axis=-1))
+    num = _rowsum(p * copies_sum(c_before, p, k_before, w))
+    return _safe_div(num, _rowsum(wp))
 
 
 def average_precision_grouped(w: NDArray[np.float64], r: Ranked) -> NDArray[np.float64]:
@@ -120,7 +133,7 @@ def average_precision_grouped(w: NDArray[np.float64], r: Ranked) -> NDArray[np.f
     cum_w = np.cumsum(bw, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         prec = np.where(cum_w > 0, cum_p / cum_w, 0.0)
-    return _safe_div(np.sum(bp * prec, axis=-1), cum_p[..., -1])
+    return _safe_div(_rowsum(bp * prec), cum_p[..., -1])
 
 
 # ------------------------------------------------------------------ operating points
@@ -160,8 +173,8 @@ def _block_scores(r: Ranked) -> NDArray[np.float64]:
 
 def tau_sensitivity(w: NDArray[np.float64], r: Ranked, x: float) -> NDArray[np.float64]:
     """Highest observed score t with Se(t) >= x (paper 000 M0.8, primary rule)."""
-    _, _, _, _, se, _, n_pos, n_neg = _roc_points(w, r)
-    ok = se >= x - _TOL
+    _, bw, _, _, se, _, n_pos, n_neg = _roc_points(w, r)
+    ok = (se >= x - _TOL) & (bw > 0)  # only thresholds observed in this (re)sample
     first = np.argmax(ok, axis=-1)
     tau = _block_scores(r)[first]
     return np.where((n_pos > 0) & (n_neg > 0) & ok.any(axis=-1), tau, np.nan)
@@ -206,11 +219,30 @@ def rates_at(
 
 
 # --------------------------------------------------------------------- calibration
+def _rowsum(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Sum over the last axis with a rounding independent of the batch shape and memory layout.
+
+    ``np.sum`` picks its summation order from the array layout (fancy indexing can
+    return Fortran-ordered blocks), so the same replicate could differ in the last
+    bit between batch sizes; einsum sums each row the same way whatever the shape.
+    """
+    return np.einsum("...j->...", np.ascontiguousarray(x))
+
+
+def _dot(w: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row-wise dot product whose rounding does not depend on the number of rows.
+
+    BLAS ``w @ v`` blocks rows differently for different batch shapes, which would
+    make replicate values depend (in the last bit) on the memory batch size.
+    """
+    return np.einsum("...j,j->...", w, v)
+
+
 def class_sums(
     w: NDArray[np.float64], y: NDArray[np.float64], v: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Return (sum_P w v, sum_N w v, W_P, W_N) for each weight row (original order)."""
-    return w @ (y * v), w @ ((1.0 - y) * v), w @ y, w @ (1.0 - y)
+    return _dot(w, y * v), _dot(w, (1.0 - y) * v), _dot(w, y), _dot(w, 1.0 - y)
 
 
 def mean_loss(
@@ -244,14 +276,14 @@ def ece(
     d = s - y
     wd_p = np.add.reduceat(w * (y * d), starts, axis=-1)
     wd_n = np.add.reduceat(w * ((1.0 - y) * d), starts, axis=-1)
-    wp = w @ y
-    wn = w.sum(axis=-1) - wp
+    wp = _dot(w, y)
+    wn = _rowsum(w) - wp
     if prevalence is None:
         tot = wp + wn
-        return _safe_div(np.sum(np.abs(wd_p + wd_n), axis=-1), tot)
+        return _safe_div(_rowsum(np.abs(wd_p + wd_n)), tot)
     cp = _safe_div(np.full_like(wp, prevalence), wp)
     cn = _safe_div(np.full_like(wn, 1.0 - prevalence), wn)
-    return np.sum(np.abs(cp[..., None] * wd_p + cn[..., None] * wd_n), axis=-1)
+    return _rowsum(np.abs(cp[..., None] * wd_p + cn[..., None] * wd_n))
 
 
 # ------------------------------------------------------------------------ selective
@@ -280,7 +312,7 @@ def selective_risk(
     ce = np.cumsum(w2 * c.error, axis=-1)
     total = cw[:, -1]
     k = np.ceil(np.round(coverage * total, 9))
-    j = np.sum(cw < k[:, None], axis=-1)  # the item holding the k-th copy
+    j = np.count_nonzero(cw < k[:, None], axis=-1)  # the item holding the k-th copy
     j = np.minimum(j, w2.shape[1] - 1)
     c_before = np.take_along_axis(cw, j[:, None], -1)[:, 0] - w2[np.arange(w2.shape[0]), j]
     e_before = np.take_along_axis(ce, j[:, None], -1)[:, 0] - (w2 * c.error)[np.arange(len(j)), j]
@@ -289,14 +321,11 @@ def selective_risk(
     return risk[0] if np.ndim(w) == 1 else risk
 
 
-def aurc(
-    w: NDArray[np.float64], c: ConfidenceRanked, harmonic: NDArray[np.float64]
-) -> NDArray[np.float64]:
+def aurc(w: NDArray[np.float64], c: ConfidenceRanked) -> NDArray[np.float64]:
     """Trapezoid area under risk(k) vs coverage k/N for k = 1..N, not rescaled.
 
     Within the run of copies of item j (k from C_{j-1}+1 to C_j) the risk is
-    (E_{j-1} + (k - C_{j-1}) e_j)/k, whose sum is
-    e_j w_j + (E_{j-1} - e_j C_{j-1}) (H[C_j] - H[C_{j-1}]).
+    (E_{j-1} + (k - C_{j-1}) e_j) / k, summed copy by copy (:func:`copies_sum`).
     """
     w2 = np.atleast_2d(w)
     e = c.error
@@ -305,8 +334,7 @@ def aurc(
     ce = np.cumsum(we, axis=-1)
     c_before = cw - w2
     e_before = ce - we
-    dh = harmonic[cw.astype(np.intp)] - harmonic[c_before.astype(np.intp)]
-    sum_risk = np.sum(we + (e_before - e * c_before) * dh, axis=-1)
+    sum_risk = _rowsum(copies_sum(e_before, e, c_before, w2))
     total = cw[:, -1]
     first = np.argmax(w2 > 0, axis=-1)
     risk_first = e[first]

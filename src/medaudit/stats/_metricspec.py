@@ -22,13 +22,11 @@ class Prepared:
     s: NDArray[np.float64]
     ranked: K.Ranked
     conf: K.ConfidenceRanked | None
-    harmonic: NDArray[np.float64]
     soft: bool = False
 
     @classmethod
-    def build(cls, y, s, *, n_max: int, need_conf: bool, soft: bool = False) -> Prepared:
-        return cls(y, s, K.rank(y, s), K.rank_confidence(y, s) if need_conf else None,
-                   K.harmonic_table(n_max), soft)
+    def build(cls, y, s, *, need_conf: bool, soft: bool = False) -> Prepared:
+        return cls(y, s, K.rank(y, s), K.rank_confidence(y, s) if need_conf else None, soft)
 
 
 @dataclass(frozen=True)
@@ -66,20 +64,20 @@ REGISTRY: dict[str, tuple[bool, bool, tuple[str, ...], _Kernel]] = {
     "roc_auc": (False, False, (), lambda p, w, wr, wc, o: K.auroc(wr, p.ranked)),
     "average_precision": (False, False, ("ties",), lambda p, w, wr, wc, o: (
         K.average_precision_grouped(wr, p.ranked) if o.get("ties", "individual") == "pooled"
-        else K.average_precision_stable(wr, p.ranked, p.harmonic))),
+        else K.average_precision_stable(wr, p.ranked))),
     "soft_roc_auc": (False, False, ("variant", "ties"), lambda p, w, wr, wc, o: (
         K.auroc(wr, p.ranked) if o.get("ties", "stable") == "grouped"
         else K.soft_auroc_stable(wr, p.ranked, o.get("variant", "inclusive")))),
     "soft_average_precision": (False, False, ("ties",), lambda p, w, wr, wc, o: (
         K.average_precision_grouped(wr, p.ranked) if o.get("ties", "stable") == "grouped"
-        else K.average_precision_stable(wr, p.ranked, p.harmonic))),
+        else K.average_precision_stable(wr, p.ranked))),
     "brier_score": (True, False, ("prevalence",), lambda p, w, wr, wc, o: K.mean_loss(
         w, p.y, _loss_sq(p), _prev(o))),
     "log_loss": (True, False, ("prevalence", "eps"), lambda p, w, wr, wc, o: K.mean_loss(
         w, p.y, _loss_log(p, o.get("eps", 1e-15)), _prev(o))),
     "ece": (True, False, ("n_bins", "prevalence"), lambda p, w, wr, wc, o: K.ece(
         wr, p.ranked, int(o.get("n_bins", 15)), _prev(o))),
-    "aurc": (True, True, (), lambda p, w, wr, wc, o: K.aurc(wc, p.conf, p.harmonic)),
+    "aurc": (True, True, (), lambda p, w, wr, wc, o: K.aurc(wc, p.conf)),
     "selective_risk": (True, True, ("coverage",), lambda p, w, wr, wc, o: K.selective_risk(
         wc, p.conf, float(o["coverage"]))),
     "sensitivity_at_specificity": (False, False, ("min_specificity",), lambda p, w, wr, wc, o:
@@ -171,7 +169,7 @@ def evaluate(p: Prepared, specs: Sequence[MetricSpec], w: NDArray[np.float64]
 
 def _undefined_to_nan(m: MetricSpec, p: Prepared, w, vals):
     """Single-class replicates are undefined for two-class metrics (and for pi-weighting)."""
-    wp = w @ p.y
+    wp = K._dot(w, p.y)
     wn = w.sum(axis=-1) - wp
     two_class = m.name not in ("brier_score", "log_loss", "ece", "aurc", "selective_risk",
                                "average_precision", "soft_average_precision") or _prev(m.options)

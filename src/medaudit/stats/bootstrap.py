@@ -68,8 +68,9 @@ def percentile_interval(replicates: NDArray[np.float64], confidence_level: float
     valid = replicates[~np.isnan(replicates)]
     if valid.size == 0:
         return math.nan, math.nan
-    alpha = (1.0 - confidence_level) / 2.0
-    lo, hi = np.percentile(valid, [100 * alpha, 100 * (1 - alpha)])
+    # round so that level 0.95 asks for exactly the 2.5th and 97.5th percentiles
+    q = round(50.0 * (1.0 - confidence_level), 10)
+    lo, hi = np.percentile(valid, [q, 100.0 - q])
     return float(lo), float(hi)
 
 
@@ -80,7 +81,8 @@ def _bca_interval(replicates, estimate, jack, confidence_level) -> tuple[float, 
     if valid.size == 0 or jack.size < 2 or math.isnan(estimate):
         return math.nan, math.nan
     with np.errstate(divide="ignore", invalid="ignore"):
-        z0 = special.ndtri(np.mean(valid < estimate))
+        # scipy's percentile-of-score: ties with the estimate count one half
+        z0 = special.ndtri((np.sum(valid < estimate) + np.sum(valid <= estimate)) / (2 * valid.size))
         d = jack.mean() - jack
         den = 6.0 * np.sum(d**2) ** 1.5
         a = np.sum(d**3) / den if den > 0 else 0.0
@@ -117,9 +119,9 @@ class PairedBootstrapResult:
     def to_records(self) -> list[dict[str, Any]]:
         """Flat records (one per marginal or difference) for tidy tables."""
         rows = []
-        for (name, mid), r in self.marginal.items():
+        for (name, _mid), r in self.marginal.items():
             rows.append({"kind": "marginal", "a": name, "b": None, **r.to_dict()})
-        for (a, b, mid), r in self.differences.items():
+        for (a, b, _mid), r in self.differences.items():
             rows.append({"kind": "difference", "a": a, "b": b, **r.to_dict()})
         return rows
 
@@ -270,7 +272,7 @@ def bootstrap_metrics(
     plan = make_plan(design, (y > 0.5).astype(np.float64) if soft else y,
                      cluster=cluster, strata=strata)
     gen, rec = as_generator(rng)
-    prepared = {"": MS.Prepared.build(y, s, n_max=y.size, need_conf=MS.needs_confidence(specs),
+    prepared = {"": MS.Prepared.build(y, s, need_conf=MS.needs_confidence(specs),
                                       soft=soft)}
     eng = _Engine(plan, prepared, specs)
     point = eng.point()
@@ -384,7 +386,7 @@ def paired_bootstrap(
                      cluster=cluster, strata=strata)
     gen, rec = as_generator(rng)
     need_conf = MS.needs_confidence(specs)
-    prepared = {k: MS.Prepared.build(y, v, n_max=y.size, need_conf=need_conf, soft=soft)
+    prepared = {k: MS.Prepared.build(y, v, need_conf=need_conf, soft=soft)
                 for k, v in arrays.items()}
     eng = _Engine(plan, prepared, specs)
     point, reps = eng.point(), eng.replicates(n_res, gen, batch)
@@ -446,7 +448,9 @@ def shared_positive_bootstrap(
         raise MedauditError("soft metrics are not defined for the shared-positive design.")
     if not isinstance(negatives, Mapping) or len(negatives) < 1:
         raise MedauditError("negatives must be a non-empty mapping of group -> scores.")
-    conv = (lambda v, n: _scores(v, specs, n))
+    def conv(v, n):
+        return _scores(v, specs, n)
+
     pos = conv(y_score_pos, "y_score_pos")
     groups = {str(k): conv(v, f"negatives[{k!r}]") for k, v in negatives.items()}
     names = list(groups)
@@ -457,7 +461,7 @@ def shared_positive_bootstrap(
         np.full(v.size, i + 1, dtype=np.intp) for i, v in enumerate(groups.values())])
     plan = make_plan("shared_positive", y, strata=strata)
     gen, rec = as_generator(rng)
-    p = MS.Prepared.build(y, s, n_max=s.size, need_conf=MS.needs_confidence(specs))
+    p = MS.Prepared.build(y, s, need_conf=MS.needs_confidence(specs))
     masks = {g: ((strata == 0) | (strata == i + 1)).astype(np.float64) for i, g in enumerate(names)}
     point: dict[tuple[str, str], float] = {}
     reps: dict[tuple[str, str], list] = {}
@@ -477,7 +481,7 @@ def shared_positive_bootstrap(
                     jack.setdefault((g, mid), []).append(v)
         jack = {k: np.concatenate(v) for k, v in jack.items()}
     marginal = {}
-    for i, g in enumerate(names):
+    for g in names:
         for m in specs:
             marginal[(g, m.id)] = _result(
                 m.id, point[(g, m.id)], rep_arr[(g, m.id)], jack.get((g, m.id)), level=level,

@@ -99,4 +99,4 @@ def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "ind
     w = np.ones(y.size)
     if ties == "pooled":
         return float(K.average_precision_grouped(w, r))
-    return float(K.average_precision_stable(w, r, K.harmonic_table(y.size)))
+    return float(K.average_precision_stable(w, r))

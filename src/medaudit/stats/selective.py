@@ -56,7 +56,7 @@ def aurc(y_true: ArrayLike, y_prob: ArrayLike) -> float:
     0.385416666667
     """
     y, s = labels_scores(y_true, y_prob, prob=True)
-    return float(K.aurc(np.ones(y.size), K.rank_confidence(y, s), K.harmonic_table(y.size)))
+    return float(K.aurc(np.ones(y.size), K.rank_confidence(y, s)))
 
 
 def risk_coverage_curve(y_true: ArrayLike, y_prob: ArrayLike) -> RiskCoverageCurve:

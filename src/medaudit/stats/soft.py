@@ -116,4 +116,4 @@ def soft_average_precision(p_true: ArrayLike, y_score: ArrayLike, *, ties: str =
     w = np.ones(p.size)
     if ties == "grouped":
         return float(K.average_precision_grouped(w, r))
-    return float(K.average_precision_stable(w, r, K.harmonic_table(p.size)))
+    return float(K.average_precision_stable(w, r))

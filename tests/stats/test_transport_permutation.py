@@ -1,0 +1,334 @@
+"""Tests of threshold transport (B-THR-SRC, B-THR-FIX) and the negative-group permutation test.
+
+Draws are reproduced from the seed exactly as the implementation documents them:
+``threshold_transport`` spawns two child generators (``gen.spawn(2)``: source, then
+target) and draws within-label weights from each; every replicate is then checked
+against the slow oracles of ``tests/_oracles.py`` on the materialised resamples
+(``np.repeat(np.arange(n), w)``: copies adjacent, items in input order).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from medaudit.exceptions import MedauditError
+from medaudit.stats import adjust_pvalues, negative_group_permutation_test, threshold_transport
+from medaudit.stats.designs import make_plan
+from tests import _oracles as O
+
+RTOL = 1e-12
+
+
+def materialise(w):
+    wi = w.astype(int)
+    assert np.array_equal(wi, w)
+    return np.repeat(np.arange(w.size), wi)
+
+
+def transport_draws(ys, yt, n_resamples, seed):
+    """(source weights, target weights) as threshold_transport draws them from ``seed``."""
+    g_src, g_tgt = np.random.default_rng(seed).spawn(2)
+    ws = np.vstack(list(make_plan("within_label", ys).batches(n_resamples, g_src)))
+    wt = np.vstack(list(make_plan("within_label", yt).batches(n_resamples, g_tgt)))
+    return ws, wt
+
+
+def cohorts(seed=3):
+    """Source and target cohorts with scores on a 0.1 grid (heavy ties)."""
+    rng = np.random.default_rng(seed)
+    ys = np.r_[np.ones(18), np.zeros(22)]
+    ss = np.round(np.clip(0.35 * ys + 0.7 * rng.random(ys.size), 0, 1), 1)
+    yt = np.r_[np.ones(13), np.zeros(17)]
+    st = np.round(np.clip(0.25 * yt + 0.8 * rng.random(yt.size), 0, 1), 1)
+    return ys, ss, yt, st
+
+
+TAU = {"sensitivity": O.tau_sensitivity, "specificity": O.tau_specificity}
+
+
+# ------------------------------------------------------------------- point estimates
+@pytest.mark.parametrize("rule", ["sensitivity", "specificity"])
+@pytest.mark.parametrize("x", [0.5, 0.8, 0.9, 0.95, 1.0])
+def test_transport_point_estimates_match_oracles(rule, x):
+    ys, ss, yt, st = cohorts()
+    r = threshold_transport(ys, ss, yt, st, rule=rule, target_value=x, design="fixed",
+                            n_resamples=20, rng=0)
+    tau = TAU[rule](ys, ss, x)
+    assert r.threshold == tau
+    assert (r.source_sensitivity, r.source_specificity) == pytest.approx(O.se_sp_at(ys, ss, tau),
+                                                                         rel=RTOL)
+    se, sp = O.se_sp_at(yt, st, tau)
+    assert r.target_sensitivity.estimate == pytest.approx(se, rel=RTOL)
+    assert r.target_specificity.estimate == pytest.approx(sp, rel=RTOL)
+    assert r.sensitivity_retained == (se >= x) and r.specificity_retained == (sp >= x)
+    assert (r.rule, r.target_value) == (rule, x)
+
+
+def test_retention_uses_point_estimates_at_exactly_the_target():
+    # source: 20 positives, the 19 highest at 0.6 -> tau_sensitivity(0.95) = 0.6
+    ys = np.r_[np.ones(20), np.zeros(20)]
+    ss = np.r_[np.full(19, 0.6), 0.3, np.linspace(0.0, 0.55, 20)]
+    assert O.tau_sensitivity(ys, ss, 0.95) == 0.6
+    # target: 19 of 20 positives at >= 0.6 and 19 of 20 negatives below -> Se = Sp = 0.95
+    yt = np.r_[np.ones(20), np.zeros(20)]
+    st = np.r_[np.full(18, 0.8), 0.6, 0.59, np.full(19, 0.2), 0.6]
+    r = threshold_transport(ys, ss, yt, st, target_value=0.95, design="fixed",
+                            n_resamples=200, rng=1)
+    assert r.threshold == 0.6
+    assert (r.target_sensitivity.estimate, r.target_specificity.estimate) == (0.95, 0.95)
+    assert r.sensitivity_retained and r.specificity_retained
+    # retention is decided by the point estimate even though the interval reaches below 0.95
+    assert r.target_sensitivity.ci_low < 0.95
+    # one positive fewer above the threshold: Se = 0.9 -> not retained
+    st2 = st.copy()
+    st2[17] = 0.1
+    r2 = threshold_transport(ys, ss, yt, st2, target_value=0.95, design="fixed",
+                             n_resamples=50, rng=1)
+    assert r2.target_sensitivity.estimate == 0.9
+    assert not r2.sensitivity_retained and r2.specificity_retained
+
+
+# ----------------------------------------------------------------------- designs
+@pytest.mark.parametrize("rule", ["sensitivity", "specificity"])
+def test_fixed_design_resamples_only_the_target(rule):
+    ys, ss, yt, st = cohorts()
+    n_res, seed = 60, 2026
+    r = threshold_transport(ys, ss, yt, st, rule=rule, target_value=0.9, design="fixed",
+                            n_resamples=n_res, rng=seed)
+    tau = TAU[rule](ys, ss, 0.9)
+    assert r.threshold_replicates.shape == (n_res,)
+    assert np.all(r.threshold_replicates == tau)
+    _, wt = transport_draws(ys, yt, n_res, seed)
+    np.testing.assert_array_equal(wt @ yt, yt.sum())  # target class sizes kept
+    np.testing.assert_array_equal(wt @ (1 - yt), (1 - yt).sum())
+    expected = np.array([O.se_sp_at(yt[materialise(w)], st[materialise(w)], tau) for w in wt])
+    np.testing.assert_allclose(r.target_sensitivity.replicates, expected[:, 0], rtol=RTOL)
+    np.testing.assert_allclose(r.target_specificity.replicates, expected[:, 1], rtol=RTOL)
+    assert np.unique(expected[:, 0]).size > 1
+    lo, hi = np.percentile(r.target_sensitivity.replicates, [2.5, 97.5])
+    assert (r.target_sensitivity.ci_low, r.target_sensitivity.ci_high) == pytest.approx(
+        (lo, hi), rel=1e-14)
+    assert (r.design, r.seed, r.n_resamples) == ("threshold_fixed", seed, n_res)
+    assert r.target_sensitivity.design == "threshold_fixed"
+    assert (r.target_sensitivity.n_pos, r.target_sensitivity.n_neg) == (13, 17)
+
+
+@pytest.mark.parametrize("rule", ["sensitivity", "specificity"])
+@pytest.mark.parametrize("x", [0.8, 0.95])
+def test_reestimate_design_re_estimates_tau_on_each_source_resample(rule, x):
+    ys, ss, yt, st = cohorts()
+    n_res, seed = 60, 7
+    r = threshold_transport(ys, ss, yt, st, rule=rule, target_value=x, design="reestimate",
+                            n_resamples=n_res, rng=seed)
+    ws, wt = transport_draws(ys, yt, n_res, seed)
+    np.testing.assert_array_equal(ws @ ys, ys.sum())
+    np.testing.assert_array_equal(ws @ (1 - ys), (1 - ys).sum())
+    np.testing.assert_array_equal(wt @ yt, yt.sum())
+    np.testing.assert_array_equal(wt @ (1 - yt), (1 - yt).sum())
+    taus = np.array([TAU[rule](ys[materialise(w)], ss[materialise(w)], x) for w in ws])
+    np.testing.assert_array_equal(r.threshold_replicates, taus)
+    assert np.unique(taus).size > 1  # the threshold varies across replicates
+    expected = np.array([O.se_sp_at(yt[materialise(w)], st[materialise(w)], t)
+                         for w, t in zip(wt, taus, strict=True)])
+    np.testing.assert_allclose(r.target_sensitivity.replicates, expected[:, 0], rtol=RTOL)
+    np.testing.assert_allclose(r.target_specificity.replicates, expected[:, 1], rtol=RTOL)
+    assert r.threshold == TAU[rule](ys, ss, x)
+    assert (r.design, r.target_specificity.design) == ("threshold_reestimate",) * 2
+
+
+def test_reestimate_tau_sensitivity_at_target_value_zero():
+    """target_value=0 is accepted (closed interval).  Se(t) >= 0 holds for every t, so the
+    rule "highest observed score with Se >= x" gives the largest score *in the source
+    resample*.
+
+    FAILS (medaudit bug): ``_kernels.tau_sensitivity`` takes the first tie block whose
+    cumulative Se passes, and with x = 0 that is the first block even when it has zero
+    weight in the replicate; the replicate threshold is then the full-sample maximum, a
+    score that was not drawn.
+    """
+    ys, ss, yt, st = cohorts()
+    n_res, seed = 40, 7
+    r = threshold_transport(ys, ss, yt, st, rule="sensitivity", target_value=0.0,
+                            design="reestimate", n_resamples=n_res, rng=seed)
+    ws, _ = transport_draws(ys, yt, n_res, seed)
+    taus = np.array([O.tau_sensitivity(ys[materialise(w)], ss[materialise(w)], 0.0) for w in ws])
+    assert r.threshold == ss.max() == O.tau_sensitivity(ys, ss, 0.0)
+    np.testing.assert_array_equal(r.threshold_replicates, taus)
+
+
+@pytest.mark.parametrize("design", ["reestimate", "fixed"])
+def test_transport_batch_size_does_not_change_results(design):
+    ys, ss, yt, st = cohorts()
+    runs = [threshold_transport(ys, ss, yt, st, design=design, target_value=0.9, n_resamples=70,
+                                rng=5, batch=b) for b in (None, 1, 9)]
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r.threshold_replicates, runs[0].threshold_replicates)
+        np.testing.assert_array_equal(r.target_sensitivity.replicates,
+                                      runs[0].target_sensitivity.replicates)
+        np.testing.assert_array_equal(r.target_specificity.replicates,
+                                      runs[0].target_specificity.replicates)
+
+
+def test_transport_same_seed_same_result_and_target_draws_shared_by_designs():
+    ys, ss, yt, st = cohorts()
+    a = threshold_transport(ys, ss, yt, st, n_resamples=30, rng=9)
+    b = threshold_transport(ys, ss, yt, st, n_resamples=30, rng=9)
+    np.testing.assert_array_equal(a.threshold_replicates, b.threshold_replicates)
+    np.testing.assert_array_equal(a.target_sensitivity.replicates, b.target_sensitivity.replicates)
+    c = threshold_transport(ys, ss, yt, st, n_resamples=30, rng=10)
+    assert not np.array_equal(a.threshold_replicates, c.threshold_replicates)
+
+
+TRANSPORT_BAD = {
+    "design typo": (dict(design="fixd"), r"design='fixd'.*Did you mean 'fixed'"),
+    "rule typo": (dict(rule="sensitivty"), r"rule='sensitivty'.*Did you mean 'sensitivity'"),
+    "target value": (dict(target_value=1.2), r"target_value must lie in \[0\.0, 1\.0\]"),
+    "n_resamples": (dict(n_resamples=0), r"n_resamples must be a positive integer"),
+    "confidence level": (dict(confidence_level=1.5), r"confidence_level must lie in"),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSPORT_BAD))
+def test_transport_bad_options(name):
+    kw, pattern = TRANSPORT_BAD[name]
+    ys, ss, yt, st = cohorts()
+    with pytest.raises(MedauditError, match=pattern):
+        threshold_transport(ys, ss, yt, st, **kw)
+
+
+def test_transport_refuses_single_class_cohorts_and_length_mismatch():
+    ys, ss, yt, st = cohorts()
+    with pytest.raises(MedauditError, match=r"the target cohort needs both positives and neg"):
+        threshold_transport(ys, ss, np.ones(4), st[:4])
+    with pytest.raises(MedauditError, match=r"y_score_source has 39"):
+        threshold_transport(ys, ss[:-1], yt, st)
+
+
+# -------------------------------------------------------------- permutation test
+def _tied_groups(seed, n_pos=15, n_a=12, n_b=14, shift_b=0.3):
+    rng = np.random.default_rng(seed)
+    pos = np.round(rng.normal(1.0, 1.0, n_pos), 1)
+    a = np.round(rng.normal(0.0, 1.0, n_a), 1)
+    b = np.round(rng.normal(shift_b, 1.0, n_b), 1)
+    return pos, a, b
+
+
+def _auroc_with(pos, neg):
+    return O.auroc_pairwise(np.r_[np.ones(pos.size), np.zeros(neg.size)], np.r_[pos, neg])
+
+
+def _count_extreme(null, d_obs, alternative):
+    tol = 1e-9  # far below the lattice spacing of D (multiples of 1/(2 n_pos n_a n_b))
+    if alternative == "two-sided":
+        return int(np.sum(np.abs(null) >= abs(d_obs) - tol))
+    if alternative == "greater":
+        return int(np.sum(null >= d_obs - tol))
+    return int(np.sum(null <= d_obs + tol))
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_permutation_statistic_and_pvalue(alternative):
+    pos, a, b = _tied_groups(1)
+    n_res = 999
+    r = negative_group_permutation_test(pos, a, b, n_resamples=n_res, alternative=alternative,
+                                        rng=2026)
+    assert r.statistic == pytest.approx(_auroc_with(pos, a) - _auroc_with(pos, b), rel=RTOL)
+    assert r.null_distribution.shape == (n_res,)
+    b_count = _count_extreme(r.null_distribution, r.statistic, alternative)
+    assert r.n_extreme == b_count
+    assert r.pvalue == (1 + b_count) / (1 + n_res)
+    if alternative == "two-sided":
+        assert r.pvalue == O.permutation_pvalue(r.null_distribution, r.statistic)
+    assert 0 < r.pvalue <= 1
+    assert (r.n_resamples, r.alternative, r.seed) == (n_res, alternative, 2026)
+
+
+def test_permutation_null_values_are_splits_of_the_pooled_negatives():
+    """Each null value is AUROC(P, A*) - AUROC(P, B*) for a re-split of A u B into groups of
+    the original sizes (P fixed).  The re-splits are reproduced from the seed:
+    ``Generator.permuted`` shuffles each row independently of the values it holds."""
+    pos, a, b = _tied_groups(4, n_pos=10, n_a=7, n_b=9)
+    n_res, batch, seed = 60, 25, 11
+    r = negative_group_permutation_test(pos, a, b, n_resamples=n_res, rng=seed, batch=batch)
+    pool = np.r_[a, b]
+    gen = np.random.default_rng(seed)
+    perms = np.vstack([gen.permuted(np.broadcast_to(np.arange(pool.size), (k, pool.size)), axis=1)
+                       for k in (25, 25, 10)])
+    expected = [_auroc_with(pos, pool[p[:a.size]]) - _auroc_with(pos, pool[p[a.size:]])
+                for p in perms]
+    np.testing.assert_allclose(r.null_distribution, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_permutation_pvalue_is_never_zero():
+    pos = np.linspace(5, 6, 20)
+    a = np.linspace(-3, -2, 30)  # far below the positives
+    b = np.linspace(5.2, 7, 30)  # among and above them
+    r = negative_group_permutation_test(pos, a, b, n_resamples=999, rng=0)
+    assert r.statistic == pytest.approx(_auroc_with(pos, a) - _auroc_with(pos, b))
+    assert r.n_extreme == 0
+    assert r.pvalue == 1 / 1000
+
+
+def test_identical_groups_give_pvalue_one():
+    pos, a, _ = _tied_groups(2)
+    r = negative_group_permutation_test(pos, a, a.copy(), n_resamples=199, rng=3)
+    assert r.statistic == 0.0
+    assert r.n_extreme == 199 and r.pvalue == 1.0
+
+
+def test_holm_over_four_minimal_pvalues_gives_four_over_10001():
+    pvals = []
+    for k in range(4):
+        rng = np.random.default_rng(k)
+        pos = rng.normal(4.0, 0.3, 40)
+        r = negative_group_permutation_test(pos, rng.normal(-4.0, 0.3, 60),
+                                            rng.normal(4.0, 0.3, 60), n_resamples=10_000,
+                                            rng=2026)
+        pvals.append(r.pvalue)
+    assert pvals == [1 / 10_001] * 4
+    adj = adjust_pvalues(pvals, method="holm").pvalues_adjusted
+    np.testing.assert_allclose(adj, 4 / 10_001, rtol=1e-15)
+    np.testing.assert_allclose(adj, O.holm(pvals), rtol=1e-15)
+
+
+def test_pvalues_are_uniform_under_the_null():
+    """A and B from one distribution: P(p <= k/200) = k/200 exactly with B = 199."""
+    n_sim = 200
+    pvals = np.empty(n_sim)
+    for i in range(n_sim):
+        rng = np.random.default_rng(10_000 + i)
+        pos = rng.normal(1.0, 1.0, 15)
+        neg = rng.normal(0.0, 1.0, 26)
+        pvals[i] = negative_group_permutation_test(pos, neg[:12], neg[12:], n_resamples=199,
+                                                   rng=i).pvalue
+    for alpha in (0.05, 0.25, 0.5):
+        k = int(np.sum(pvals <= alpha))
+        assert stats.binomtest(k, n_sim, alpha).pvalue > 0.01, (alpha, k)
+    assert stats.kstest(pvals, "uniform").pvalue > 0.01
+
+
+def test_permutation_same_seed_same_null():
+    pos, a, b = _tied_groups(5)
+    r1 = negative_group_permutation_test(pos, a, b, n_resamples=300, rng=8)
+    r2 = negative_group_permutation_test(pos, a, b, n_resamples=300, rng=8)
+    np.testing.assert_array_equal(r1.null_distribution, r2.null_distribution)
+    assert r1.pvalue == r2.pvalue
+
+
+@pytest.mark.parametrize("kw, pattern", [
+    (dict(alternative="two_sided"), r"alternative='two_sided'.*Did you mean 'two-sided'"),
+    (dict(n_resamples=0), r"n_resamples must be a positive integer"),
+    (dict(batch=0), r"batch must be a positive integer"),
+])
+def test_permutation_bad_options(kw, pattern):
+    with pytest.raises(MedauditError, match=pattern):
+        negative_group_permutation_test([0.9, 0.8], [0.1], [0.5], **kw)
+
+
+def test_permutation_refuses_non_finite_scores():
+    with pytest.raises(MedauditError, match=r"y_score_b contains NaN"):
+        negative_group_permutation_test([0.9, 0.8], [0.1], [math.nan])
