@@ -87,11 +87,25 @@ PUBLIC_FUNCTIONS = list(SPECS)
 
 # covered in test_resampling.py / test_inference.py
 EXEMPT = [
-    "bootstrap_ci", "bootstrap_metrics", "paired_bootstrap", "shared_positive_bootstrap",
-    "threshold_transport", "negative_group_permutation_test",
-    "delong_placements", "delong_variance", "delong_ci", "delong_test", "delong_test_unpaired",
-    "adjust_pvalues", "fisher_exact", "cmh_test", "binomial_test",
-    "cohen_kappa", "jaccard", "spearman", "kendall",
+    "bootstrap_ci",
+    "bootstrap_metrics",
+    "paired_bootstrap",
+    "shared_positive_bootstrap",
+    "threshold_transport",
+    "negative_group_permutation_test",
+    "delong_placements",
+    "delong_variance",
+    "delong_ci",
+    "delong_test",
+    "delong_test_unpaired",
+    "adjust_pvalues",
+    "fisher_exact",
+    "cmh_test",
+    "binomial_test",
+    "cohen_kappa",
+    "jaccard",
+    "spearman",
+    "kendall",
 ]
 
 HARD = [k for k, v in SPECS.items() if not v.soft]
@@ -116,14 +130,15 @@ def _raises(spec: Spec, labels, scores, *fragments: str):
 # ====================================================================== registry
 def test_every_public_function_is_registered():
     public = {
-        name for name in medaudit.stats.__all__
-        if callable(getattr(medaudit.stats, name))
-        and not inspect.isclass(getattr(medaudit.stats, name))
+        name
+        for name in medaudit.stats.__all__
+        if callable(getattr(medaudit.stats, name)) and not inspect.isclass(getattr(medaudit.stats, name))
     }
     unregistered = public - set(PUBLIC_FUNCTIONS) - set(EXEMPT)
     assert not unregistered, (
         f"{sorted(unregistered)} in medaudit.stats.__all__ but neither validated here "
-        "(PUBLIC_FUNCTIONS) nor EXEMPT")
+        "(PUBLIC_FUNCTIONS) nor EXEMPT"
+    )
     stale = (set(PUBLIC_FUNCTIONS) | set(EXEMPT)) - public
     assert not stale, f"{sorted(stale)} listed here but not public functions any more"
     assert not set(PUBLIC_FUNCTIONS) & set(EXEMPT)
@@ -222,8 +237,14 @@ def test_length_mismatch(name, longer):
     spec = SPECS[name]
     y, s = (Y, S[:-1]) if longer == "labels" else (Y[:-1], S)
     n_y, n_s = y.size, s.size
-    _raises(spec, y, s, "Inputs must have the same length",
-            f"{spec.label_name} has {n_y}", f"{spec.score_name} has {n_s}")
+    _raises(
+        spec,
+        y,
+        s,
+        "Inputs must have the same length",
+        f"{spec.label_name} has {n_y}",
+        f"{spec.score_name} has {n_s}",
+    )
 
 
 @pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
@@ -243,10 +264,8 @@ def test_two_dimensional_input(name):
 @pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
 def test_non_numeric_input(name):
     spec = SPECS[name]
-    _raises(spec, ["no", "yes", "no", "yes", "yes", "no"], S,
-            f"{spec.label_name} must be numeric")
-    _raises(spec, Y, ["low", "high", "low", "high", "high", "low"],
-            f"{spec.score_name} must be numeric")
+    _raises(spec, ["no", "yes", "no", "yes", "yes", "no"], S, f"{spec.label_name} must be numeric")
+    _raises(spec, Y, ["low", "high", "low", "high", "high", "low"], f"{spec.score_name} must be numeric")
 
 
 @pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
@@ -261,11 +280,9 @@ def test_inputs_are_not_modified(name):
 UNKNOWN_OPTIONS = [
     pytest.param(average_precision, {"ties": "pooledd"}, "ties", "pooled", id="ap-pooledd"),
     pytest.param(average_precision, {"ties": "individul"}, "ties", "individual", id="ap-individul"),
-    pytest.param(soft_roc_auc, {"variant": "inclusiv"}, "variant", "inclusive",
-                 id="soft-auc-inclusiv"),
+    pytest.param(soft_roc_auc, {"variant": "inclusiv"}, "variant", "inclusive", id="soft-auc-inclusiv"),
     pytest.param(soft_roc_auc, {"variant": "strikt"}, "variant", "strict", id="soft-auc-strikt"),
-    pytest.param(soft_roc_auc, {"variant": "trapezoidal"}, "variant", "trapezoid",
-                 id="soft-auc-trapezoidal"),
+    pytest.param(soft_roc_auc, {"variant": "trapezoidal"}, "variant", "trapezoid", id="soft-auc-trapezoidal"),
     pytest.param(soft_roc_auc, {"ties": "grouped_"}, "ties", "grouped", id="soft-auc-ties"),
     pytest.param(soft_average_precision, {"ties": "stabel"}, "ties", "stable", id="soft-ap-ties"),
 ]
@@ -279,13 +296,16 @@ def test_unknown_option_suggests_closest(func, kwargs, param, suggestion):
     assert msg.startswith(f"{param}={kwargs[param]!r} is not a valid option")
 
 
-@pytest.mark.parametrize(("func", "kwargs"), [
-    (average_precision, {"ties": None}),
-    (average_precision, {"ties": "zzzz"}),
-    (soft_roc_auc, {"variant": 1}),
-])
+@pytest.mark.parametrize(
+    ("func", "kwargs"),
+    [
+        (average_precision, {"ties": None}),
+        (average_precision, {"ties": "zzzz"}),
+        (soft_roc_auc, {"variant": 1}),
+    ],
+)
 def test_invalid_option_without_close_match(func, kwargs):
-    (param, value), = kwargs.items()
+    ((param, value),) = kwargs.items()
     with pytest.raises(MedauditError, match=re.escape(f"{param}={value!r} is not a valid")) as info:
         func(Y, S, **kwargs)
     assert "Did you mean" not in str(info.value)
@@ -300,24 +320,42 @@ def test_options_are_keyword_only():
 
 # ============================================================= numeric options
 NUMERIC_OPTIONS = [
-    *[pytest.param(f, {k: v}, f"{k} must lie in [0.0, 1.0]", id=f"{f.__name__}-{v}")
-      for f, k in [(sensitivity_at_specificity, "min_specificity"),
-                   (specificity_at_sensitivity, "min_sensitivity"),
-                   (threshold_for_sensitivity, "min_sensitivity"),
-                   (threshold_for_specificity, "min_specificity")]
-      for v in (1.5, -0.1, math.nan)],
-    *[pytest.param(selective_risk, {"coverage": v}, "coverage must lie in (0.0, 1.0]",
-                   id=f"coverage-{v}") for v in (0.0, 1.2, -0.5, math.nan)],
-    *[pytest.param(f, {"prevalence": v}, "prevalence must lie in (0.0, 1.0)",
-                   id=f"{f.__name__}-prevalence-{v}")
-      for f in (brier_score, ece, log_loss) for v in (0.0, 1.0, 1.2, math.nan)],
-    *[pytest.param(f, {"n_bins": v}, "n_bins must be a positive integer",
-                   id=f"{f.__name__}-n_bins-{v}")
-      for f in (ece, reliability_diagram) for v in (0, -3, 2.5, True)],
-    *[pytest.param(log_loss, {"eps": v}, "eps must lie in (0.0, 0.5)", id=f"eps-{v}")
-      for v in (0.0, 0.5, -1e-15)],
-    *[pytest.param(operating_point, {"threshold": v}, "threshold must be a number or +inf",
-                   id=f"threshold-{v}") for v in (math.nan, -math.inf, "high")],
+    *[
+        pytest.param(f, {k: v}, f"{k} must lie in [0.0, 1.0]", id=f"{f.__name__}-{v}")
+        for f, k in [
+            (sensitivity_at_specificity, "min_specificity"),
+            (specificity_at_sensitivity, "min_sensitivity"),
+            (threshold_for_sensitivity, "min_sensitivity"),
+            (threshold_for_specificity, "min_specificity"),
+        ]
+        for v in (1.5, -0.1, math.nan)
+    ],
+    *[
+        pytest.param(selective_risk, {"coverage": v}, "coverage must lie in (0.0, 1.0]", id=f"coverage-{v}")
+        for v in (0.0, 1.2, -0.5, math.nan)
+    ],
+    *[
+        pytest.param(
+            f, {"prevalence": v}, "prevalence must lie in (0.0, 1.0)", id=f"{f.__name__}-prevalence-{v}"
+        )
+        for f in (brier_score, ece, log_loss)
+        for v in (0.0, 1.0, 1.2, math.nan)
+    ],
+    *[
+        pytest.param(f, {"n_bins": v}, "n_bins must be a positive integer", id=f"{f.__name__}-n_bins-{v}")
+        for f in (ece, reliability_diagram)
+        for v in (0, -3, 2.5, True)
+    ],
+    *[
+        pytest.param(log_loss, {"eps": v}, "eps must lie in (0.0, 0.5)", id=f"eps-{v}")
+        for v in (0.0, 0.5, -1e-15)
+    ],
+    *[
+        pytest.param(
+            operating_point, {"threshold": v}, "threshold must be a number or +inf", id=f"threshold-{v}"
+        )
+        for v in (math.nan, -math.inf, "high")
+    ],
 ]
 
 

@@ -92,7 +92,9 @@ def _prevalence_weights(y, pi):
 def _reference_sklearn_log_loss(y, s, *, eps=EPS, sample_weight=None):
     # sklearn >= 1.5 dropped ``eps``; clip ourselves exactly as medaudit declares it does.
     return sklearn_log_loss(
-        y, np.clip(np.asarray(s, dtype=float), eps, 1 - eps), labels=[0, 1],
+        y,
+        np.clip(np.asarray(s, dtype=float), eps, 1 - eps),
+        labels=[0, 1],
         sample_weight=sample_weight,
     )
 
@@ -111,8 +113,9 @@ def _reference_sklearn_threshold_for_sensitivity(y, s, x, *, drop_intermediate):
 
 # ------------------------------------------------------------------ hypothesis strategies
 @st.composite
-def labelled(draw, *, prob: bool, ties: bool | None = None, min_size: int = 2,
-             max_size: int = 30, unique: bool = False):
+def labelled(
+    draw, *, prob: bool, ties: bool | None = None, min_size: int = 2, max_size: int = 30, unique: bool = False
+):
     """(y, s) with at least one positive and one negative.
 
     ``prob``: scores in [0, 1] (else in [-1e3, 1e3]).  ``ties``: draw scores from a coarse
@@ -128,8 +131,14 @@ def labelled(draw, *, prob: bool, ties: bool | None = None, min_size: int = 2,
         s = k / 10.0 if prob else (k - 5.0) * 7.0
     else:
         lo, hi = (0.0, 1.0) if prob else (-1e3, 1e3)
-        s = draw(arrays(np.float64, n, unique=unique, elements=st.floats(
-            lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False)))
+        s = draw(
+            arrays(
+                np.float64,
+                n,
+                unique=unique,
+                elements=st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False),
+            )
+        )
     return y, s
 
 
@@ -176,8 +185,7 @@ def test_roc_auc_matches_oracle_property(ys):
 def test_average_precision_toy():
     # ranks 1 (pos), 2 (neg), 3 (pos): (TP_1/1 + TP_3/3)/|P| = (1/1 + 2/3)/2 = 5/6
     assert average_precision([1, 0, 1], [0.9, 0.8, 0.7]) == _approx(5 / 6, rel=RTOL)
-    assert average_precision([1, 0, 1], [0.9, 0.8, 0.7], ties="pooled") == _approx(
-        5 / 6, rel=RTOL)
+    assert average_precision([1, 0, 1], [0.9, 0.8, 0.7], ties="pooled") == _approx(5 / 6, rel=RTOL)
 
 
 def test_average_precision_tie_conventions_toy():
@@ -191,8 +199,7 @@ def test_average_precision_tie_conventions_toy():
     assert average_precision(y, s, ties="pooled") == _approx(5 / 6, rel=RTOL)
     # individual ranks depend on the order inside the tie: positives first -> ranks 1, 2, 3
     assert average_precision([1, 1, 1, 0, 0, 0], s) == _approx(1.0, rel=RTOL)
-    assert average_precision([1, 1, 1, 0, 0, 0], s, ties="pooled") == _approx(
-        5 / 6, rel=RTOL)
+    assert average_precision([1, 1, 1, 0, 0, 0], s, ties="pooled") == _approx(5 / 6, rel=RTOL)
 
 
 @pytest.mark.parametrize("tied", [True, False], ids=["heavy-ties", "untied"])
@@ -206,8 +213,9 @@ def test_average_precision_pooled_matches_sklearn_and_oracle(tied):
 @pytest.mark.parametrize("tied", [True, False], ids=["heavy-ties", "untied"])
 def test_average_precision_individual_matches_oracle(tied):
     for y, s in _cases(3, tied=tied):
-        assert_allclose(average_precision(y, s, ties="individual"),
-                        oracle.average_precision_individual(y, s), rtol=RTOL)
+        assert_allclose(
+            average_precision(y, s, ties="individual"), oracle.average_precision_individual(y, s), rtol=RTOL
+        )
 
 
 @given(labelled(prob=False, unique=True))
@@ -222,11 +230,10 @@ def test_T8_average_precision_conventions_agree_without_ties(ys):
 def test_average_precision_individual_is_exact_when_positive_ranked_last():
     # 999 negatives scored above 1 positive: the positive sits at rank 1000 with TP = 1, so
     # AP = (1/|P|) * TP/k = 1/1000 exactly (individual and pooled agree: no ties).
-    # sklearn gets 0.001 to the last bit.  medaudit's individual-rank kernel evaluates the
-    # precision as 1 + (C - K)(H[K+1] - H[K]) from a cumulative harmonic table; the
-    # difference of two ~7.5-sized harmonic numbers times C - K = -999 cancels
-    # catastrophically (observed 9.999999996663789e-04, relative error 3e-10, growing to
-    # ~4e-7 at n = 1e5).
+    # sklearn gets 0.001 to the last bit.  Regression test: a kernel that evaluated the
+    # precision as 1 + (C - K)(H[K+1] - H[K]) from a cumulative harmonic table cancelled
+    # catastrophically here (two ~7.5-sized harmonic numbers times C - K = -999): it gave
+    # 9.999999996663789e-04, relative error 3e-10, growing to ~4e-7 at n = 1e5.
     n = 1000
     y = np.r_[np.zeros(n - 1), 1.0]
     s = np.linspace(1.0, 0.0, n)
@@ -242,7 +249,8 @@ def test_brier_toy():
     # pi = 0.5: B_P = ((1-.6)^2 + (1-.9)^2 + 0)/3 = 0.17/3; B_N = 0.2^2 = 0.04
     #   BS_pi = 0.5 * 0.17/3 + 0.5 * 0.04 = 0.0483333...
     assert brier_score([0, 1, 1, 1], [0.2, 0.6, 0.9, 1.0], prevalence=0.5) == _approx(
-        0.5 * 0.17 / 3 + 0.5 * 0.04, rel=RTOL)
+        0.5 * 0.17 / 3 + 0.5 * 0.04, rel=RTOL
+    )
 
 
 @pytest.mark.parametrize("tied", [True, False], ids=["grid-with-0-and-1", "continuous"])
@@ -269,8 +277,7 @@ def test_brier_prevalence_is_linear_in_pi(ys, pi):
     y, s = ys
     b_pos = brier_score(y[y == 1], s[y == 1])
     b_neg = brier_score(y[y == 0], s[y == 0])
-    assert_allclose(brier_score(y, s, prevalence=pi), b_neg + pi * (b_pos - b_neg),
-                    rtol=RTOL, atol=ATOL_ZERO)
+    assert_allclose(brier_score(y, s, prevalence=pi), b_neg + pi * (b_pos - b_neg), rtol=RTOL, atol=ATOL_ZERO)
 
 
 @given(labelled(prob=True))
@@ -278,8 +285,7 @@ def test_prevalence_weighting_at_observed_prevalence_is_unweighted(ys):
     # At pi = |P|/n every weight is 1/n: the standardised metric is the raw one.
     y, s = ys
     pi = float(y.mean())
-    assert_allclose(brier_score(y, s, prevalence=pi), brier_score(y, s),
-                    rtol=RTOL, atol=ATOL_ZERO)
+    assert_allclose(brier_score(y, s, prevalence=pi), brier_score(y, s), rtol=RTOL, atol=ATOL_ZERO)
     assert_allclose(log_loss(y, s, prevalence=pi), log_loss(y, s), rtol=RTOL, atol=ATOL_ZERO)
     assert_allclose(ece(y, s, prevalence=pi), ece(y, s), rtol=RTOL, atol=ATOL_ZERO)
 
@@ -289,8 +295,7 @@ def test_log_loss_toy():
     # -(ln 0.5 + ln 0.5)/2 = ln 2
     assert log_loss([0, 1], [0.5, 0.5]) == _approx(math.log(2), rel=RTOL)
     # -(ln 0.8 + ln(1 - 0.4))/2 = (0.22314 + 0.51083)/2 = 0.36698
-    assert log_loss([1, 0], [0.8, 0.4]) == _approx(
-        -(math.log(0.8) + math.log(0.6)) / 2, rel=RTOL)
+    assert log_loss([1, 0], [0.8, 0.4]) == _approx(-(math.log(0.8) + math.log(0.6)) / 2, rel=RTOL)
 
 
 @pytest.mark.parametrize("tied", [True, False], ids=["grid-with-0-and-1", "continuous"])
@@ -309,18 +314,19 @@ def test_log_loss_prevalence_matches_weighted_sklearn_and_oracle(eps):
         pi = float(rng.uniform(0.01, 0.99))
         got = log_loss(y, s, eps=eps, prevalence=pi)
         w = _prevalence_weights(y, pi)
-        assert_allclose(got, _reference_sklearn_log_loss(y, s, eps=eps, sample_weight=w),
-                        rtol=RTOL, atol=ATOL_ZERO)
+        assert_allclose(
+            got, _reference_sklearn_log_loss(y, s, eps=eps, sample_weight=w), rtol=RTOL, atol=ATOL_ZERO
+        )
         assert_allclose(got, oracle.log_loss(y, s, eps=eps, pi=pi), rtol=RTOL, atol=ATOL_ZERO)
 
 
 def test_log_loss_is_finite_at_exact_zero_and_one():
     # a confident error costs -ln(eps), not infinity:
     # y = (1, 0), s = (0, 0): (-ln(1e-15) - ln(1 - 1e-15)) / 2 = (34.538776... + 1e-15) / 2
-    assert log_loss([1, 0], [0.0, 0.0]) == _approx(
-        (-math.log(1e-15) - math.log1p(-1e-15)) / 2, rel=RTOL)
+    assert log_loss([1, 0], [0.0, 0.0]) == _approx((-math.log(1e-15) - math.log1p(-1e-15)) / 2, rel=RTOL)
     assert log_loss([1, 0], [0.0, 0.0], eps=1e-7) == _approx(
-        (-math.log(1e-7) - math.log1p(-1e-7)) / 2, rel=RTOL)
+        (-math.log(1e-7) - math.log1p(-1e-7)) / 2, rel=RTOL
+    )
     # perfect predictions at exactly 0 and 1 cost (almost) nothing, finitely
     perfect = log_loss([1, 0], [1.0, 0.0])
     assert 0.0 < perfect < 2e-15
@@ -383,11 +389,11 @@ def test_T3_bins_are_fixed_on_unit_interval_not_on_observed_range():
 def test_ece_matches_oracle(tied, n_bins):
     rng = np.random.default_rng(8)
     for y, s in _cases(8 + n_bins, tied=tied, n_cases=60):
-        assert_allclose(ece(y, s, n_bins=n_bins), oracle.ece(y, s, n_bins),
-                        rtol=RTOL, atol=ATOL_ZERO)
+        assert_allclose(ece(y, s, n_bins=n_bins), oracle.ece(y, s, n_bins), rtol=RTOL, atol=ATOL_ZERO)
         pi = float(rng.uniform(0.01, 0.99))
-        assert_allclose(ece(y, s, n_bins=n_bins, prevalence=pi),
-                        oracle.ece(y, s, n_bins, pi), rtol=RTOL, atol=ATOL_ZERO)
+        assert_allclose(
+            ece(y, s, n_bins=n_bins, prevalence=pi), oracle.ece(y, s, n_bins, pi), rtol=RTOL, atol=ATOL_ZERO
+        )
 
 
 # =========================================================== reliability diagram (M0.7)
@@ -440,17 +446,18 @@ def test_se_at_sp_and_sp_at_se_match_oracle(tied):
     rng = np.random.default_rng(10)
     for y, s in _cases(10, tied=tied):
         for x in (0.0, 0.5, 0.9, 0.95, 1.0, float(rng.random())):
-            assert_allclose(sensitivity_at_specificity(y, s, min_specificity=x),
-                            oracle.se_at_sp(y, s, x), rtol=RTOL)
-            assert_allclose(specificity_at_sensitivity(y, s, min_sensitivity=x),
-                            oracle.sp_at_se(y, s, x), rtol=RTOL)
+            assert_allclose(
+                sensitivity_at_specificity(y, s, min_specificity=x), oracle.se_at_sp(y, s, x), rtol=RTOL
+            )
+            assert_allclose(
+                specificity_at_sensitivity(y, s, min_sensitivity=x), oracle.sp_at_se(y, s, x), rtol=RTOL
+            )
 
 
 # ===================================================== source-threshold rules (M0.8)
 def test_threshold_for_sensitivity_toy():
     # positives .9 .8 .7 .2; k = ceil(0.75 * 4) = 3 -> 3rd largest positive = 0.7
-    assert threshold_for_sensitivity([1, 1, 1, 1, 0], [0.9, 0.8, 0.7, 0.2, 0.5],
-                                     min_sensitivity=0.75) == 0.7
+    assert threshold_for_sensitivity([1, 1, 1, 1, 0], [0.9, 0.8, 0.7, 0.2, 0.5], min_sensitivity=0.75) == 0.7
 
 
 def test_threshold_for_specificity_tie_break_toy():
@@ -483,10 +490,8 @@ def test_threshold_rules_match_oracle(tied):
     rng = np.random.default_rng(11)
     for y, s in _cases(11, tied=tied, n_cases=300):
         for x in (0.0, 0.5, 0.8, 0.9, 0.95, 1.0, float(rng.random())):
-            assert threshold_for_sensitivity(y, s, min_sensitivity=x) == \
-                oracle.tau_sensitivity(y, s, x)
-            assert threshold_for_specificity(y, s, min_specificity=x) == \
-                oracle.tau_specificity(y, s, x)
+            assert threshold_for_sensitivity(y, s, min_sensitivity=x) == oracle.tau_sensitivity(y, s, x)
+            assert threshold_for_specificity(y, s, min_specificity=x) == oracle.tau_specificity(y, s, x)
 
 
 @given(labelled(prob=False), st.floats(0.0, 1.0))
@@ -499,12 +504,12 @@ def test_threshold_rules_are_observed_scores_and_consistent(ys, x):
     assert t_sp in observed or t_sp == math.inf
     # tau_sp attains sensitivity_at_specificity (the +inf point gives Se = 0 when infeasible)
     assert operating_point(y, s, threshold=t_sp).sensitivity == _approx(
-        sensitivity_at_specificity(y, s, min_specificity=x), rel=RTOL)
+        sensitivity_at_specificity(y, s, min_specificity=x), rel=RTOL
+    )
     op = operating_point(y, s, threshold=t_se)
     assert op.sensitivity >= x - 1e-12
     if x > 1e-12:  # x <= the 1e-12 guard is also met by t = +inf (Sp = 1), not observed
-        assert op.specificity == _approx(
-            specificity_at_sensitivity(y, s, min_sensitivity=x), rel=RTOL)
+        assert op.specificity == _approx(specificity_at_sensitivity(y, s, min_sensitivity=x), rel=RTOL)
 
 
 def test_T1_sklearn_drop_intermediate_can_give_a_lower_threshold():
@@ -519,8 +524,7 @@ def test_T1_sklearn_drop_intermediate_can_give_a_lower_threshold():
         y = np.r_[np.ones(20), np.zeros(40)]
         s = np.round(np.r_[rng.normal(1.0, 1.0, 20), rng.normal(0.0, 1.0, 40)], 1)
         ours = threshold_for_sensitivity(y, s, min_sensitivity=x)
-        assert _reference_sklearn_threshold_for_sensitivity(
-            y, s, x, drop_intermediate=False) == ours
+        assert _reference_sklearn_threshold_for_sensitivity(y, s, x, drop_intermediate=False) == ours
         dropped = _reference_sklearn_threshold_for_sensitivity(y, s, x, drop_intermediate=True)
         assert dropped <= ours
         if dropped < ours:
@@ -530,8 +534,10 @@ def test_T1_sklearn_drop_intermediate_can_give_a_lower_threshold():
     seed, ours, dropped = differing
     assert operating_point(y, s, threshold=ours).sensitivity >= x
     # both thresholds reach Se >= 0.95; sklearn's costs specificity
-    assert operating_point(y, s, threshold=dropped).specificity < \
-        operating_point(y, s, threshold=ours).specificity
+    assert (
+        operating_point(y, s, threshold=dropped).specificity
+        < operating_point(y, s, threshold=ours).specificity
+    )
 
 
 def test_threshold_for_sensitivity_570_of_600_is_feasible():
@@ -606,8 +612,9 @@ def test_selective_risk_matches_oracle(tied):
     rng = np.random.default_rng(14)
     for y, s in _cases(14, tied=tied):
         for c in (0.1, 0.5, 0.8, 0.9, 1.0, float(rng.uniform(0.01, 1.0))):
-            assert_allclose(selective_risk(y, s, coverage=c), oracle.risk_at_coverage(y, s, c),
-                            rtol=RTOL, atol=0)
+            assert_allclose(
+                selective_risk(y, s, coverage=c), oracle.risk_at_coverage(y, s, c), rtol=RTOL, atol=0
+            )
 
 
 def test_selective_risk_montgomery_k():
@@ -652,8 +659,7 @@ def test_aurc_matches_oracle_and_trapezoid_of_curve(tied):
         got = aurc(y, s)
         assert_allclose(got, oracle.aurc(y, s), rtol=RTOL, atol=ATOL_ZERO)
         curve = risk_coverage_curve(y, s)
-        assert_allclose(got, np.trapezoid(curve.risk, curve.coverage), rtol=RTOL,
-                        atol=ATOL_ZERO)
+        assert_allclose(got, np.trapezoid(curve.risk, curve.coverage), rtol=RTOL, atol=ATOL_ZERO)
 
 
 def test_risk_coverage_curve_matches_oracle():
@@ -671,9 +677,9 @@ def test_risk_coverage_curve_matches_oracle():
 def test_aurc_is_exact_when_the_only_error_is_least_confident():
     # 999 correct confident images, then 1 error: risk(k) = 0 for k < 1000, risk(1000) =
     # 1/1000; only the last trapezoid is non-zero: (1/1000)(0 + 1/1000)/2 = 5e-7 exactly.
-    # np.trapezoid of medaudit's own risk-coverage curve gets this to ~1e-15; the AURC
-    # kernel's harmonic-number differences cancel catastrophically (observed
-    # 4.999999996663789e-07, relative error 7e-10, ~5e-7 at n = 1e5).
+    # np.trapezoid of medaudit's own risk-coverage curve gets this to ~1e-15.  Regression
+    # test: an AURC kernel built on harmonic-number differences cancelled catastrophically
+    # here (4.999999996663789e-07, relative error 7e-10; ~5e-7 at n = 1e5).
     n = 1000
     s = np.linspace(0.999, 0.6, n)
     y = np.r_[np.ones(n - 1), 0.0]
@@ -691,11 +697,11 @@ def test_ranking_metrics_invariant_to_strictly_increasing_transforms(ys):
         t = f(s)
         assert roc_auc(y, t) == _approx(roc_auc(y, s), rel=RTOL)
         for ties in ("individual", "pooled"):
-            assert average_precision(y, t, ties=ties) == _approx(
-                average_precision(y, s, ties=ties), rel=RTOL)
+            assert average_precision(y, t, ties=ties) == _approx(average_precision(y, s, ties=ties), rel=RTOL)
         for x in (0.5, 0.95):
-            assert sensitivity_at_specificity(y, t, min_specificity=x) == \
-                sensitivity_at_specificity(y, s, min_specificity=x)
+            assert sensitivity_at_specificity(y, t, min_specificity=x) == sensitivity_at_specificity(
+                y, s, min_specificity=x
+            )
             # the threshold moves with the transform: same image, transformed score
             tau = threshold_for_sensitivity(y, s, min_sensitivity=x)
             assert threshold_for_sensitivity(y, t, min_sensitivity=x) == t[s == tau][0]
@@ -719,13 +725,13 @@ def test_metrics_invariant_to_sample_order(ys, random):
     perm = np.array(random.sample(range(y.size), y.size))
     yp, sp = y[perm], s[perm]
     assert_allclose(roc_auc(yp, sp), roc_auc(y, s), rtol=RTOL)
-    assert_allclose(average_precision(yp, sp, ties="pooled"),
-                    average_precision(y, s, ties="pooled"), rtol=RTOL)
+    assert_allclose(
+        average_precision(yp, sp, ties="pooled"), average_precision(y, s, ties="pooled"), rtol=RTOL
+    )
     assert_allclose(brier_score(yp, sp), brier_score(y, s), rtol=RTOL, atol=ATOL_ZERO)
     assert_allclose(log_loss(yp, sp), log_loss(y, s), rtol=RTOL, atol=ATOL_ZERO)
     assert_allclose(ece(yp, sp), ece(y, s), rtol=RTOL, atol=ATOL_ZERO)
-    assert_allclose(ece(yp, sp, prevalence=0.3), ece(y, s, prevalence=0.3),
-                    rtol=RTOL, atol=ATOL_ZERO)
+    assert_allclose(ece(yp, sp, prevalence=0.3), ece(y, s, prevalence=0.3), rtol=RTOL, atol=ATOL_ZERO)
 
 
 @given(labelled(prob=True))
@@ -787,20 +793,17 @@ def imbalanced():
 def test_extreme_imbalance_matches_sklearn(imbalanced):
     y, s = imbalanced
     assert_allclose(roc_auc(y, s), roc_auc_score(y, s), rtol=RTOL)
-    assert_allclose(average_precision(y, s, ties="pooled"), average_precision_score(y, s),
-                    rtol=RTOL)
+    assert_allclose(average_precision(y, s, ties="pooled"), average_precision_score(y, s), rtol=RTOL)
     assert_allclose(brier_score(y, s), brier_score_loss(y, s), rtol=RTOL)
     assert_allclose(log_loss(y, s), _reference_sklearn_log_loss(y, s), rtol=RTOL)
     w = _prevalence_weights(y, 0.5)
-    assert_allclose(brier_score(y, s, prevalence=0.5), brier_score_loss(y, s, sample_weight=w),
-                    rtol=RTOL)
+    assert_allclose(brier_score(y, s, prevalence=0.5), brier_score_loss(y, s, sample_weight=w), rtol=RTOL)
 
 
 def test_extreme_imbalance_individual_ap_matches_sklearn(imbalanced):
     # T8 on untied data: the paper's individual-rank AP equals sklearn's pooled AP
     y, s = imbalanced
-    assert_allclose(average_precision(y, s, ties="individual"), average_precision_score(y, s),
-                    rtol=RTOL)
+    assert_allclose(average_precision(y, s, ties="individual"), average_precision_score(y, s), rtol=RTOL)
 
 
 def test_probability_metrics_at_exact_zero_and_one():
@@ -828,9 +831,13 @@ ONE_CLASS_UNDEFINED = {
 }
 
 
-_ONE_CLASS_CASES = [(name, label) for name in ONE_CLASS_UNDEFINED for label in (0.0, 1.0)
-                    # AP is defined without negatives (it is 1): see the test below
-                    if not (name.startswith("average_precision") and label == 1.0)]
+_ONE_CLASS_CASES = [
+    (name, label)
+    for name in ONE_CLASS_UNDEFINED
+    for label in (0.0, 1.0)
+    # AP is defined without negatives (it is 1): see the test below
+    if not (name.startswith("average_precision") and label == 1.0)
+]
 
 
 @pytest.mark.parametrize("name, label", _ONE_CLASS_CASES)
@@ -848,8 +855,7 @@ def test_single_class_defined_cases_do_not_warn():
         assert average_precision([1, 1, 1, 1], s) == 1.0
         assert average_precision([1, 1, 1, 1], s, ties="pooled") == 1.0
         # the unweighted probability metrics do not need both classes
-        assert brier_score([1, 1, 1, 1], s) == _approx(
-            (0.81 + 0.36 + 0.16 + 0.01) / 4, rel=RTOL)
+        assert brier_score([1, 1, 1, 1], s) == _approx((0.81 + 0.36 + 0.16 + 0.01) / 4, rel=RTOL)
         assert ece([0, 0, 0, 0], s) == _approx(0.5, rel=RTOL)  # 4 bins, all s - 0
         assert math.isfinite(log_loss([0, 0, 0, 0], s))
         assert selective_risk([0, 0, 0, 0], s, coverage=1.0) == 0.5

@@ -80,8 +80,14 @@ def soft_labelled(draw, *, unique: bool = False, max_size: int = 25):
     p = draw(arrays(np.float64, n, elements=st.floats(0.0, 1.0)))
     i, j = draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
     p[i], p[j] = 1.0, 0.0
-    s = draw(arrays(np.float64, n, unique=unique, elements=st.floats(
-        -100.0, 100.0, allow_nan=False, allow_infinity=False, allow_subnormal=False)))
+    s = draw(
+        arrays(
+            np.float64,
+            n,
+            unique=unique,
+            elements=st.floats(-100.0, 100.0, allow_nan=False, allow_infinity=False, allow_subnormal=False),
+        )
+    )
     return p, s
 
 
@@ -93,8 +99,16 @@ def binary_labelled(draw, *, unique: bool, max_size: int = 25):
     i, j = draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
     y[i], y[j] = 1.0, 0.0
     if unique:
-        s = draw(arrays(np.float64, n, unique=True, elements=st.floats(
-            -100.0, 100.0, allow_nan=False, allow_infinity=False, allow_subnormal=False)))
+        s = draw(
+            arrays(
+                np.float64,
+                n,
+                unique=True,
+                elements=st.floats(
+                    -100.0, 100.0, allow_nan=False, allow_infinity=False, allow_subnormal=False
+                ),
+            )
+        )
     else:
         s = draw(arrays(np.int64, n, elements=st.integers(0, 4))) / 4.0
     return y, s
@@ -146,8 +160,7 @@ def test_tie_example_m1_2_and_m1_3():
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_soft_roc_auc_matches_oracle(variant, tied):
     for p, s in _cases(20, tied=tied):
-        assert_allclose(soft_roc_auc(p, s, variant=variant), ORACLE_AUROC[variant](p, s),
-                        rtol=RTOL)
+        assert_allclose(soft_roc_auc(p, s, variant=variant), ORACLE_AUROC[variant](p, s), rtol=RTOL)
 
 
 @pytest.mark.parametrize("tied", [True, False], ids=["tied-stable-order", "untied"])
@@ -160,8 +173,9 @@ def test_soft_average_precision_matches_oracle(tied):
 def test_soft_metrics_match_oracle_property(ps):
     p, s = ps
     for variant in VARIANTS:
-        assert_allclose(soft_roc_auc(p, s, variant=variant), ORACLE_AUROC[variant](p, s),
-                        rtol=RTOL, atol=ATOL)
+        assert_allclose(
+            soft_roc_auc(p, s, variant=variant), ORACLE_AUROC[variant](p, s), rtol=RTOL, atol=ATOL
+        )
     assert_allclose(soft_average_precision(p, s), oracle.soft_ap(p, s), rtol=RTOL, atol=ATOL)
 
 
@@ -170,20 +184,20 @@ def test_sklearn_duplication_identities_untied():
     # M1.2/M1.3 [INV], T9: on untied scores sklearn on the duplicated data gives s-AP exactly
     # and the *trapezoid* s-AUROC exactly (the two copies of an item tie: half credit).
     for p, s in _cases(22, tied=False):
-        assert_allclose(soft_average_precision(p, s), _reference_sklearn_soft_ap(p, s),
-                        rtol=RTOL)
-        assert_allclose(soft_roc_auc(p, s, variant="trapezoid"),
-                        _reference_sklearn_soft_auroc(p, s), rtol=RTOL)
+        assert_allclose(soft_average_precision(p, s), _reference_sklearn_soft_ap(p, s), rtol=RTOL)
+        assert_allclose(
+            soft_roc_auc(p, s, variant="trapezoid"), _reference_sklearn_soft_auroc(p, s), rtol=RTOL
+        )
 
 
 def test_sklearn_duplication_identities_grouped_with_ties():
     # ties="grouped" pools a tied block into one threshold, exactly as sklearn does, so the
     # identities hold with ties too.
     for p, s in _cases(23, tied=True):
-        assert_allclose(soft_roc_auc(p, s, ties="grouped"), _reference_sklearn_soft_auroc(p, s),
-                        rtol=RTOL)
-        assert_allclose(soft_average_precision(p, s, ties="grouped"),
-                        _reference_sklearn_soft_ap(p, s), rtol=RTOL)
+        assert_allclose(soft_roc_auc(p, s, ties="grouped"), _reference_sklearn_soft_auroc(p, s), rtol=RTOL)
+        assert_allclose(
+            soft_average_precision(p, s, ties="grouped"), _reference_sklearn_soft_ap(p, s), rtol=RTOL
+        )
 
 
 def test_T9_inclusive_minus_strict_is_the_self_pair_term():
@@ -195,8 +209,7 @@ def test_T9_inclusive_minus_strict_is_the_self_pair_term():
         inclusive = soft_roc_auc(p, s, variant="inclusive")
         strict = soft_roc_auc(p, s, variant="strict")
         assert_allclose(inclusive, strict + self_pairs, rtol=RTOL)
-        assert_allclose(_reference_sklearn_soft_auroc(p, s), strict + 0.5 * self_pairs,
-                        rtol=RTOL)
+        assert_allclose(_reference_sklearn_soft_auroc(p, s), strict + 0.5 * self_pairs, rtol=RTOL)
 
 
 # ========================================================== soft -> hard reduction
@@ -205,11 +218,9 @@ def test_binary_soft_labels_reduce_to_hard_metrics_untied(ys):
     y, s = ys
     for variant in VARIANTS:
         for ties in ("stable", "grouped"):
-            assert_allclose(soft_roc_auc(y, s, variant=variant, ties=ties), roc_auc(y, s),
-                            rtol=RTOL)
+            assert_allclose(soft_roc_auc(y, s, variant=variant, ties=ties), roc_auc(y, s), rtol=RTOL)
     for ties in ("stable", "grouped"):
-        assert_allclose(soft_average_precision(y, s, ties=ties), average_precision(y, s),
-                        rtol=RTOL)
+        assert_allclose(soft_average_precision(y, s, ties=ties), average_precision(y, s), rtol=RTOL)
 
 
 @given(binary_labelled(unique=False))
@@ -218,10 +229,12 @@ def test_binary_soft_labels_reduce_to_hard_metrics_with_ties(ys):
     # the stable s-AP keeps individual ranks, i.e. average_precision(ties="individual").
     y, s = ys
     assert_allclose(soft_roc_auc(y, s, ties="grouped"), roc_auc(y, s), rtol=RTOL)
-    assert_allclose(soft_average_precision(y, s, ties="grouped"),
-                    average_precision(y, s, ties="pooled"), rtol=RTOL)
-    assert_allclose(soft_average_precision(y, s, ties="stable"),
-                    average_precision(y, s, ties="individual"), rtol=RTOL)
+    assert_allclose(
+        soft_average_precision(y, s, ties="grouped"), average_precision(y, s, ties="pooled"), rtol=RTOL
+    )
+    assert_allclose(
+        soft_average_precision(y, s, ties="stable"), average_precision(y, s, ties="individual"), rtol=RTOL
+    )
 
 
 # ================================================================ other properties
@@ -230,13 +243,22 @@ def test_soft_roc_auc_reversal_identities(ps):
     # Reversing the order swaps "j <= i" for "j >= i": inclusive(p, -s) + strict(p, s) = 1
     # (all ordered pairs sum to n+ n-), and the trapezoid is a proper complement.
     p, s = ps
-    assert_allclose(soft_roc_auc(p, -s, variant="inclusive") + soft_roc_auc(p, s, variant="strict"),
-                    1.0, rtol=RTOL)
-    assert_allclose(soft_roc_auc(p, -s, variant="trapezoid"),
-                    1.0 - soft_roc_auc(p, s, variant="trapezoid"), rtol=RTOL, atol=ATOL)
+    assert_allclose(
+        soft_roc_auc(p, -s, variant="inclusive") + soft_roc_auc(p, s, variant="strict"), 1.0, rtol=RTOL
+    )
+    assert_allclose(
+        soft_roc_auc(p, -s, variant="trapezoid"),
+        1.0 - soft_roc_auc(p, s, variant="trapezoid"),
+        rtol=RTOL,
+        atol=ATOL,
+    )
     # swapping the roles of positive and negative mass and negating the scores
-    assert_allclose(soft_roc_auc(1.0 - p, -s, variant="trapezoid"),
-                    soft_roc_auc(p, s, variant="trapezoid"), rtol=RTOL, atol=ATOL)
+    assert_allclose(
+        soft_roc_auc(1.0 - p, -s, variant="trapezoid"),
+        soft_roc_auc(p, s, variant="trapezoid"),
+        rtol=RTOL,
+        atol=ATOL,
+    )
 
 
 @given(soft_labelled())
@@ -249,8 +271,7 @@ def test_soft_metrics_invariant_to_increasing_transform(ps):
     for variant in VARIANTS:
         assert soft_roc_auc(p, t, variant=variant) == _approx(soft_roc_auc(p, s, variant=variant))
     for ties in ("stable", "grouped"):
-        assert soft_average_precision(p, t, ties=ties) == _approx(
-            soft_average_precision(p, s, ties=ties))
+        assert soft_average_precision(p, t, ties=ties) == _approx(soft_average_precision(p, s, ties=ties))
 
 
 @given(soft_labelled())
@@ -301,8 +322,8 @@ def test_soft_labels_without_negative_or_positive_mass():
 
 def test_soft_average_precision_is_exact_when_positive_ranked_last():
     # 999 items with p = 0 scored above one item with p = 1: s-AP = n+_1000/1000 = 1/1000.
-    # Shares the harmonic-number kernel of average_precision(ties="individual"), whose
-    # cancellation gives 9.999999996663789e-04 here (see test_metrics.py).
+    # Regression test shared with average_precision(ties="individual"): a harmonic-number
+    # kernel cancelled catastrophically here (9.999999996663789e-04; see test_metrics.py).
     n = 1000
     p = np.r_[np.zeros(n - 1), 1.0]
     s = np.linspace(1.0, 0.0, n)

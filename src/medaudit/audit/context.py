@@ -1,0 +1,65 @@
+"""Build an :class:`~medaudit.blocks._base.AuditContext` from a spec (file or embedded simulation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from medaudit.blocks._base import AuditContext
+from medaudit.exceptions import SchemaError
+from medaudit.io.schema import validate_score_table
+from medaudit.io.spec import AuditSpec, ModelCard, check_spec_against_table
+from medaudit.io.tables import read_table
+
+__all__ = ["build_context", "load_scores", "ensemble_seeds"]
+
+
+def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str, Any], AuditSpec]:
+    """Return the raw score table, its input provenance and the spec (cards filled for simulations)."""
+    if spec.simulate == "paper000":
+        from medaudit.simulate import simulate_paper000
+
+        sim = simulate_paper000(rng=spec.seed)
+        table = pd.DataFrame(sim["table"])
+        if not spec.models:
+            spec = spec.model_copy(update={"models": [ModelCard(**c) for c in sim["models"]]})
+        return table, {"simulated": True, "generator": "medaudit.simulate.simulate_paper000",
+                       "generator_seed": spec.seed}, spec
+    from medaudit.io import file_sha256
+
+    path = (base_dir / spec.scores).resolve() if not Path(spec.scores).is_absolute() else Path(
+        spec.scores)
+    return read_table(path), {"scores": str(spec.scores), "sha256": file_sha256(path)}, spec
+
+
+def ensemble_seeds(table: pd.DataFrame) -> pd.DataFrame:
+    """Collapse per-seed rows into the mean-probability seed ensemble of each model."""
+    key = ["model", "prompt", "cohort", "image_id"]
+    other = [c for c in table.columns if c not in (*key, "score", "seed")]
+    agg = table.groupby(key, sort=True).agg(score=("score", "mean"),
+                                            n_seeds=("seed", "nunique"))
+    meta = table.drop_duplicates(key).set_index(key)[other]
+    out = agg.join(meta).reset_index()
+    bad = out.groupby(["model", "cohort"])["n_seeds"].nunique()
+    if (bad > 1).any():
+        m, c = bad[bad > 1].index[0]
+        raise SchemaError(f"model {m!r} has a different number of seeds on different images of "
+                          f"cohort {c!r}; every image needs every seed to form the ensemble.")
+    return out.drop(columns="n_seeds")
+
+
+def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> tuple[AuditContext, dict[str, Any]]:
+    """Load, validate and check the table against the spec; ensemble seeds when present."""
+    table, inputs, spec = load_scores(spec, Path(base_dir))
+    source = inputs.get("scores", "simulated paper-000 table")
+    key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in table.columns else ())
+    t = validate_score_table(table, source=source, key=key,
+                             probabilities=spec.score_scale == "probabilities")
+    seed_scores = None
+    if "seed" in t.columns:
+        seed_scores = t
+        t = ensemble_seeds(t)
+    check_spec_against_table(spec, t, source=source)
+    return AuditContext(scores=t, spec=spec, seed_scores=seed_scores), inputs

@@ -1,0 +1,140 @@
+"""The ScoreTable schema, validated at the door (one module for every table rule).
+
+A ScoreTable is long: one row per (model, prompt, image) with
+``image_id, cohort, model, prompt, score, label`` and optionally ``label_soft``,
+``negative_group``, ``patient_id``, ``split`` and ``seed``.  Errors name the
+source file, the row (0-based data row) and the column, and say what to do.
+Nothing is dropped, flipped or coerced silently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from medaudit.exceptions import SchemaError
+
+__all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "validate_score_table"]
+
+SCORE_COLUMNS = ("image_id", "cohort", "model", "prompt", "score", "label")
+OPTIONAL_COLUMNS = ("label_soft", "negative_group", "patient_id", "split", "seed")
+_TEXT = ("image_id", "cohort", "model", "prompt", "negative_group", "patient_id", "split")
+
+
+def _rows(mask: np.ndarray, limit: int = 5) -> str:
+    idx = np.flatnonzero(mask)
+    more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
+    return ", ".join(str(i) for i in idx[:limit]) + more
+
+
+def validate_score_table(
+    table: pd.DataFrame, *, source: str = "score table", probabilities: bool = True,
+    key: tuple[str, ...] = ("model", "prompt", "cohort", "image_id"),
+) -> pd.DataFrame:
+    """Return a validated copy with canonical dtypes, or raise :class:`SchemaError`.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The long score table.
+    source : str
+        Name used in messages (the file path when read from disk).
+    probabilities : bool, default=True
+        Require scores in [0, 1] (the spec may declare raw logits instead).
+    key : tuple of str
+        Columns that must identify a row uniquely.
+    """
+    missing = [c for c in SCORE_COLUMNS if c not in table.columns]
+    if missing:
+        raise SchemaError(f"{source}: missing column(s) {missing}; a ScoreTable needs "
+                          f"{list(SCORE_COLUMNS)} (optional: {list(OPTIONAL_COLUMNS)}).")
+    if len(table) == 0:
+        raise SchemaError(f"{source}: the table has no rows.")
+    t = table.reset_index(drop=True).copy()
+    for col in _TEXT:
+        if col not in t.columns:
+            continue
+        if col == "negative_group":
+            t[col] = t[col].astype(object).where(t[col].notna(), "")
+        elif t[col].isna().any():
+            raise SchemaError(f"{source}: column {col!r} is empty at row(s) "
+                              f"{_rows(t[col].isna().to_numpy())}; every row needs a value.")
+        t[col] = t[col].astype(str)
+    score = pd.to_numeric(t["score"], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(score)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise SchemaError(f"{source}: column 'score' must be finite numbers; row(s) {_rows(bad)} "
+                          f"are not (row {i} has {t['score'].iloc[i]!r}).")
+    if probabilities:
+        out = (score < 0) | (score > 1)
+        if out.any():
+            raise SchemaError(
+                f"{source}: column 'score' must be probabilities in [0, 1]; row(s) {_rows(out)} are "
+                f"outside (max {score.max()!r}, min {score.min()!r}). Declare `scores: logits` in "
+                "the spec if these are raw logits; medaudit never clips.")
+    t["score"] = score
+    lab = pd.to_numeric(t["label"], errors="coerce").to_numpy(dtype=float)
+    badl = ~np.isin(lab, (0.0, 1.0))
+    if badl.any():
+        i = int(np.flatnonzero(badl)[0])
+        raise SchemaError(f"{source}: column 'label' must be 0 or 1 (1 = positive); row(s) "
+                          f"{_rows(badl)} are not (row {i} has {t['label'].iloc[i]!r}).")
+    t["label"] = lab.astype(np.int64)
+    if "label_soft" in t.columns:
+        ps = pd.to_numeric(t["label_soft"], errors="coerce").to_numpy(dtype=float)
+        badp = ~np.isfinite(ps) | (ps < 0) | (ps > 1)
+        if badp.any():
+            raise SchemaError(f"{source}: column 'label_soft' must lie in [0, 1]; row(s) "
+                              f"{_rows(badp)} do not.")
+        t["label_soft"] = ps
+    if "seed" in t.columns:
+        sd = pd.to_numeric(t["seed"], errors="coerce")
+        if sd.isna().any():
+            raise SchemaError(f"{source}: column 'seed' must be integers; row(s) "
+                              f"{_rows(sd.isna().to_numpy())} are not.")
+        t["seed"] = sd.astype(np.int64)
+    dup = t.duplicated(list(key), keep=False).to_numpy()
+    if dup.any():
+        ex = t.loc[dup, list(key)].head(2).to_dict("records")
+        raise SchemaError(f"{source}: {int(dup.sum())} rows repeat a ({', '.join(key)}) key at "
+                          f"row(s) {_rows(dup)}, e.g. {ex}; keep exactly one row per key.")
+    if "negative_group" in t.columns:
+        pos_group = (t["label"].to_numpy() == 1) & (t["negative_group"].to_numpy() != "")
+        if pos_group.any():
+            i = int(np.flatnonzero(pos_group)[0])
+            raise SchemaError(f"{source}: column 'negative_group' must be empty for positives; "
+                              f"row(s) {_rows(pos_group)} are positives in a negative group "
+                              f"(row {i}: {t['negative_group'].iloc[i]!r}).")
+    # the label (and group) of an image must not differ between models/prompts
+    per_image = [c for c in ("label", "negative_group", "patient_id", "split") if c in t.columns]
+    nunique = t.groupby(["cohort", "image_id"])[per_image].nunique()
+    conflict = nunique[(nunique > 1).any(axis=1)]
+    if len(conflict):
+        (cohort, image), = conflict.index[:1].tolist()
+        cols = [c for c in per_image if conflict.iloc[0][c] > 1]
+        raise SchemaError(f"{source}: image {image!r} in cohort {cohort!r} has different {cols} "
+                          "in different rows; an image's label and metadata must agree everywhere.")
+    return t
+
+
+def image_meta(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cohort, image_id) with label and the optional per-image columns."""
+    cols = [c for c in ("label", "label_soft", "negative_group", "patient_id", "split")
+            if c in table.columns]
+    return table.drop_duplicates(["cohort", "image_id"]).set_index(["cohort", "image_id"])[cols]
+
+
+def describe(table: pd.DataFrame) -> dict[str, Any]:
+    """Counts per cohort (images, positives, negatives by group) for provenance."""
+    meta = image_meta(table).reset_index()
+    out: dict[str, Any] = {}
+    for cohort, g in meta.groupby("cohort", sort=True):
+        d = {"n": int(len(g)), "n_pos": int(g["label"].sum()), "n_neg": int((g["label"] == 0).sum())}
+        if "negative_group" in g.columns:
+            groups = g.loc[g["label"] == 0, "negative_group"].value_counts().sort_index()
+            d["negative_groups"] = {str(k): int(v) for k, v in groups.items()}
+        out[str(cohort)] = d
+    return out

@@ -1,0 +1,260 @@
+"""The audit specification (YAML), validated with pydantic, and its checks against the data.
+
+An :class:`AuditSpec` names the score table, the cohorts and their roles, the
+primary prompt, negative-group definitions, prevalence grids, threshold sources,
+resampling settings and which blocks to run.  Unknown keys are errors (with the
+closest valid key suggested), and every cohort, model, prompt and group the spec
+names must exist in the table.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from medaudit.exceptions import SchemaError
+
+__all__ = ["AuditSpec", "ModelCard", "load_spec", "check_spec_against_table", "BLOCK_NAMES"]
+
+BLOCK_NAMES = ("discrimination", "operating_points", "prompts", "spectrum", "prevalence",
+               "transport", "retained")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _fraction(v: float, name: str) -> float:
+    if not 0.0 < float(v) < 1.0:
+        raise ValueError(f"{name} must lie strictly between 0 and 1; got {v!r}")
+    return float(v)
+
+
+class ModelCard(_Strict):
+    """Model metadata travelling beside the scores (checkpoint, revision, processor, exposure)."""
+
+    name: str
+    checkpoint: str | None = None
+    revision: str | None = None
+    processor: str | None = None
+    score_rule: str | None = None
+    learned_scale: float | None = None
+    library_versions: dict[str, str] = Field(default_factory=dict)
+    #: cohort -> note, e.g. {"vindr": "documented pretraining exposure to VinDr-CXR"}
+    exposure: dict[str, str] = Field(default_factory=dict)
+
+
+class CohortSpec(_Strict):
+    role: Literal["primary", "source", "extension", "descriptive"] = "primary"
+    #: bootstrap design for this cohort's marginal intervals (paper 000: VinDr within-label)
+    design: Literal["ordinary", "within_label"] = "ordinary"
+
+
+class PromptSpec(_Strict):
+    families: list[str] | None = None  # default: every prompt in the table, primary first
+    test_cohorts: list[str] | None = None  # the declared BH family; default: primary cohorts
+    alpha: float = 0.05
+    average: bool = True  # equal-weight average of family scores vs the primary
+    decomposition_cohorts: list[str] | None = None  # default: test cohorts
+
+    @field_validator("alpha")
+    @classmethod
+    def _alpha(cls, v: float) -> float:
+        return _fraction(v, "alpha")
+
+
+class SpectrumSpec(_Strict):
+    cohort: str
+    groups: list[str] = Field(min_length=2)
+    #: named-group contrasts against this reference group (paper 000 Tables 10-11)
+    reference: str | None = None
+    #: permutation test of group membership for two-group contrasts (Table 9)
+    test: Literal["permutation", "none"] = "permutation"
+    prevalence: float | None = None  # Brier against each group at this pi (descriptive)
+
+    @model_validator(mode="after")
+    def _check(self) -> SpectrumSpec:
+        if len(set(self.groups)) != len(self.groups):
+            raise ValueError(f"groups repeat a name: {self.groups}")
+        if self.reference is not None and self.reference not in self.groups:
+            raise ValueError(f"reference {self.reference!r} must be one of groups {self.groups}")
+        if self.prevalence is not None:
+            _fraction(self.prevalence, "prevalence")
+        return self
+
+
+class PrevalenceSpec(_Strict):
+    cohorts: list[str] = Field(min_length=1)
+    grid: list[float] = Field(min_length=1)
+    primary: float
+
+    @model_validator(mode="after")
+    def _check(self) -> PrevalenceSpec:
+        for v in self.grid:
+            _fraction(v, "prevalence grid value")
+        _fraction(self.primary, "primary prevalence")
+        if self.primary not in self.grid:
+            raise ValueError(f"primary prevalence {self.primary} must be in grid {self.grid}")
+        return self
+
+
+class TransportSpec(_Strict):
+    source: str
+    targets: list[str] = Field(min_length=1)
+    rules: list[Literal["sensitivity", "specificity"]] = Field(default_factory=lambda: ["sensitivity"])
+    target_value: float = 0.95
+    design: Literal["reestimate", "fixed"] = "reestimate"
+    #: targets whose intervals use the fixed-threshold design instead (paper 000: VinDr)
+    fixed_targets: list[str] = Field(default_factory=list)
+
+    @field_validator("target_value")
+    @classmethod
+    def _tv(cls, v: float) -> float:
+        return _fraction(v, "target_value")
+
+
+class RetainedSpec(_Strict):
+    """Compare two score sets on identical targets (e.g. ensembles before/after exclusion)."""
+
+    a: str
+    b: str
+    cohorts: list[str] = Field(min_length=1)
+    prompt: str | None = None
+
+
+class AuditSpec(_Strict):
+    """A whole audit: inputs, cohorts, analyses and resampling settings."""
+
+    name: str
+    scores: str | None = None  # path (relative to the spec file) to CSV/Parquet
+    simulate: Literal["paper000"] | None = None  # the embedded simulated study instead
+    score_scale: Literal["probabilities", "logits"] = "probabilities"
+    models: list[ModelCard] = Field(default_factory=list)
+    cohorts: dict[str, CohortSpec] = Field(min_length=1)
+    primary_prompt: str
+    seed: int = 2026
+    n_resamples: int = Field(2000, ge=10)
+    n_permutations: int = Field(10_000, ge=9)
+    confidence_level: float = 0.95
+    blocks: list[Literal[BLOCK_NAMES]] = Field(default_factory=lambda: list(BLOCK_NAMES))  # type: ignore[valid-type]
+    prompts: PromptSpec = Field(default_factory=PromptSpec)
+    spectrum: list[SpectrumSpec] = Field(default_factory=list)
+    prevalence: list[PrevalenceSpec] = Field(default_factory=list)
+    transport: list[TransportSpec] = Field(default_factory=list)
+    retained: list[RetainedSpec] = Field(default_factory=list)
+
+    @field_validator("confidence_level")
+    @classmethod
+    def _level(cls, v: float) -> float:
+        return _fraction(v, "confidence_level")
+
+    @model_validator(mode="after")
+    def _inputs(self) -> AuditSpec:
+        if (self.scores is None) == (self.simulate is None):
+            raise ValueError("give exactly one of `scores:` (a file) or `simulate: paper000`")
+        if len(set(self.blocks)) != len(self.blocks):
+            raise ValueError(f"blocks repeat a name: {self.blocks}")
+        return self
+
+    def card(self, model: str) -> ModelCard:
+        """The model card for ``model`` (an empty one when the spec gives none)."""
+        for c in self.models:
+            if c.name == model:
+                return c
+        return ModelCard(name=model)
+
+    def cohorts_with_role(self, *roles: str) -> list[str]:
+        return [k for k, v in self.cohorts.items() if v.role in roles]
+
+
+def _format_pydantic(exc: ValidationError, source: str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            parent = AuditSpec
+            for part in err["loc"][:-1]:
+                fld = getattr(parent, "model_fields", {}).get(part) if isinstance(part, str) else None
+                ann = getattr(fld, "annotation", None) if fld else None
+                parent = next((a for a in getattr(ann, "__args__", (ann,)) if hasattr(a, "model_fields")),
+                              parent)
+            close = difflib.get_close_matches(str(err["loc"][-1]), list(parent.model_fields), n=1)
+            msg = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
+        lines.append(f"  - {loc}: {msg}")
+    return f"{source}: the audit spec is invalid:\n" + "\n".join(lines)
+
+
+def load_spec(path: str | Path) -> tuple[AuditSpec, Path]:
+    """Read and validate a YAML audit spec; return it and its directory (for relative paths)."""
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"audit spec {str(path)!r} does not exist.")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise SchemaError(f"{path}: malformed YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise SchemaError(f"{path}: the audit spec must be a YAML mapping (key: value), "
+                          f"not {type(raw).__name__}.")
+    try:
+        return AuditSpec.model_validate(raw), path.parent
+    except ValidationError as exc:
+        raise SchemaError(_format_pydantic(exc, str(path))) from None
+
+
+def _unknown(kind: str, names, known, where: str) -> list[str]:
+    out = []
+    for n in names:
+        if n not in known:
+            close = difflib.get_close_matches(str(n), [str(k) for k in known], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            out.append(f"  - {where}: unknown {kind} {n!r}{hint}; the table has {sorted(known)}")
+    return out
+
+
+def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: str) -> None:
+    """Raise :class:`SchemaError` listing every name in the spec that the table lacks."""
+    cohorts = set(table["cohort"].unique())
+    models = set(table["model"].unique())
+    prompts = set(table["prompt"].unique())
+    errs: list[str] = []
+    errs += _unknown("cohort", spec.cohorts, cohorts, "cohorts")
+    errs += _unknown("prompt", [spec.primary_prompt], prompts, "primary_prompt")
+    errs += _unknown("model", [c.name for c in spec.models], models, "models")
+    errs += _unknown("prompt", spec.prompts.families or [], prompts, "prompts.families")
+    for key in ("test_cohorts", "decomposition_cohorts"):
+        errs += _unknown("cohort", getattr(spec.prompts, key) or [], spec.cohorts, f"prompts.{key}")
+    for i, sp in enumerate(spec.spectrum):
+        errs += _unknown("cohort", [sp.cohort], spec.cohorts, f"spectrum[{i}].cohort")
+        if sp.cohort in cohorts and "negative_group" in table.columns:
+            g = table.loc[(table["cohort"] == sp.cohort) & (table["label"] == 0), "negative_group"]
+            errs += _unknown("negative group", sp.groups, set(g.unique()) - {""},
+                             f"spectrum[{i}].groups")
+        elif "negative_group" not in table.columns:
+            errs.append(f"  - spectrum[{i}]: the table has no 'negative_group' column")
+    for i, pv in enumerate(spec.prevalence):
+        errs += _unknown("cohort", pv.cohorts, spec.cohorts, f"prevalence[{i}].cohorts")
+    for i, tr in enumerate(spec.transport):
+        errs += _unknown("cohort", [tr.source, *tr.targets, *tr.fixed_targets], spec.cohorts,
+                         f"transport[{i}]")
+    for i, rt in enumerate(spec.retained):
+        errs += _unknown("model", [rt.a, rt.b], models, f"retained[{i}]")
+        errs += _unknown("cohort", rt.cohorts, spec.cohorts, f"retained[{i}].cohorts")
+        if rt.prompt is not None:
+            errs += _unknown("prompt", [rt.prompt], prompts, f"retained[{i}].prompt")
+    if errs:
+        raise SchemaError(f"{source}: the spec names things the score table lacks:\n"
+                          + "\n".join(errs))
+    # every declared cohort needs both classes, and every declared group must be non-empty
+    for c in spec.cohorts:
+        g = table[table["cohort"] == c]
+        if g["label"].nunique() < 2:
+            raise SchemaError(f"{source}: cohort {c!r} has only label {int(g['label'].iloc[0])}; "
+                              "every audited cohort needs positives and negatives.")
