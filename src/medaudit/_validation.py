@@ -58,7 +58,10 @@ def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArra
 
 
 def as_binary_labels(y: ArrayLike, *, name: str = "y_true") -> NDArray[np.float64]:
-    """Return labels as float64 0/1; anything else (including 2, -1, 0.5, True/'yes') raises."""
+    """Return labels as float64 0/1; anything else (2, -1, 0.5, 'yes') raises.
+
+    Booleans and numeric strings convert as NumPy converts them (True -> 1, "0" -> 0).
+    """
     arr = as_1d_float(y, name=name)
     bad = (arr != 0.0) & (arr != 1.0)
     if bad.any():

@@ -29,6 +29,15 @@ def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str
                        "generator_seed": spec.seed}, spec
     from medaudit.io import file_sha256
 
+    if spec.scores_wide is not None:
+        from medaudit.io.tables import read_wide
+
+        frames, hashes = [], []
+        for w in spec.scores_wide:
+            path = (base_dir / w.path).resolve() if not Path(w.path).is_absolute() else Path(w.path)
+            frames.append(read_wide(path, w))
+            hashes.append({"path": w.path, "sha256": file_sha256(path), "cohort": w.cohort})
+        return pd.concat(frames, ignore_index=True), {"scores_wide": hashes}, spec
     path = (base_dir / spec.scores).resolve() if not Path(spec.scores).is_absolute() else Path(
         spec.scores)
     return read_table(path), {"scores": str(spec.scores), "sha256": file_sha256(path)}, spec

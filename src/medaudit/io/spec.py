@@ -126,12 +126,31 @@ class RetainedSpec(_Strict):
     prompt: str | None = None
 
 
+class WideScoresSpec(_Strict):
+    """A wide prediction file: one row per image, one score column per model (and seed).
+
+    ``column_pattern`` is a regular expression with a named group ``model`` (and
+    optionally ``seed`` and ``prompt``) matched against the column names; columns
+    that do not match (other than the id and label columns) are an error, so
+    nothing is silently ignored.
+    """
+
+    path: str
+    cohort: str
+    id_column: str = "image_id"
+    label_column: str = "label"
+    column_pattern: str = r"(?P<model>.+)"
+    model_prefix: str = ""
+    prompt: str = "none"
+
+
 class AuditSpec(_Strict):
     """A whole audit: inputs, cohorts, analyses and resampling settings."""
 
     name: str
     scores: str | None = None  # path (relative to the spec file) to CSV/Parquet
     simulate: Literal["paper000"] | None = None  # the embedded simulated study instead
+    scores_wide: list[WideScoresSpec] | None = None  # wide prediction files instead
     score_scale: Literal["probabilities", "logits"] = "probabilities"
     models: list[ModelCard] = Field(default_factory=list)
     cohorts: dict[str, CohortSpec] = Field(min_length=1)
@@ -154,8 +173,10 @@ class AuditSpec(_Strict):
 
     @model_validator(mode="after")
     def _inputs(self) -> AuditSpec:
-        if (self.scores is None) == (self.simulate is None):
-            raise ValueError("give exactly one of `scores:` (a file) or `simulate: paper000`")
+        given = [k for k in ("scores", "simulate", "scores_wide") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of `scores:` (a long table), `scores_wide:` (wide "
+                             f"prediction files) or `simulate: paper000`; got {given or 'none'}")
         if len(set(self.blocks)) != len(self.blocks):
             raise ValueError(f"blocks repeat a name: {self.blocks}")
         return self

@@ -8,7 +8,7 @@ import pandas as pd
 
 from medaudit.exceptions import SchemaError
 
-__all__ = ["read_table"]
+__all__ = ["read_table", "read_wide"]
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -25,3 +25,43 @@ def read_table(path: str | Path) -> pd.DataFrame:
     except Exception as exc:  # noqa: BLE001 - re-raised with the file named
         raise SchemaError(f"could not read {str(path)!r}: {exc}") from exc
     raise SchemaError(f"{str(path)!r}: unsupported file type {suffix!r}; use .csv or .parquet.")
+
+
+def read_wide(path: str | Path, wide) -> pd.DataFrame:
+    """Read a wide prediction file into the long ScoreTable form (see ``WideScoresSpec``)."""
+    import re
+
+    table = read_table(path)
+    for col in (wide.id_column, wide.label_column):
+        if col not in table.columns:
+            raise SchemaError(f"{str(path)!r}: column {col!r} not found; columns are "
+                              f"{list(table.columns)}.")
+    try:
+        pattern = re.compile(wide.column_pattern)
+    except re.error as exc:
+        raise SchemaError(f"column_pattern {wide.column_pattern!r} is not a valid regular "
+                          f"expression: {exc}") from None
+    frames = []
+    unmatched = []
+    for col in table.columns:
+        if col in (wide.id_column, wide.label_column):
+            continue
+        m = pattern.fullmatch(str(col))
+        if m is None or "model" not in m.groupdict():
+            unmatched.append(col)
+            continue
+        g = m.groupdict()
+        part = pd.DataFrame({"image_id": table[wide.id_column].astype(str),
+                             "cohort": wide.cohort,
+                             "model": wide.model_prefix + g["model"],
+                             "prompt": g.get("prompt") or wide.prompt,
+                             "score": table[col], "label": table[wide.label_column]})
+        if g.get("seed") is not None:
+            part["seed"] = int(g["seed"])
+        frames.append(part)
+    if unmatched:
+        raise SchemaError(f"{str(path)!r}: column(s) {unmatched} do not match column_pattern "
+                          f"{wide.column_pattern!r} (which needs a named group 'model').")
+    if not frames:
+        raise SchemaError(f"{str(path)!r}: no score columns found.")
+    return pd.concat(frames, ignore_index=True)

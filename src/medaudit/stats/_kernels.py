@@ -311,7 +311,8 @@ def selective_risk(
     cw = np.cumsum(w2, axis=-1)
     ce = np.cumsum(w2 * c.error, axis=-1)
     total = cw[:, -1]
-    k = np.ceil(np.round(coverage * total, 9))
+    # ceil with a float guard (0.8 * 138 -> 111), and at least one image for any coverage > 0
+    k = np.maximum(np.ceil(np.round(coverage * total, 9)), np.minimum(total, 1.0))
     j = np.count_nonzero(cw < k[:, None], axis=-1)  # the item holding the k-th copy
     j = np.minimum(j, w2.shape[1] - 1)
     c_before = np.take_along_axis(cw, j[:, None], -1)[:, 0] - w2[np.arange(w2.shape[0]), j]

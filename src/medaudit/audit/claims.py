@@ -1,0 +1,196 @@
+"""Claims built from block results, and the portability matrix (paper 000 M0.1).
+
+A claim is a typed statement with an evaluation specification E, an estimate,
+an interval and a verdict.  Its portability is judged by changing one element of
+E at a time and reading the verdict under the changed specification from the
+block tables (never recomputing a statistic here):
+
+* ``holds``      — the interval excludes the null on the claimed side;
+* ``reversed``   — the interval excludes the null on the other side;
+* ``unresolved`` — the interval spans the decision boundary (a first-class verdict);
+* ``not defined``— the stratum is degenerate (e.g. undefined metric);
+* ``unaffected`` — the claim's criterion does not depend on this element (AUROC and π).
+
+Qualifications (documented exposure, small groups, degenerate replicates) travel
+with each cell.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from medaudit.blocks._base import BlockResult
+
+__all__ = ["build_claims", "CLAIM_COLUMNS"]
+
+CLAIM_COLUMNS = ("claim_id", "claim", "kind", "change", "changed_to", "model", "prompt", "cohort",
+                 "negatives", "prevalence", "threshold", "criterion", "estimate", "ci_low",
+                 "ci_high", "verdict", "qualification", "source_table")
+
+
+def _verdict_diff(est: float, lo: float, hi: float, sign: int) -> str:
+    """Verdict for a claim that ``sign * difference > 0``."""
+    if any(math.isnan(x) for x in (est, lo, hi)):
+        return "not defined"
+    lo_s, hi_s = sorted((sign * lo, sign * hi))
+    if lo_s > 0:
+        return "holds"
+    if hi_s < 0:
+        return "reversed"
+    return "unresolved"
+
+
+def _table(results: dict[str, BlockResult], block: str, name: str) -> pd.DataFrame:
+    res = results.get(block)
+    if res is None or name not in res.tables:
+        return pd.DataFrame()
+    return res.tables[name]
+
+
+def _q(*parts: Any) -> str:
+    return "; ".join(sorted({str(p) for p in parts if isinstance(p, str) and p}))
+
+
+def _pair_rows(df: pd.DataFrame, a: str, b: str, criterion: str) -> pd.DataFrame:
+    if df.empty:
+        return df
+    m = (df["criterion"] == criterion) & (
+        ((df["model_a"] == a) & (df["model_b"] == b)) | ((df["model_a"] == b) & (df["model_b"] == a)))
+    return df[m]
+
+
+def _cell(claim: dict, change: str, changed_to: str, row: pd.Series | None, better: str,
+          *, lower_is_better: bool = False, verdict: str | None = None, note: str = "",
+          source: str = "") -> dict[str, Any]:
+    """One matrix cell; the difference is oriented as ``better - other``."""
+    out = {**claim, "change": change, "changed_to": changed_to, "source_table": source,
+           "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "qualification": note,
+           "verdict": verdict or "not assessed"}
+    if row is None:
+        return out
+    orient = 1.0 if row["model_a"] == better else -1.0
+    est = orient * row["estimate"]
+    lo, hi = sorted((orient * row["ci_low"], orient * row["ci_high"]))
+    out.update(estimate=est, ci_low=lo, ci_high=hi,
+               qualification=_q(note, row.get("qualification", "")))
+    if verdict is None:
+        out["verdict"] = _verdict_diff(est, lo, hi, -1 if lower_is_better else 1)
+    for k in ("prompt", "cohort", "negatives", "prevalence", "threshold"):
+        if k in row.index:
+            out[k] = row[k]
+    return out
+
+
+def _ranking_claims(results, spec) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    diffs = _table(results, "discrimination", "model_differences")
+    if diffs.empty:
+        return rows
+    by_prompt = _table(results, "prompts", "model_differences_by_prompt")
+    by_group = _table(results, "spectrum", "model_differences")
+    prev = _table(results, "prevalence", "differences")
+    primary = [c for c, v in spec.cohorts.items() if v.role in ("primary", "extension")]
+    n = 0
+    for cohort in primary:
+        base = diffs[(diffs["cohort"] == cohort) & (diffs["criterion"] == "roc_auc_difference")]
+        for _, r in base.sort_values(["model_a", "model_b"]).iterrows():
+            a, b = r["model_a"], r["model_b"]
+            sign = 1 if r["estimate"] >= 0 else -1
+            hi_m, lo_m = (a, b) if sign > 0 else (b, a)
+            n += 1
+            claim = {"claim_id": f"R{n:02d}", "claim": f"{hi_m} ranks above {lo_m} on AUROC",
+                     "kind": "ranking", "model": f"{hi_m} vs {lo_m}", "prompt": r["prompt"],
+                     "cohort": cohort, "negatives": r["negatives"], "prevalence": "observed",
+                     "threshold": None, "criterion": "roc_auc", "verdict": ""}
+            rows.append(_cell(claim, "at E", "", r, hi_m, source="discrimination.model_differences"))
+            for other in spec.cohorts:
+                if other == cohort:
+                    continue
+                o = _pair_rows(diffs[diffs["cohort"] == other], a, b, "roc_auc_difference")
+                rows.append(_cell(claim, "C", other, o.iloc[0] if len(o) else None, hi_m,
+                                  source="discrimination.model_differences"))
+            if not by_prompt.empty:
+                bp = by_prompt[(by_prompt["cohort"] == cohort)
+                               & (by_prompt["prompt"] != r["prompt"])]
+                for p in dict.fromkeys(bp["prompt"]):
+                    o = _pair_rows(bp[bp["prompt"] == p], a, b, "roc_auc_difference")
+                    rows.append(_cell(claim, "p", p, o.iloc[0] if len(o) else None, hi_m,
+                                      source="prompts.model_differences_by_prompt"))
+            if not by_group.empty:
+                bg = by_group[by_group["cohort"] == cohort]
+                for g in dict.fromkeys(bg["negatives"]):
+                    o = _pair_rows(bg[bg["negatives"] == g], a, b, "roc_auc_difference")
+                    rows.append(_cell(claim, "N", g, o.iloc[0] if len(o) else None, hi_m,
+                                      source="spectrum.model_differences"))
+            rows.append(_cell(claim, "π", "any", None, hi_m, verdict="unaffected",
+                              note="AUROC does not depend on prevalence"))
+            o = _pair_rows(diffs[diffs["cohort"] == cohort], a, b, "brier_score_difference")
+            rows.append(_cell(claim, "r", "brier_score", o.iloc[0] if len(o) else None, hi_m,
+                              lower_is_better=True, source="discrimination.model_differences"))
+            if not prev.empty:
+                pv = prev[prev["cohort"] == cohort]
+                for pi in dict.fromkeys(pv["prevalence"]):
+                    o = _pair_rows(pv[pv["prevalence"] == pi], a, b, "brier_score_difference")
+                    rows.append(_cell(claim, "r, π", f"brier_score at π={pi}",
+                                      o.iloc[0] if len(o) else None, hi_m, lower_is_better=True,
+                                      source="prevalence.differences"))
+    return rows
+
+
+def _threshold_claims(results, spec) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    tr = _table(results, "transport", "transport")
+    named = _table(results, "transport", "named_groups")
+    if tr.empty:
+        return rows
+    n = 0
+    keys = tr[["source", "rule", "model", "threshold"]].drop_duplicates()
+    for _, k in keys.iterrows():
+        sub = tr[(tr["source"] == k["source"]) & (tr["rule"] == k["rule"]) & (tr["model"] == k["model"])]
+        crit = "sensitivity" if k["rule"] == "sensitivity" else "specificity"
+        tv = next((t.target_value for t in spec.transport if t.source == k["source"]), 0.95)
+        n += 1
+        claim = {"claim_id": f"T{n:02d}",
+                 "claim": f"τ chosen on {k['source']} for {crit} ≥ {tv:g} keeps {crit} ≥ {tv:g}",
+                 "kind": "operating constraint", "model": k["model"], "prompt": spec.primary_prompt,
+                 "cohort": k["source"], "negatives": "all", "prevalence": "observed",
+                 "threshold": k["threshold"], "criterion": crit, "verdict": "holds"}
+        rows.append({**claim, "change": "at E", "changed_to": "", "estimate": math.nan,
+                     "ci_low": math.nan, "ci_high": math.nan,
+                     "qualification": "holds on the source by construction",
+                     "source_table": "transport.thresholds"})
+        for _, t in sub[sub["criterion"] == crit].iterrows():
+            other = sub[(sub["cohort"] == t["cohort"]) & (sub["criterion"] != crit)]
+            note = _q(t.get("qualification", ""))
+            if len(other):
+                o = other.iloc[0]
+                note = _q(note, f"other rate {o['criterion']} = {o['estimate']:.3f}")
+            verdict = "holds" if bool(t["retained"]) else "does not hold"
+            rows.append({**claim, "change": "C", "changed_to": t["cohort"], "estimate": t["estimate"],
+                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "verdict": verdict,
+                         "qualification": note, "source_table": "transport.transport"})
+        if not named.empty:
+            ng = named[(named["source"] == k["source"]) & (named["rule"] == k["rule"])
+                       & (named["model"] == k["model"])]
+            for _, g in ng.iterrows():
+                rows.append({**claim, "change": "N", "changed_to": f"{g['cohort']}: {g['negatives']}",
+                             "estimate": g["estimate"], "ci_low": math.nan, "ci_high": math.nan,
+                             "verdict": "specificity only",
+                             "qualification": _q(g.get("qualification", "")),
+                             "source_table": "transport.named_groups"})
+    return rows
+
+
+def build_claims(results: dict[str, BlockResult], spec) -> pd.DataFrame:
+    """The portability matrix in long form: one row per claim × changed element."""
+    rows = _ranking_claims(results, spec) + _threshold_claims(results, spec)
+    if not rows:
+        return pd.DataFrame(columns=list(CLAIM_COLUMNS))
+    df = pd.DataFrame(rows)
+    for c in CLAIM_COLUMNS:
+        if c not in df.columns:
+            df[c] = None
+    return df[list(CLAIM_COLUMNS)]

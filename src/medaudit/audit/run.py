@@ -1,0 +1,128 @@
+"""``medaudit audit``: run the blocks a spec names, build claims, write every output atomically."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import platform
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from medaudit import __version__
+from medaudit.audit.claims import build_claims
+from medaudit.audit.context import build_context
+from medaudit.blocks._base import AuditContext, BlockResult
+from medaudit.io.output import atomic_directory, write_json
+from medaudit.io.schema import describe
+from medaudit.io.spec import AuditSpec, load_spec
+
+__all__ = ["run_blocks", "run_audit", "versions", "AuditOutcome"]
+
+log = logging.getLogger("medaudit")
+
+
+def versions() -> dict[str, str]:
+    """Versions of everything that can move a number (recorded in results.json)."""
+    out = {"medaudit": __version__, "python": platform.python_version()}
+    for mod in ("numpy", "scipy", "statsmodels", "pandas", "pyarrow", "pydantic", "yaml"):
+        try:
+            out[mod] = importlib.import_module(mod).__version__
+        except (ImportError, AttributeError):  # pragma: no cover - optional
+            continue
+    return out
+
+
+def run_blocks(ctx: AuditContext, *, progress: Any = None) -> dict[str, BlockResult]:
+    """Run the spec's blocks in the spec's order; each block is pure (tables in, tables out)."""
+    results: dict[str, BlockResult] = {}
+    for name in ctx.spec.blocks:
+        if progress is not None:
+            progress(name)
+        log.info("running block %s", name)
+        module = importlib.import_module(f"medaudit.blocks.{name}")
+        results[name] = module.run(ctx)
+    return results
+
+
+class AuditOutcome:
+    """What an audit produced (kept in memory for tests and for the report)."""
+
+    def __init__(self, spec: AuditSpec, results: dict[str, BlockResult], claims: pd.DataFrame,
+                 provenance: dict[str, Any]):
+        self.spec, self.results, self.claims, self.provenance = spec, results, claims, provenance
+
+
+def _provenance(spec: AuditSpec, ctx: AuditContext, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "spec": spec.model_dump(mode="json"),
+        "inputs": inputs,
+        "cohorts": describe(ctx.scores),
+        "versions": versions(),
+        "seed": spec.seed,
+        "seed_derivation": "per cell: SeedSequence([seed, sha256(key part)[:4] ...])",
+        "n_resamples": spec.n_resamples,
+        "n_permutations": spec.n_permutations,
+        "confidence_level": spec.confidence_level,
+        "ci_method": "percentile (numpy linear interpolation), point estimate on the full sample",
+        "designs": {c: v.design for c, v in spec.cohorts.items()},
+        "multiplicity": {
+            "prompts": f"BH at q={spec.prompts.alpha} over alternatives x models x "
+                       f"{spec.prompts.test_cohorts or 'primary cohorts'}",
+            "spectrum": "Holm over all negative-group permutation tests",
+            "other": "descriptive (no correction)",
+        },
+    }
+
+
+def audit(spec: AuditSpec, base_dir: str | Path = ".", *, progress: Any = None) -> AuditOutcome:
+    """Run a whole audit in memory."""
+    ctx, inputs = build_context(spec, base_dir)
+    results = run_blocks(ctx, progress=progress)
+    claims = build_claims(results, ctx.spec)
+    return AuditOutcome(ctx.spec, results, claims, _provenance(ctx.spec, ctx, inputs))
+
+
+def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = False) -> Path:
+    """Write tables (CSV + Parquet), results.json and summary.md into ``out`` atomically."""
+    from medaudit.report.summary import audit_summary
+
+    out = Path(out)
+    with atomic_directory(out, overwrite=overwrite) as tmp:
+        (tmp / "tables").mkdir()
+        blocks_json: dict[str, Any] = {}
+        for name, res in outcome.results.items():
+            blocks_json[name] = {"notes": list(res.notes), "tables": {}}
+            for tname, df in res.tables.items():
+                stem = f"{name}__{tname}"
+                df.to_csv(tmp / "tables" / f"{stem}.csv", index=False, float_format="%.17g")
+                _to_parquet(df, tmp / "tables" / f"{stem}.parquet")
+                blocks_json[name]["tables"][tname] = df.to_dict("records")
+        outcome.claims.to_csv(tmp / "portability.csv", index=False, float_format="%.17g")
+        _to_parquet(outcome.claims, tmp / "portability.parquet")
+        write_json(tmp / "results.json", {"provenance": outcome.provenance, "blocks": blocks_json,
+                                          "portability": outcome.claims.to_dict("records")})
+        (tmp / "summary.md").write_text(audit_summary(outcome), encoding="utf-8")
+    return out
+
+
+def _to_parquet(df: pd.DataFrame, path: Path) -> None:
+    # mixed-type object columns (e.g. prevalence "observed" or 0.5) are stored as text
+    safe = df.copy()
+    for c in safe.columns:
+        if safe[c].dtype == object:
+            kinds = {type(v) for v in safe[c] if v is not None and not (isinstance(v, float)
+                                                                          and v != v)}
+            if len(kinds) > 1 or (kinds and not kinds <= {str}):
+                safe[c] = safe[c].map(lambda v: None if v is None else str(v))
+    safe.to_parquet(path, index=False)
+
+
+def run_audit(spec_path: str | Path, out: str | Path, *, overwrite: bool = False,
+              progress: Any = None) -> AuditOutcome:
+    """Load ``spec_path``, run it, and write ``out``; nothing is written if anything fails."""
+    spec, base = load_spec(spec_path)
+    outcome = audit(spec, base, progress=progress)
+    write_outcome(outcome, out, overwrite=overwrite)
+    return outcome

@@ -1,0 +1,153 @@
+"""Discrimination and calibration per model and cohort, and paired model differences.
+
+Paper 000 M0.7 / Table 4 (clinical prompt): AUROC, AUPRC (non-interpolated average
+precision, tied scores ranked individually), Brier, ECE15 and AURC for every model
+on every cohort at the primary prompt, each with a percentile interval.  One
+:func:`~medaudit.stats.paired_bootstrap` call per cohort draws the images once for
+all models (design ``ctx.cohort_design(cohort)``, paired), so the marginal
+intervals and the model differences come from the same replicates.
+
+Tables
+------
+``metrics``
+    One row per cohort x model x criterion (``roc_auc``, ``average_precision``,
+    ``brier_score``, ``ece[n_bins=15]``, ``aurc``).
+``model_differences``
+    One row per cohort x ordered pair (A, B), A < B alphabetically, x criterion
+    (``roc_auc_difference``, ``brier_score_difference``): the bootstrap estimate
+    A - B with its interval from the shared draw.  AUROC rows add the paired DeLong
+    test (``delong_z``, ``pvalue``, ``delong_ci_low``, ``delong_ci_high``) with a
+    Holm adjustment over the cohort's model pairs (``pvalue_adj``, ``significant``).
+    ``verdict`` is ``"a_better"`` / ``"b_better"`` when the bootstrap interval
+    excludes 0 (better = higher AUROC, lower Brier), else ``"unresolved"``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.exceptions import DegenerateDataWarning
+from medaudit.stats import adjust_pvalues, delong_test, paired_bootstrap
+
+__all__ = ["NAME", "run", "METRICS", "DIFFERENCE_METRICS", "verdict"]
+
+NAME = "discrimination"
+METRICS = ("roc_auc", "average_precision", "brier_score", ("ece", {"n_bins": 15}), "aurc")
+#: metric id -> +1 when higher is better, -1 when lower is better
+DIFFERENCE_METRICS = {"roc_auc": +1, "brier_score": -1}
+
+
+def verdict(ci_low: float, ci_high: float, direction: int) -> str:
+    """``a_better`` / ``b_better`` when the interval of A - B excludes 0, else ``unresolved``.
+
+    ``direction`` is +1 when a higher metric is better (AUROC), -1 when lower is
+    better (Brier).  A NaN endpoint gives ``unresolved``.
+    """
+    if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
+        return "unresolved"
+    if ci_low > 0:
+        return "a_better" if direction > 0 else "b_better"
+    if ci_high < 0:
+        return "b_better" if direction > 0 else "a_better"
+    return "unresolved"
+
+
+def cell_seed(ctx: AuditContext, *key) -> int:
+    """An integer seed for one analysis cell, drawn from ``ctx.rng(*key)``.
+
+    Deterministic and order-independent like ``ctx.rng``; passed to the stats layer
+    as an int because ``medaudit._validation.as_generator`` cannot yet describe a
+    generator whose SeedSequence entropy is a list (which ``ctx.rng`` produces).
+    """
+    return int(ctx.rng(*key).integers(0, 2**63 - 1))
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _degenerate_note(n_deg: int, n_res: int) -> str:
+    return (f"{n_deg} of {n_res} bootstrap replicates degenerate (metric undefined); "
+            "interval from the rest") if n_deg else ""
+
+
+def _exposure_note(ctx: AuditContext, cohort: str, *models: str) -> str:
+    return _join(*(f"exposure ({m}): {e}" for m in models if (e := ctx.exposure(m, cohort))))
+
+
+def run(ctx: AuditContext) -> BlockResult:
+    prompt = ctx.spec.primary_prompt
+    models = ctx.models()
+    B, level = ctx.spec.n_resamples, ctx.spec.confidence_level
+    alpha = 1.0 - level
+    metric_rows: list[dict] = []
+    diff_rows: list[dict] = []
+    n_degenerate_cells = 0
+    for cohort in ctx.spec.cohorts:
+        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+        scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
+        with warnings.catch_warnings():
+            # degenerate replicates are counted in n_degenerate and qualified below
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            res = paired_bootstrap(w.label, scores, metrics=METRICS, design=ctx.cohort_design(cohort),
+                                   n_resamples=B, confidence_level=level,
+                                   rng=cell_seed(ctx, NAME, cohort, prompt))
+        mids = res.options["metrics"]
+        for m in models:
+            for mid in mids:
+                r = res.marginal[(m, mid)]
+                n_degenerate_cells += r.n_degenerate > 0
+                metric_rows.append(spec_row(
+                    model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
+                    n_resamples=r.n_resamples, seed=ctx.seed, estimate=r.estimate, ci_low=r.ci_low,
+                    ci_high=r.ci_high, n_degenerate=r.n_degenerate, n=r.n, n_pos=r.n_pos,
+                    n_neg=r.n_neg, qualification=_join(_exposure_note(ctx, cohort, m),
+                                                       _degenerate_note(r.n_degenerate, r.n_resamples))))
+        family = f"{NAME}|model pairs|{cohort}|{prompt}|roc_auc"
+        first = len(diff_rows)
+        for i, a in enumerate(models):
+            for b in models[i + 1:]:
+                dl = delong_test(w.label, scores[a], scores[b], confidence_level=level)
+                for mid, direction in DIFFERENCE_METRICS.items():
+                    d = res.differences[(a, b, mid)]
+                    n_degenerate_cells += d.n_degenerate > 0
+                    is_auc = mid == "roc_auc"
+                    diff_rows.append(spec_row(
+                        model=f"{a} - {b}", prompt=prompt, cohort=cohort,
+                        criterion=f"{mid}_difference", design=d.design, n_resamples=d.n_resamples,
+                        seed=ctx.seed, family=family if is_auc else None, model_a=a, model_b=b,
+                        estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
+                        n_degenerate=d.n_degenerate, n=d.n, n_pos=d.n_pos, n_neg=d.n_neg,
+                        delong_z=dl.statistic if is_auc else np.nan,
+                        pvalue=dl.pvalue if is_auc else np.nan,
+                        delong_ci_low=dl.ci_low if is_auc else np.nan,
+                        delong_ci_high=dl.ci_high if is_auc else np.nan,
+                        pvalue_adj=np.nan, significant=None,
+                        verdict=verdict(d.ci_low, d.ci_high, direction),
+                        qualification=_join(_exposure_note(ctx, cohort, a, b),
+                                            _degenerate_note(d.n_degenerate, d.n_resamples))))
+        auc_rows = [r for r in diff_rows[first:] if r["criterion"] == "roc_auc_difference"]
+        if auc_rows:
+            adj = adjust_pvalues([r["pvalue"] for r in auc_rows], method="holm", alpha=alpha,
+                                 family=family)
+            for r, pa in zip(auc_rows, adj.pvalues_adjusted, strict=True):
+                r["pvalue_adj"] = float(pa)
+                r["significant"] = bool(pa < alpha) if np.isfinite(pa) else None
+    notes = [
+        f"Intervals: percentile, level {level}, B = {B}; one paired bootstrap per cohort shared by "
+        "all models (design per cohort in column `design`).",
+        "average_precision ranks tied scores individually (stable descending order).",
+        "Model differences are A - B with A < B alphabetically; verdict from the bootstrap "
+        "interval (better = higher AUROC, lower Brier). DeLong p-values are Holm-adjusted over "
+        "the model pairs within each cohort (family column); intervals are descriptive.",
+    ]
+    if n_degenerate_cells:
+        notes.append(f"{n_degenerate_cells} cell(s) had degenerate bootstrap replicates; see "
+                     "n_degenerate and qualification.")
+    return BlockResult(name=NAME, tables={"metrics": pd.DataFrame(metric_rows),
+                                          "model_differences": pd.DataFrame(diff_rows)},
+                       notes=tuple(notes))

@@ -1,0 +1,78 @@
+"""Within-cohort operating points per model and cohort (paper 000 M0.7, Table 5).
+
+At the primary prompt, for every cohort and model: sensitivity at specificity
+>= 0.95 and specificity at sensitivity >= 0.95 on the cohort's own ROC curve
+(decision ``s >= t``, t over the observed scores and +inf; these are NOT
+transported thresholds), and selective risk at coverage 0.8 and 0.9 (confidence
+``max(s, 1 - s)``, decision ``s >= 0.5``, k = ceil(c n)).  Intervals come from one
+:func:`~medaudit.stats.paired_bootstrap` call per cohort shared by all models
+(design ``ctx.cohort_design(cohort)``); the operating point is re-chosen in every
+replicate.
+
+Table ``operating_points``: one row per cohort x model x criterion
+(``sensitivity_at_specificity[min_specificity=0.95]``,
+``specificity_at_sensitivity[min_sensitivity=0.95]``,
+``selective_risk[coverage=0.8]``, ``selective_risk[coverage=0.9]``).  ``threshold``
+is ``None`` for the two ROC operating points (chosen within the cohort) and 0.5
+(the decision threshold) for selective risk.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+
+from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.blocks.discrimination import _degenerate_note, _exposure_note, _join, cell_seed
+from medaudit.exceptions import DegenerateDataWarning
+from medaudit.stats import paired_bootstrap
+
+__all__ = ["NAME", "run", "METRICS"]
+
+NAME = "operating_points"
+METRICS = (
+    ("sensitivity_at_specificity", {"min_specificity": 0.95}),
+    ("specificity_at_sensitivity", {"min_sensitivity": 0.95}),
+    ("selective_risk", {"coverage": 0.8}),
+    ("selective_risk", {"coverage": 0.9}),
+)
+
+
+def run(ctx: AuditContext) -> BlockResult:
+    prompt = ctx.spec.primary_prompt
+    models = ctx.models()
+    B, level = ctx.spec.n_resamples, ctx.spec.confidence_level
+    rows: list[dict] = []
+    n_degenerate_cells = 0
+    for cohort in ctx.spec.cohorts:
+        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+        scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
+        with warnings.catch_warnings():
+            # degenerate replicates are counted in n_degenerate and qualified below
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            res = paired_bootstrap(w.label, scores, metrics=METRICS, design=ctx.cohort_design(cohort),
+                                   n_resamples=B, confidence_level=level,
+                                   rng=cell_seed(ctx, NAME, cohort, prompt))
+        for m in models:
+            for spec_, mid in zip(METRICS, res.options["metrics"], strict=True):
+                r = res.marginal[(m, mid)]
+                n_degenerate_cells += r.n_degenerate > 0
+                rows.append(spec_row(
+                    model=m, prompt=prompt, cohort=cohort,
+                    threshold=0.5 if spec_[0] == "selective_risk" else None, criterion=mid,
+                    design=r.design, n_resamples=r.n_resamples, seed=ctx.seed,
+                    estimate=r.estimate, ci_low=r.ci_low, ci_high=r.ci_high,
+                    n_degenerate=r.n_degenerate, n=r.n, n_pos=r.n_pos, n_neg=r.n_neg,
+                    qualification=_join(_exposure_note(ctx, cohort, m),
+                                        _degenerate_note(r.n_degenerate, r.n_resamples))))
+    notes = [
+        f"Within-cohort operating points (not transported thresholds); percentile intervals, level "
+        f"{level}, B = {B}, one paired bootstrap per cohort with the operating point re-chosen in "
+        "each replicate (design per cohort in column `design`).",
+        "Selective risk: confidence max(s, 1-s), decision s >= 0.5, k = ceil(coverage * n).",
+    ]
+    if n_degenerate_cells:
+        notes.append(f"{n_degenerate_cells} cell(s) had degenerate bootstrap replicates; see "
+                     "n_degenerate and qualification.")
+    return BlockResult(name=NAME, tables={"operating_points": pd.DataFrame(rows)}, notes=tuple(notes))

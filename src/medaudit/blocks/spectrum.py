@@ -1,0 +1,226 @@
+"""Negative spectrum: how a model's AUROC depends on which negatives it is asked to reject.
+
+Paper 000 M0.9 (estimands) and M0.10 (shared-positive bootstrap, permutation test of
+group membership, Holm over the declared family); Tables 9-11.
+
+For each entry of ``spec.spectrum`` (cohort C, negative groups G_1..G_k, optional
+reference, test, optional prevalence pi) the positives P are the label-1 images of C
+at the primary prompt and each control group G is the images with
+``negative_group == G``.  The block returns three tidy tables:
+
+``groups``
+    Per model and group: ``AUROC(P, G)`` and ``AURC`` on ``P ∪ G`` (and, when the entry
+    declares ``prevalence``, ``BS_pi`` on ``P ∪ G``) with shared-positive bootstrap
+    intervals (positives resampled once per replicate, each group independently).
+``contrasts``
+    Every pair of groups: ``AUROC(P, a) - AUROC(P, b)`` with the shared-positive
+    interval of the difference, oriented named-minus-reference when a ``reference`` is
+    declared and in declared order otherwise.  For ``test: permutation`` each contrast
+    also gets the permutation p-value of group membership, Holm-adjusted over every
+    permutation test of the block (family ``negative-spectrum-Holm``); other contrasts
+    are descriptive (``pvalue`` NaN, family ``descriptive``).
+``model_differences``
+    For each entry and group: pairwise model AUROC differences ``A - B`` (A < B
+    alphabetically) on ``P ∪ G`` from a paired within-label bootstrap, with a verdict
+    (``a_better`` / ``b_better`` / ``unresolved`` by whether the interval excludes 0):
+    does a model ranking survive a change of control group?
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.exceptions import SchemaError
+from medaudit.stats import (
+    adjust_pvalues,
+    negative_group_permutation_test,
+    paired_bootstrap,
+    shared_positive_bootstrap,
+)
+
+__all__ = ["NAME", "run", "SMALL_GROUP", "PERMUTATION_FAMILY"]
+
+NAME = "spectrum"
+#: groups with fewer images than this get a "small group" qualification
+SMALL_GROUP = 30
+PERMUTATION_FAMILY = "negative-spectrum-Holm"
+DESCRIPTIVE_FAMILY = "descriptive"
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _small(groups: list[str], sizes: dict[str, int]) -> str:
+    small = [f"{g} (n={sizes[g]})" for g in groups if sizes[g] < SMALL_GROUP]
+    return f"small group (n<{SMALL_GROUP}): " + ", ".join(small) if small else ""
+
+
+def _contrast_pairs(groups: list[str], reference: str | None) -> list[tuple[str, str, str]]:
+    """Every pair of groups as (a, b, kind); a pair with the reference is named - reference."""
+    out = []
+    for i, a in enumerate(groups):
+        for b in groups[i + 1:]:
+            if reference is not None and a == reference:
+                out.append((b, a, "versus_reference"))
+            elif reference is not None and b == reference:
+                out.append((a, b, "versus_reference"))
+            else:
+                out.append((a, b, "pairwise"))
+    return out
+
+
+def _cell_seed(ctx: AuditContext, *key: Any) -> int:
+    """An integer seed drawn from the cell generator ``ctx.rng(NAME, *key)``.
+
+    Deterministic and order-independent like ``ctx.rng``; passed as an int because
+    ``medaudit._validation.as_generator`` cannot record the provenance of a generator
+    whose SeedSequence entropy is a list (``int(ss.entropy)`` raises TypeError).
+    """
+    return int(ctx.rng(NAME, *key).integers(0, 2**63 - 1))
+
+
+def _verdict(lo: float, hi: float) -> str:
+    if lo > 0:
+        return "a_better"
+    if hi < 0:
+        return "b_better"
+    return "unresolved"
+
+
+def _interval(r) -> dict[str, Any]:
+    return {"estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
+            "n_degenerate": r.n_degenerate, "n": r.n, "n_pos": int(r.n_pos), "n_neg": int(r.n_neg)}
+
+
+def _entry_arrays(ctx: AuditContext, i: int, entry) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
+    """Aligned scores of the entry's cohort, the positive mask and one mask per group."""
+    w = ctx.wide(entry.cohort)  # all models at the primary prompt; refuses mismatched image sets
+    pos = w.label == 1
+    neg = w.label == 0
+    masks = {g: neg & (w.negative_group == g) for g in entry.groups}
+    problems = []
+    if not pos.any():
+        problems.append("it has no positives (label 1)")
+    empty = [g for g, mk in masks.items() if not mk.any()]
+    if empty:
+        present = sorted(set(w.negative_group[neg]) - {""})
+        problems.append(f"declared group(s) {empty} have no negative images (groups present: "
+                        f"{present})")
+    if problems:
+        raise SchemaError(f"spectrum[{i}] on cohort {entry.cohort!r} at prompt "
+                          f"{ctx.spec.primary_prompt!r}: " + "; ".join(problems)
+                          + ". Every declared group needs images and the cohort needs positives.")
+    return w, pos, masks
+
+
+def run(ctx: AuditContext) -> BlockResult:
+    """Negative-spectrum tables ``groups``, ``contrasts`` and ``model_differences``."""
+    spec = ctx.spec
+    prompt = spec.primary_prompt
+    models = ctx.models()
+    n_res, level, n_perm = spec.n_resamples, spec.confidence_level, spec.n_permutations
+    probabilities = spec.score_scale == "probabilities"
+    cohort_order = list(spec.cohorts)
+    entries = sorted(enumerate(spec.spectrum),
+                     key=lambda e: (cohort_order.index(e[1].cohort)
+                                    if e[1].cohort in cohort_order else len(cohort_order), e[0]))
+    group_rows: list[dict[str, Any]] = []
+    contrast_rows: list[dict[str, Any]] = []
+    diff_rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    if not probabilities and entries:
+        notes.append("score_scale is 'logits': AURC and Brier need probabilities and are not "
+                     "reported; AUROC contrasts are unaffected.")
+    for i, entry in entries:
+        cohort, groups = entry.cohort, list(entry.groups)
+        w, pos, masks = _entry_arrays(ctx, i, entry)
+        sizes = {g: int(mk.sum()) for g, mk in masks.items()}
+        metrics: list[Any] = ["roc_auc"]
+        if probabilities:
+            metrics.append("aurc")
+            if entry.prevalence is not None:
+                metrics.append(("brier_score", {"prevalence": entry.prevalence}))
+        pairs = _contrast_pairs(groups, entry.reference)
+        for m in models:
+            s = w.scores[f"{m}|{prompt}"]
+            expo = ctx.exposure(m, cohort)
+            sp = shared_positive_bootstrap(
+                s[pos], {g: s[masks[g]] for g in groups}, metrics=metrics,
+                contrasts=[(a, b) for a, b, _ in pairs], n_resamples=n_res,
+                confidence_level=level,
+                rng=_cell_seed(ctx, "shared_positive", cohort, m, tuple(groups)))
+            for g in groups:
+                qual = _join(expo, _small([g], sizes))
+                for mid in sp.options["metrics"]:
+                    r = sp.marginal[(g, mid)]
+                    prev = entry.prevalence if mid.startswith("brier_score") else "observed"
+                    group_rows.append(spec_row(
+                        model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence=prev,
+                        criterion=mid, design=r.design, n_resamples=n_res, seed=ctx.seed,
+                        family=None, entry=i, group=g, **_interval(r), qualification=qual))
+            for a, b, kind in pairs:
+                d = sp.differences[(a, b, "roc_auc")]
+                row = spec_row(
+                    model=m, prompt=prompt, cohort=cohort, negatives=f"{a} - {b}",
+                    criterion="roc_auc_difference", design=d.design, n_resamples=n_res,
+                    seed=ctx.seed, family=DESCRIPTIVE_FAMILY, entry=i, group_a=a, group_b=b,
+                    contrast=kind, auroc_a=sp.marginal[(a, "roc_auc")].estimate,
+                    auroc_b=sp.marginal[(b, "roc_auc")].estimate, **_interval(d),
+                    pvalue=math.nan, pvalue_adj=math.nan, significant=pd.NA,
+                    test="none", n_permutations=0,
+                    qualification=_join(expo, _small([a, b], sizes)))
+                if entry.test == "permutation":
+                    perm = negative_group_permutation_test(
+                        s[pos], s[masks[a]], s[masks[b]], n_resamples=n_perm,
+                        rng=_cell_seed(ctx, "permutation", cohort, m, a, b))
+                    row.update(family=PERMUTATION_FAMILY, pvalue=perm.pvalue, test="permutation",
+                               n_permutations=n_perm)
+                contrast_rows.append(row)
+        if len(models) >= 2:
+            for g in groups:
+                sub = pos | masks[g]
+                pb = paired_bootstrap(
+                    w.label[sub], {m: w.scores[f"{m}|{prompt}"][sub] for m in models},
+                    metrics=["roc_auc"], design="within_label", n_resamples=n_res,
+                    confidence_level=level, rng=_cell_seed(ctx, "model_differences", cohort, g))
+                for j, a in enumerate(models):
+                    for b in models[j + 1:]:
+                        d = pb.differences[(a, b, "roc_auc")]
+                        diff_rows.append(spec_row(
+                            model=f"{a} - {b}", prompt=prompt, cohort=cohort, negatives=g,
+                            criterion="roc_auc_difference", design=d.design, n_resamples=n_res,
+                            seed=ctx.seed, family=None, entry=i, group=g, model_a=a, model_b=b,
+                            auroc_a=pb.marginal[(a, "roc_auc")].estimate,
+                            auroc_b=pb.marginal[(b, "roc_auc")].estimate, **_interval(d),
+                            verdict=_verdict(d.ci_low, d.ci_high),
+                            qualification=_join(
+                                *(f"{x}: {ctx.exposure(x, cohort)}" for x in (a, b)
+                                  if ctx.exposure(x, cohort)), _small([g], sizes))))
+    contrasts = pd.DataFrame(contrast_rows)
+    if not contrasts.empty:
+        fam = (contrasts["family"] == PERMUTATION_FAMILY).to_numpy()
+        alpha = round(1.0 - level, 12)
+        if fam.any():
+            adj = adjust_pvalues(contrasts.loc[fam, "pvalue"].to_numpy(), method="holm",
+                                 alpha=alpha, family=PERMUTATION_FAMILY)
+            contrasts.loc[fam, "pvalue_adj"] = adj.pvalues_adjusted
+            contrasts["significant"] = contrasts["significant"].astype("boolean")
+            contrasts.loc[fam, "significant"] = adj.reject
+            notes.append(f"Permutation tests of negative-group membership ({n_perm} permutations, "
+                         f"two-sided, p = (1+b)/(1+B)) are Holm-adjusted over the declared family "
+                         f"{PERMUTATION_FAMILY!r} of m = {adj.m} tests (all entries and models); "
+                         f"significant at alpha = {alpha:g}.")
+        contrasts["significant"] = contrasts["significant"].astype("boolean")
+    notes.append("Group AUROC/AURC intervals and group contrasts use the shared-positive bootstrap "
+                 "(positives resampled once per replicate, each group within itself); model "
+                 "differences use the paired within-label bootstrap on P ∪ G.")
+    return BlockResult(name=NAME, tables={"groups": pd.DataFrame(group_rows),
+                                          "contrasts": contrasts,
+                                          "model_differences": pd.DataFrame(diff_rows)},
+                       notes=tuple(notes))

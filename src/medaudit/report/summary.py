@@ -1,0 +1,83 @@
+"""The Markdown summary of an audit, led by the portability matrix (rounding happens here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from medaudit.report.text import fmt_ci
+
+__all__ = ["audit_summary", "portability_pivot"]
+
+_ORDER = ["at E", "C", "p", "N", "π", "r", "r, π"]
+
+
+def _cell_text(g: pd.DataFrame) -> str:
+    parts = []
+    for r in g.itertuples():
+        v = r.verdict
+        tag = f"{r.changed_to}: {v}" if r.changed_to else v
+        if isinstance(r.estimate, float) and r.estimate == r.estimate:
+            ci = fmt_ci(r.estimate, r.ci_low, r.ci_high) if r.ci_low == r.ci_low else f"{r.estimate:.3f}"
+            tag += f" ({ci})"
+        if r.qualification:
+            tag += f" [{r.qualification}]"
+        parts.append(tag)
+    return "<br>".join(parts)
+
+
+def portability_pivot(claims: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim, one column per changed element (cells summarise verdicts)."""
+    if claims.empty:
+        return pd.DataFrame()
+    rows = []
+    for cid, g in claims.groupby("claim_id", sort=True):
+        first = g.iloc[0]
+        row: dict[str, Any] = {"claim": f"{cid}: {first['claim']} ({first['cohort']}, "
+                                        f"{first['prompt']}, {first['negatives']})"}
+        for ch in _ORDER:
+            sub = g[g["change"] == ch]
+            if len(sub):
+                row[ch] = _cell_text(sub)
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    return df[["claim", *[c for c in _ORDER if c in df.columns]]]
+
+
+def _md_table(df: pd.DataFrame) -> list[str]:
+    if df.empty:
+        return ["(none)"]
+    cols = list(df.columns)
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in df.itertuples(index=False):
+        out.append("| " + " | ".join("" if v is None else str(v).replace("|", "\\|") for v in r) + " |")
+    return out
+
+
+def audit_summary(outcome: Any) -> str:
+    """Markdown: simulated-data banner, portability matrix, block notes, provenance."""
+    prov = outcome.provenance
+    lines = [f"# medaudit audit: {outcome.spec.name}", ""]
+    if prov["inputs"].get("simulated"):
+        lines += ["> **Simulated data.** Every score in this audit comes from a seeded simulation "
+                  "shaped like paper 000; no real model or patient is involved.", ""]
+    lines += ["## Portability matrix", "",
+              "Each claim at its specification E, then with one element of E changed "
+              "(C cohort, p prompt, N negative class, π prevalence, r criterion). Verdicts: holds / "
+              "reversed / unresolved (interval spans the boundary) / not defined / unaffected.", ""]
+    lines += _md_table(portability_pivot(outcome.claims))
+    for name, res in outcome.results.items():
+        if res.notes:
+            lines += ["", f"## {name}: notes", ""] + [f"- {n}" for n in res.notes]
+    v = prov["versions"]
+    lines += ["", "## Provenance", "",
+              f"- seed {prov['seed']}; B = {prov['n_resamples']}; {prov['n_permutations']} "
+              f"permutations; {prov['ci_method']}",
+              f"- bootstrap design per cohort: {prov['designs']}",
+              f"- multiplicity: {prov['multiplicity']}",
+              f"- inputs: {prov['inputs']}",
+              "- versions: " + ", ".join(f"{k} {val}" for k, val in sorted(v.items())),
+              "- every table (CSV and Parquet) is under `tables/`; full precision in `results.json`.",
+              ""]
+    return "\n".join(lines)
