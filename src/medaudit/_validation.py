@@ -159,8 +159,11 @@ def as_generator(rng: Any) -> tuple[np.random.Generator, dict[str, Any]]:
             raise MedauditError(f"rng seed must be a non-negative integer; got {rng!r}.")
         gen = np.random.default_rng(rng)
         ss = gen.bit_generator.seed_seq
+        ent = ss.entropy
         record: dict[str, Any] = {
-            "seed": int(rng) if isinstance(rng, (int, np.integer)) else int(ss.entropy),
+            "seed": int(rng) if isinstance(rng, (int, np.integer)) else (
+                int(ent) if isinstance(ent, (int, np.integer)) else None),
+            "entropy": None if isinstance(ent, (int, np.integer)) else [int(e) for e in ent],
             "seed_source": "int" if isinstance(rng, (int, np.integer)) else "entropy",
             "spawn_key": list(getattr(ss, "spawn_key", ())),
             "bit_generator": type(gen.bit_generator).__name__,
@@ -168,8 +171,13 @@ def as_generator(rng: Any) -> tuple[np.random.Generator, dict[str, Any]]:
         return gen, record
     if isinstance(rng, np.random.Generator):
         ss = getattr(rng.bit_generator, "seed_seq", None)
+        entropy = getattr(ss, "entropy", None)
         record = {
-            "seed": int(ss.entropy) if ss is not None and ss.entropy is not None else None,
+            # an int seed when the generator came from one; a word list (e.g. a run seed
+            # plus hashed cell keys) is recorded under "entropy" instead
+            "seed": int(entropy) if isinstance(entropy, (int, np.integer)) else None,
+            "entropy": [int(e) for e in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
+            else None,
             "seed_source": "generator (may have been advanced before this call)",
             "spawn_key": list(getattr(ss, "spawn_key", ())) if ss is not None else [],
             "bit_generator": type(rng.bit_generator).__name__,

@@ -147,11 +147,16 @@ def _threshold_claims(results, spec) -> list[dict[str, Any]]:
     if tr.empty:
         return rows
     n = 0
-    keys = tr[["source", "rule", "model", "threshold"]].drop_duplicates()
+    by = ["source", "rule", "model", "threshold"] + (["target_value"] if "target_value" in tr.columns
+                                                    else [])
+    keys = tr[by].drop_duplicates()
     for _, k in keys.iterrows():
         sub = tr[(tr["source"] == k["source"]) & (tr["rule"] == k["rule"]) & (tr["model"] == k["model"])]
+        if "target_value" in tr.columns:
+            sub = sub[sub["target_value"] == k["target_value"]]
         crit = "sensitivity" if k["rule"] == "sensitivity" else "specificity"
-        tv = next((t.target_value for t in spec.transport if t.source == k["source"]), 0.95)
+        tv = float(sub["target_value"].iloc[0]) if "target_value" in sub.columns else next(
+            (t.target_value for t in spec.transport if t.source == k["source"]), 0.95)
         n += 1
         claim = {"claim_id": f"T{n:02d}",
                  "claim": f"τ chosen on {k['source']} for {crit} ≥ {tv:g} keeps {crit} ≥ {tv:g}",

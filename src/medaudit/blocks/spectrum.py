@@ -154,7 +154,7 @@ def run(ctx: AuditContext) -> BlockResult:
                 s[pos], {g: s[masks[g]] for g in groups}, metrics=metrics,
                 contrasts=[(a, b) for a, b, _ in pairs], n_resamples=n_res,
                 confidence_level=level,
-                rng=_cell_seed(ctx, "shared_positive", cohort, m, tuple(groups)))
+                rng=_cell_seed(ctx, cohort, m, "shared_positive", tuple(groups)))
             for g in groups:
                 qual = _join(expo, _small([g], sizes))
                 for mid in sp.options["metrics"]:
@@ -171,14 +171,16 @@ def run(ctx: AuditContext) -> BlockResult:
                     criterion="roc_auc_difference", design=d.design, n_resamples=n_res,
                     seed=ctx.seed, family=DESCRIPTIVE_FAMILY, entry=i, group_a=a, group_b=b,
                     contrast=kind, auroc_a=sp.marginal[(a, "roc_auc")].estimate,
-                    auroc_b=sp.marginal[(b, "roc_auc")].estimate, **_interval(d),
+                    auroc_b=sp.marginal[(b, "roc_auc")].estimate,
+                    **{**_interval(d), "n": int(pos.sum()) + sizes[a] + sizes[b],
+                       "n_neg": sizes[a] + sizes[b]},
                     pvalue=math.nan, pvalue_adj=math.nan, significant=pd.NA,
                     test="none", n_permutations=0,
                     qualification=_join(expo, _small([a, b], sizes)))
                 if entry.test == "permutation":
                     perm = negative_group_permutation_test(
                         s[pos], s[masks[a]], s[masks[b]], n_resamples=n_perm,
-                        rng=_cell_seed(ctx, "permutation", cohort, m, a, b))
+                        rng=_cell_seed(ctx, cohort, m, "permutation", a, b))
                     row.update(family=PERMUTATION_FAMILY, pvalue=perm.pvalue, test="permutation",
                                n_permutations=n_perm)
                 contrast_rows.append(row)
@@ -188,7 +190,7 @@ def run(ctx: AuditContext) -> BlockResult:
                 pb = paired_bootstrap(
                     w.label[sub], {m: w.scores[f"{m}|{prompt}"][sub] for m in models},
                     metrics=["roc_auc"], design="within_label", n_resamples=n_res,
-                    confidence_level=level, rng=_cell_seed(ctx, "model_differences", cohort, g))
+                    confidence_level=level, rng=_cell_seed(ctx, cohort, "model_differences", g))
                 for j, a in enumerate(models):
                     for b in models[j + 1:]:
                         d = pb.differences[(a, b, "roc_auc")]
@@ -220,7 +222,9 @@ def run(ctx: AuditContext) -> BlockResult:
     notes.append("Group AUROC/AURC intervals and group contrasts use the shared-positive bootstrap "
                  "(positives resampled once per replicate, each group within itself); model "
                  "differences use the paired within-label bootstrap on P ∪ G.")
-    return BlockResult(name=NAME, tables={"groups": pd.DataFrame(group_rows),
-                                          "contrasts": contrasts,
-                                          "model_differences": pd.DataFrame(diff_rows)},
-                       notes=tuple(notes))
+    tables = {"groups": pd.DataFrame(group_rows), "contrasts": contrasts,
+              "model_differences": pd.DataFrame(diff_rows)}
+    for t in tables.values():
+        if "prevalence" in t.columns:  # "observed" or a number: keep one dtype whatever the mix
+            t["prevalence"] = t["prevalence"].astype(object)
+    return BlockResult(name=NAME, tables=tables, notes=tuple(notes))

@@ -22,9 +22,11 @@ Tables
     the same flag on both rows), ``rule``, ``source``, ``target_value``.
 ``named_groups``
     For targets whose negatives carry named groups: specificity at tau against each
-    group (point estimate and count, e.g. 1/210), qualified when Sp < 0.05.
+    group (``estimate``, ``n_true_negative``, ``n_neg`` and ``fraction`` such as
+    ``"1/210"``), qualified "threshold useless for this group (Sp < 0.05)" when Sp < 0.05.
 ``retention_counts``
-    Per source x rule (x target value): transports retained / total.
+    Per source x rule (x target value): ``n_retained``, ``n_total``, ``estimate``
+    (their ratio) and ``fraction`` (e.g. ``"4/16"``).
 """
 
 from __future__ import annotations
@@ -88,27 +90,28 @@ def run(ctx: AuditContext) -> BlockResult:
         wides = {t: ctx.wide(t, keys=keys) for t in targets}
         for rule in dict.fromkeys(entry.rules):
             crit = _criterion(rule, x)
-            for m in models:
-                k = f"{m}|{prompt}"
-                ys, ss = src.label, src.scores[k]
-                source_row = None
-                for t in targets:
-                    w = wides[t]
-                    design = "fixed" if t in entry.fixed_targets else entry.design
+            seen: set[str] = set()
+            for t in targets:
+                w = wides[t]
+                design = "fixed" if t in entry.fixed_targets else entry.design
+                groups = sorted(set(w.negative_group[w.label == 0]) - {""})
+                for m in models:
+                    k = f"{m}|{prompt}"
+                    ys, ss = src.label, src.scores[k]
                     r = threshold_transport(
                         ys, ss, w.label, w.scores[k], rule=rule, target_value=x, design=design,
                         n_resamples=spec.n_resamples, confidence_level=spec.confidence_level,
                         rng=_cell_seed(ctx, NAME, entry.source, t, m, rule, x, design))
-                    if source_row is None:
-                        source_row = spec_row(
+                    if m not in seen:
+                        seen.add(m)
+                        thr_rows.append(spec_row(
                             model=m, prompt=prompt, cohort=entry.source, threshold=r.threshold,
                             criterion=crit, design="point_estimate", n_resamples=None,
                             seed=ctx.seed, source_sensitivity=r.source_sensitivity,
                             source_specificity=r.source_specificity, rule=rule,
                             target_value=x, n=int(ys.size), n_pos=float(ys.sum()),
                             n_neg=float(ys.size - ys.sum()),
-                            qualification=_exposure(ctx, m, entry.source))
-                        thr_rows.append(source_row)
+                            qualification=_exposure(ctx, m, entry.source)))
                     retained = (r.sensitivity_retained if rule == "sensitivity"
                                 else r.specificity_retained)
                     qual = _exposure(ctx, m, entry.source, t)
@@ -121,7 +124,6 @@ def run(ctx: AuditContext) -> BlockResult:
                             ci_high=b.ci_high, n_degenerate=b.n_degenerate, n=b.n,
                             n_pos=b.n_pos, n_neg=b.n_neg, retained=bool(retained), rule=rule,
                             source=entry.source, target_value=x, qualification=qual))
-                    groups = sorted(set(w.negative_group[w.label == 0]) - {""})
                     pos = w.scores[k][w.label == 1]
                     for g in groups:
                         neg = w.scores[k][(w.label == 0) & (w.negative_group == g)]
@@ -134,8 +136,9 @@ def run(ctx: AuditContext) -> BlockResult:
                             model=m, prompt=prompt, cohort=t, negatives=g, threshold=r.threshold,
                             criterion="specificity", design="point_estimate", n_resamples=None,
                             seed=ctx.seed, estimate=op.specificity, n_true_negative=n_tn,
-                            n_neg=int(neg.size), count=f"{n_tn}/{neg.size}", rule=rule,
-                            source=entry.source, target_value=x,
+                            n_pos=float(pos.size), n_neg=int(neg.size),
+                            fraction=f"{n_tn}/{neg.size}", rule=rule, source=entry.source,
+                            target_value=x,
                             qualification=_qual(useless, qual)))
         fixed = [t for t in targets if t in entry.fixed_targets]
         notes.append(f"transport from {entry.source} to {targets} (rules {list(entry.rules)}, "
@@ -148,14 +151,20 @@ def run(ctx: AuditContext) -> BlockResult:
     if not transport.empty:
         one = transport[transport["criterion"] == "sensitivity"]
         for (source, rule, x), g in one.groupby(["source", "rule", "target_value"], sort=False):
+            # a (target, model) listed by two entries counts once (retention is a point estimate)
+            g = g.drop_duplicates(["cohort", "model"])
             n_ret, n_tot = int(g["retained"].sum()), int(len(g))
             ret_rows.append(spec_row(
                 model="all", prompt=prompt, cohort=source, threshold=None,
                 criterion=_criterion(rule, x), design="point_estimate", n_resamples=None,
                 seed=ctx.seed, rule=rule, source=source, target_value=x,
                 targets="|".join(dict.fromkeys(g["cohort"])), n_retained=n_ret, n_total=n_tot,
-                retained_fraction=n_ret / n_tot, display=f"{n_ret}/{n_tot}"))
-    return BlockResult(name=NAME, tables={"thresholds": pd.DataFrame(thr_rows),
+                estimate=n_ret / n_tot, fraction=f"{n_ret}/{n_tot}"))
+    thresholds = pd.DataFrame(thr_rows)
+    if not thresholds.empty:  # entries sharing a source and rule give the same tau once
+        thresholds = thresholds.drop_duplicates(["model", "cohort", "criterion"],
+                                                ignore_index=True)
+    return BlockResult(name=NAME, tables={"thresholds": thresholds,
                                           "transport": transport,
                                           "named_groups": pd.DataFrame(ng_rows),
                                           "retention_counts": pd.DataFrame(ret_rows)},

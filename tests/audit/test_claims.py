@@ -1,0 +1,80 @@
+"""Claims and the portability matrix: verdict logic on hand-made block tables."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from medaudit.audit.claims import _verdict_diff, build_claims
+from medaudit.blocks._base import BlockResult, spec_row
+from medaudit.io.spec import AuditSpec
+
+
+def test_verdicts():
+    assert _verdict_diff(0.04, 0.02, 0.06, 1) == "holds"
+    assert _verdict_diff(-0.04, -0.06, -0.02, 1) == "reversed"
+    assert _verdict_diff(0.01, -0.01, 0.03, 1) == "unresolved"
+    assert _verdict_diff(-0.04, -0.06, -0.02, -1) == "holds"  # lower is better (Brier)
+    assert _verdict_diff(math.nan, 0, 1, 1) == "not defined"
+
+
+def _spec():
+    return AuditSpec.model_validate({
+        "name": "t", "simulate": "paper000", "primary_prompt": "clinical",
+        "cohorts": {"A": {"role": "primary"}, "B": {"role": "primary"}}})
+
+
+def _diff(cohort, a, b, crit, est, lo, hi, **kw):
+    return spec_row(model=f"{a} - {b}", prompt=kw.pop("prompt", "clinical"), cohort=cohort,
+                    negatives=kw.pop("negatives", "all"), criterion=crit, design="ordinary+paired",
+                    n_resamples=100, seed=1, model_a=a, model_b=b, estimate=est, ci_low=lo,
+                    ci_high=hi, qualification=kw.pop("qualification", ""), **kw)
+
+
+def test_ranking_claim_portability():
+    disc = pd.DataFrame([
+        _diff("A", "m1", "m2", "roc_auc_difference", -0.04, -0.06, -0.02),  # m2 above m1 in A
+        _diff("B", "m1", "m2", "roc_auc_difference", -0.01, -0.03, 0.01),  # unresolved in B
+        _diff("A", "m1", "m2", "brier_score_difference", -0.05, -0.07, -0.03),  # m1 lower Brier
+        _diff("B", "m1", "m2", "brier_score_difference", 0.02, 0.01, 0.03),
+    ])
+    by_prompt = pd.DataFrame([
+        _diff("A", "m1", "m2", "roc_auc_difference", -0.03, -0.05, -0.01, prompt="photo"),
+        _diff("A", "m1", "m2", "roc_auc_difference", 0.03, 0.01, 0.05, prompt="report"),
+    ])
+    results = {"discrimination": BlockResult("discrimination", {"model_differences": disc}),
+               "prompts": BlockResult("prompts", {"model_differences_by_prompt": by_prompt})}
+    claims = build_claims(results, _spec())
+    c = claims[claims.claim_id == "R01"]
+    assert c.iloc[0]["claim"] == "m2 ranks above m1 on AUROC"
+    v = dict(zip(c.change + ":" + c.changed_to, c.verdict, strict=True))
+    assert v["at E:"] == "holds"
+    assert v["C:B"] == "unresolved"
+    assert v["p:photo"] == "holds" and v["p:report"] == "reversed"
+    assert v["π:any"] == "unaffected"
+    assert v["r:brier_score"] == "reversed"  # m1 has the lower Brier in A
+    base = c[c.change == "at E"].iloc[0]
+    # oriented as better - other: m2 - m1 = +0.04 [0.02, 0.06]
+    assert (base.estimate, base.ci_low, base.ci_high) == (0.04, 0.02, 0.06)
+    # claim R02 is cohort B's (unresolved at E)
+    assert claims[(claims.claim_id == "R02") & (claims.change == "at E")].verdict.iloc[0] == "unresolved"
+
+
+def test_threshold_claims():
+    tr = pd.DataFrame([
+        spec_row(model="m1", prompt="clinical", cohort="B", threshold=0.3, criterion="sensitivity",
+                 estimate=0.96, ci_low=0.9, ci_high=1.0, retained=True, rule="sensitivity",
+                 source="A", qualification=""),
+        spec_row(model="m1", prompt="clinical", cohort="B", threshold=0.3, criterion="specificity",
+                 estimate=0.40, ci_low=0.3, ci_high=0.5, retained=True, rule="sensitivity",
+                 source="A", qualification=""),
+    ])
+    claims = build_claims({"transport": BlockResult("transport", {"transport": tr})}, _spec())
+    row = claims[(claims.change == "C")].iloc[0]
+    assert row.verdict == "holds" and row.changed_to == "B"
+    assert "specificity = 0.400" in row.qualification
+
+
+def test_no_blocks_no_claims():
+    assert build_claims({}, _spec()).empty

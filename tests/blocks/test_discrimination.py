@@ -1,0 +1,282 @@
+"""Block `discrimination`: Table 4 metrics and paired model differences (paper 000 M0.7).
+
+Witnesses: sklearn (AUROC, AP on untied data, Brier), the loop oracles in
+tests/_oracles.py (ECE15, AURC, brute-force DeLong z), arithmetic identities of a
+shared paired draw, and hand-built cohorts where one model strictly dominates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score
+
+from medaudit.blocks import discrimination as D
+from medaudit.blocks._base import AuditContext
+from medaudit.exceptions import SchemaError
+from medaudit.io.schema import validate_score_table
+from medaudit.io.spec import AuditSpec
+from tests import _oracles as O
+
+PROMPT = "clinical"
+CRITERIA = ["roc_auc", "average_precision", "brier_score", "ece[n_bins=15]", "aurc"]
+
+
+def make_context(cohorts: dict, *, designs: dict | None = None, exposure: dict | None = None,
+                 n_resamples: int = 300, drop: tuple | None = None) -> AuditContext:
+    """cohorts: name -> (labels, {model: scores}); drop: (cohort, model, image index) to omit."""
+    rows = []
+    for c, (y, by_model) in cohorts.items():
+        for m, s in by_model.items():
+            for i, (yi, si) in enumerate(zip(y, s, strict=True)):
+                if drop == (c, m, i):
+                    continue
+                rows.append({"image_id": f"{c}-{i:03d}", "cohort": c, "model": m, "prompt": PROMPT,
+                             "score": float(si), "label": int(yi)})
+    designs = designs or {}
+    spec = AuditSpec.model_validate({
+        "name": "t", "simulate": "paper000", "primary_prompt": PROMPT, "seed": 7,
+        "n_resamples": n_resamples,
+        "cohorts": {c: {"design": designs.get(c, "ordinary")} for c in cohorts},
+        "models": [{"name": m, "exposure": (exposure or {}).get(m, {})}
+                   for m in sorted({m for _, bm in cohorts.values() for m in bm})],
+    })
+    return AuditContext(scores=validate_score_table(pd.DataFrame(rows)), spec=spec)
+
+
+def _untied(rng, n_pos, n_neg, shift):
+    """Continuous (untied) probabilities: positives shifted up by `shift` on the logit scale."""
+    y = np.r_[np.ones(n_pos), np.zeros(n_neg)]
+    z = rng.normal(size=y.size) + shift * y
+    return y, 1.0 / (1.0 + np.exp(-z))
+
+
+@pytest.fixture(scope="module")
+def hand():
+    rng = np.random.default_rng(11)
+    y1, a1 = _untied(rng, 25, 35, 1.5)
+    _, b1 = _untied(rng, 25, 35, 0.7)
+    c1 = 1.0 / (1.0 + np.exp(-(rng.normal(size=y1.size) + 1.0 * y1)))
+    y2, a2 = _untied(rng, 20, 60, 2.0)
+    _, b2 = _untied(rng, 20, 60, 0.3)
+    c2 = rng.uniform(size=y2.size)
+    cohorts = {"alpha": (y1, {"mA": a1, "mB": b1, "mC": c1}),
+               "beta": (y2, {"mA": a2, "mB": b2, "mC": c2})}
+    ctx = make_context(cohorts, designs={"beta": "within_label"},
+                       exposure={"mB": {"beta": "trained on beta"}})
+    return cohorts, ctx, D.run(ctx)
+
+
+def _value(df, **kw):
+    sel = np.ones(len(df), dtype=bool)
+    for k, v in kw.items():
+        sel &= (df[k] == v).to_numpy()
+    assert sel.sum() == 1, kw
+    return df[sel].iloc[0]
+
+
+def test_point_estimates_match_sklearn_and_oracles(hand):
+    cohorts, _, res = hand
+    t = res.tables["metrics"]
+    for c, (y, by_model) in cohorts.items():
+        for m, s in by_model.items():
+            def est(crit, c=c, m=m):
+                return _value(t, cohort=c, model=m, criterion=crit)["estimate"]
+            assert est("roc_auc") == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+            assert est("average_precision") == pytest.approx(average_precision_score(y, s), abs=1e-12)
+            assert est("brier_score") == pytest.approx(brier_score_loss(y, s), abs=1e-12)
+            assert est("ece[n_bins=15]") == pytest.approx(O.ece(y, s, n_bins=15), abs=1e-12)
+            assert est("aurc") == pytest.approx(O.aurc(y, s), abs=1e-12)
+
+
+def test_average_precision_ranks_ties_individually():
+    # tied scores: individual ranks in stable order (paper 000) differ from sklearn's pooled AP
+    y = np.array([1, 0, 1, 0, 1, 0, 0, 1])
+    s = np.array([0.9, 0.7, 0.7, 0.5, 0.5, 0.5, 0.2, 0.1])
+    ctx = make_context({"c": (y, {"m": s})}, n_resamples=20)
+    est = _value(D.run(ctx).tables["metrics"], criterion="average_precision")["estimate"]
+    assert est == pytest.approx(O.average_precision_individual(y, s), abs=1e-12)
+    assert O.average_precision_individual(y, s) != pytest.approx(O.average_precision_pooled(y, s))
+
+
+def test_shape_order_and_columns(hand):
+    _, ctx, res = hand
+    t = res.tables["metrics"]
+    assert len(t) == 2 * 3 * 5
+    assert list(t["cohort"].unique()) == ["alpha", "beta"]
+    for _, g in t.groupby("cohort", sort=False):
+        assert list(g["model"]) == sorted(g["model"])
+        for _, gm in g.groupby("model"):
+            assert list(gm["criterion"]) == CRITERIA
+    for col in ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion",
+                "design", "n_resamples", "seed", "family", "estimate", "ci_low", "ci_high",
+                "n_degenerate", "n", "n_pos", "n_neg", "qualification"):
+        assert col in t.columns
+    assert (t["prompt"] == PROMPT).all() and (t["n_resamples"] == 300).all() and (t["seed"] == 7).all()
+    d = res.tables["model_differences"]
+    assert len(d) == 2 * 3 * 2
+    pairs = list(zip(d["model_a"], d["model_b"], strict=True))
+    assert all(a < b for a, b in pairs)
+    assert list(d["model"].unique()) == ["mA - mB", "mA - mC", "mB - mC"]
+    assert set(d["criterion"]) == {"roc_auc_difference", "brier_score_difference"}
+    for col in ("delong_z", "pvalue", "delong_ci_low", "delong_ci_high", "pvalue_adj", "significant",
+                "verdict", "qualification", "model_a", "model_b"):
+        assert col in d.columns
+    assert set(d["verdict"]) <= {"a_better", "b_better", "unresolved"}
+
+
+def test_design_recorded_per_cohort(hand):
+    _, _, res = hand
+    for name in ("metrics", "model_differences"):
+        t = res.tables[name]
+        assert set(t.loc[t["cohort"] == "alpha", "design"]) == {"ordinary+paired"}
+        assert set(t.loc[t["cohort"] == "beta", "design"]) == {"within_label+paired"}
+    # within-label draws keep the class sizes: no degenerate replicates even for AP/AUROC
+    assert (res.tables["metrics"].query("cohort == 'beta'")["n_degenerate"] == 0).all()
+
+
+def test_differences_are_a_minus_b_from_the_same_draw(hand):
+    _, _, res = hand
+    t, d = res.tables["metrics"], res.tables["model_differences"]
+    for _, r in d.iterrows():
+        mid = r["criterion"].removesuffix("_difference")
+        ea = _value(t, cohort=r["cohort"], model=r["model_a"], criterion=mid)["estimate"]
+        eb = _value(t, cohort=r["cohort"], model=r["model_b"], criterion=mid)["estimate"]
+        assert r["estimate"] == pytest.approx(ea - eb, abs=1e-12)
+        assert r["ci_low"] <= r["estimate"] <= r["ci_high"]
+
+
+def test_shared_draw_gives_zero_width_difference_for_same_ranking():
+    # B is a strictly increasing transform of A: same ranking on every replicate iff the draw is
+    # shared, so the AUROC difference interval collapses to [0, 0]; Brier differs and is not 0.
+    rng = np.random.default_rng(3)
+    y, a = _untied(rng, 30, 30, 1.0)
+    b = a**2
+    ctx = make_context({"c": (y, {"a": a, "b": b})}, n_resamples=200)
+    d = D.run(ctx).tables["model_differences"]
+    auc = _value(d, criterion="roc_auc_difference")
+    assert (auc["estimate"], auc["ci_low"], auc["ci_high"]) == (0.0, 0.0, 0.0)
+    assert auc["verdict"] == "unresolved"
+    br = _value(d, criterion="brier_score_difference")
+    assert br["ci_low"] < br["ci_high"]
+
+
+def test_delong_columns_match_brute_force_oracle(hand):
+    cohorts, _, res = hand
+    d = res.tables["model_differences"].query("criterion == 'roc_auc_difference'")
+    for _, r in d.iterrows():
+        y, by_model = cohorts[r["cohort"]]
+        delta, var, z = O.delong_paired_z(y, by_model[r["model_a"]], by_model[r["model_b"]])
+        assert r["estimate"] == pytest.approx(delta, abs=1e-12)
+        assert r["delong_z"] == pytest.approx(z, rel=1e-9)
+        half = 1.959963984540054 * math.sqrt(var)
+        assert r["delong_ci_low"] == pytest.approx(delta - half, abs=1e-9)
+        assert r["delong_ci_high"] == pytest.approx(delta + half, abs=1e-9)
+        assert 0.0 <= r["pvalue"] <= r["pvalue_adj"] <= 1.0
+        assert r["family"].startswith("discrimination|") and r["cohort"] in r["family"]
+        assert r["significant"] == (r["pvalue_adj"] < 0.05)
+    brier = res.tables["model_differences"].query("criterion == 'brier_score_difference'")
+    assert brier[["delong_z", "pvalue", "delong_ci_low", "delong_ci_high", "pvalue_adj"]].isna().all().all()
+
+
+def test_holm_over_model_pairs_within_cohort(hand):
+    _, _, res = hand
+    d = res.tables["model_differences"].query("criterion == 'roc_auc_difference'")
+    for _, g in d.groupby("cohort"):
+        p = g["pvalue"].to_numpy()
+        assert g["pvalue_adj"].to_numpy() == pytest.approx(O.holm(p), abs=1e-12)
+
+
+def _dominance_cohort(rng):
+    # "good" separates perfectly with calibrated-ish probabilities; "noise" is uninformative
+    n_pos, n_neg = 40, 40
+    y = np.r_[np.ones(n_pos), np.zeros(n_neg)]
+    good = np.r_[rng.uniform(0.8, 0.95, n_pos), rng.uniform(0.05, 0.2, n_neg)]
+    noise = rng.uniform(0.3, 0.7, y.size)
+    return y, good, noise
+
+
+@pytest.mark.parametrize("better,worse,expected", [("a_good", "b_noise", "a_better"),
+                                                   ("z_good", "b_noise", "b_better")])
+def test_verdict_when_one_model_strictly_dominates(better, worse, expected):
+    y, good, noise = _dominance_cohort(np.random.default_rng(5))
+    ctx = make_context({"c": (y, {better: good, worse: noise})}, designs={"c": "within_label"},
+                       n_resamples=200)
+    d = D.run(ctx).tables["model_differences"]
+    auc = _value(d, criterion="roc_auc_difference")
+    brier = _value(d, criterion="brier_score_difference")
+    assert auc["verdict"] == expected and brier["verdict"] == expected
+    # z has the sign of AUROC(a) - AUROC(b); Brier(a) - Brier(b) has the opposite sign
+    sign = 1 if expected == "a_better" else -1
+    assert np.sign(auc["delong_z"]) == sign and np.sign(auc["estimate"]) == sign
+    assert np.sign(brier["estimate"]) == -sign
+    assert auc["pvalue"] < 1e-6
+
+
+def test_verdict_rule():
+    assert D.verdict(0.01, 0.2, +1) == "a_better"
+    assert D.verdict(-0.2, -0.01, +1) == "b_better"
+    assert D.verdict(0.01, 0.2, -1) == "b_better"  # Brier A - B > 0: B lower, better
+    assert D.verdict(-0.2, -0.01, -1) == "a_better"
+    assert D.verdict(0.0, 0.2, +1) == "unresolved"  # touching 0 is not entirely above it
+    assert D.verdict(-0.1, 0.1, -1) == "unresolved"
+    assert D.verdict(float("nan"), 0.1, +1) == "unresolved"
+
+
+def test_exposure_qualifies_rows_of_that_model_and_cohort(hand):
+    _, _, res = hand
+    t = res.tables["metrics"]
+    flagged = t["qualification"].str.contains("trained on beta")
+    assert (flagged == ((t["model"] == "mB") & (t["cohort"] == "beta"))).all()
+    d = res.tables["model_differences"]
+    flagged = d["qualification"].str.contains("exposure \\(mB\\): trained on beta")
+    involves = ((d["model_a"] == "mB") | (d["model_b"] == "mB")) & (d["cohort"] == "beta")
+    assert (flagged == involves).all()
+
+
+def test_refuses_mismatched_image_sets():
+    rng = np.random.default_rng(1)
+    y, a = _untied(rng, 10, 10, 1.0)
+    _, b = _untied(rng, 10, 10, 1.0)
+    ctx = make_context({"c": (y, {"a": a, "b": b})}, drop=("c", "b", 4), n_resamples=20)
+    with pytest.raises(SchemaError, match=r"c-004") as err:
+        D.run(ctx)
+    assert "'b'" in str(err.value) and "lacks 1 image" in str(err.value)
+
+
+def test_deterministic_and_order_independent(hand):
+    cohorts, _, res = hand
+    again = D.run(make_context(cohorts, designs={"beta": "within_label"},
+                               exposure={"mB": {"beta": "trained on beta"}}))
+    for name, t in res.tables.items():
+        pd.testing.assert_frame_equal(t, again.tables[name])
+    # a cohort's intervals do not depend on which other cohorts are audited
+    alone = D.run(make_context({"beta": cohorts["beta"]}, designs={"beta": "within_label"},
+                               exposure={"mB": {"beta": "trained on beta"}}))
+    for name, t in res.tables.items():
+        pd.testing.assert_frame_equal(t[t["cohort"] == "beta"].reset_index(drop=True), alone.tables[name])
+
+
+def test_simulated_study_smoke(ctx):
+    res = D.run(ctx)
+    t, d = res.tables["metrics"], res.tables["model_differences"]
+    cohorts, models = list(ctx.spec.cohorts), ctx.models()
+    assert len(t) == len(cohorts) * len(models) * 5
+    assert len(d) == len(cohorts) * math.comb(len(models), 2) * 2
+    assert list(t["cohort"].unique()) == cohorts == list(d["cohort"].unique())
+    for c in cohorts:
+        assert set(t.loc[t["cohort"] == c, "design"]) == {f"{ctx.cohort_design(c)}+paired"}
+    assert set(t.loc[t["cohort"] == "vindr", "design"]) == {"within_label+paired"}
+    # exposure of the simulated CheXficient on VinDr
+    cx = (t["model"] == "sim-chexficient") & (t["cohort"] == "vindr")
+    assert t.loc[cx, "qualification"].str.contains("exposure").all()
+    assert not t.loc[~cx, "qualification"].str.contains("exposure").any()
+    auc = t[t["criterion"] == "roc_auc"]
+    assert ((auc["estimate"] >= 0) & (auc["estimate"] <= 1)).all()
+    ok = auc["ci_low"].notna()
+    assert ((auc.loc[ok, "ci_low"] <= auc.loc[ok, "estimate"] + 1e-12)
+            & (auc.loc[ok, "estimate"] <= auc.loc[ok, "ci_high"] + 1e-12)).all()
+    assert res.name == "discrimination" and res.notes

@@ -1,0 +1,288 @@
+"""Block `transport` (paper 000 M0.8, M0.10; Tables 14-17): witnesses from the loop oracles.
+
+* tau on the source against ``tau_sensitivity`` / ``tau_specificity``; source and target
+  Se/Sp at tau against ``se_sp_at`` (counting).
+* Retention flags by hand on the point estimates (eq. 7): Se >= x for the sensitivity
+  rule, Sp >= x for the specificity rule; retention counts by hand.
+* Named-group specificity by counting (k/n), with the Sp < 0.05 qualification.
+* Designs: ``fixed`` for the entry's fixed targets, else the entry's design.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from medaudit.blocks import transport
+from medaudit.blocks._base import AuditContext
+from medaudit.exceptions import SchemaError
+from medaudit.io.schema import validate_score_table
+from medaudit.io.spec import AuditSpec
+from tests import _oracles as O
+
+PROMPT = "clinical"
+MODELS = ("m-a", "m-b", "m-c")
+
+
+def _cohort(rng, n_pos, groups: dict[str, tuple[int, float]], shift: float):
+    """Labels, negative groups and per-model scores; groups: name -> (size, mean score)."""
+    y = np.r_[np.ones(n_pos), np.zeros(sum(n for n, _ in groups.values()))]
+    grp = np.r_[np.full(n_pos, ""), *[np.full(n, g) for g, (n, _) in groups.items()]]
+    mu = np.r_[np.full(n_pos, 0.7 + shift), *[np.full(n, m) for n, m in groups.values()]]
+    scores = {m: np.round(np.clip(mu + rng.normal(0, 0.15 + 0.03 * i, y.size), 0.001, 0.999), 3)
+              for i, m in enumerate(MODELS)}  # rounding creates ties
+    return y, grp, scores
+
+
+def _table(cohorts) -> pd.DataFrame:
+    rows = []
+    for cohort, (y, grp, scores) in cohorts.items():
+        for model, s in scores.items():
+            for i in range(y.size):
+                rows.append({"image_id": f"{cohort}-{i:03d}", "cohort": cohort, "model": model,
+                             "prompt": PROMPT, "score": float(s[i]), "label": int(y[i]),
+                             "negative_group": grp[i]})
+    return pd.DataFrame(rows)
+
+
+def _ctx(df: pd.DataFrame, entries: list[dict], n_resamples: int = 100) -> AuditContext:
+    spec = AuditSpec.model_validate({
+        "name": "hand", "scores": "hand.csv", "primary_prompt": PROMPT,
+        "cohorts": {c: {"role": "primary"} for c in df["cohort"].unique()},
+        "n_resamples": n_resamples, "blocks": ["transport"], "transport": entries})
+    return AuditContext(scores=validate_score_table(df), spec=spec)
+
+
+@pytest.fixture(scope="module")
+def hand():
+    rng = np.random.default_rng(2026)
+    cohorts = {
+        "src": _cohort(rng, 40, {"neg": (60, 0.35)}, 0.0),
+        "tgt1": _cohort(rng, 25, {"healthy": (30, 0.25), "sick": (20, 0.9)}, -0.05),
+        "tgt2": _cohort(rng, 30, {"neg": (35, 0.4)}, 0.05),
+    }
+    entries = [{"source": "src", "targets": ["tgt2", "tgt1"],
+                "rules": ["sensitivity", "specificity"], "target_value": 0.9,
+                "design": "reestimate", "fixed_targets": ["tgt2"]}]
+    ctx = _ctx(_table(cohorts), entries)
+    return cohorts, ctx, transport.run(ctx)
+
+
+def _cell(t: pd.DataFrame, **eq) -> pd.Series:
+    m = np.ones(len(t), dtype=bool)
+    for k, v in eq.items():
+        m &= (t[k] == v).to_numpy()
+    assert m.sum() == 1, eq
+    return t[m].iloc[0]
+
+
+def _oracle_tau(rule, y, s, x):
+    return (O.tau_sensitivity if rule == "sensitivity" else O.tau_specificity)(y, s, x)
+
+
+def test_thresholds_match_oracles(hand):
+    cohorts, _, res = hand
+    t = res.tables["thresholds"]
+    assert len(t) == 2 * len(MODELS)
+    ys, _, ss = cohorts["src"]
+    for rule in ("sensitivity", "specificity"):
+        for m in MODELS:
+            r = _cell(t, model=m, criterion=f"threshold[rule={rule},target=0.9]")
+            tau = _oracle_tau(rule, ys, ss[m], 0.9)
+            assert r.threshold == tau
+            se, sp = O.se_sp_at(ys, ss[m], tau)
+            assert (r.source_sensitivity, r.source_specificity) == (
+                pytest.approx(se, abs=1e-12), pytest.approx(sp, abs=1e-12))
+            assert r.cohort == "src" and r.rule == rule and r.target_value == 0.9
+            if rule == "sensitivity":
+                assert se >= 0.9
+            else:
+                assert sp >= 0.9
+
+
+def test_transport_estimates_retention_and_designs(hand):
+    cohorts, ctx, res = hand
+    t = res.tables["transport"]
+    assert len(t) == 2 * 2 * len(MODELS) * 2  # rules x targets x models x {Se, Sp}
+    assert t["cohort"].drop_duplicates().tolist() == ["tgt1", "tgt2"]  # spec cohort order
+    ys, _, ss = cohorts["src"]
+    for rule in ("sensitivity", "specificity"):
+        for tgt in ("tgt1", "tgt2"):
+            yt, _, st = cohorts[tgt]
+            for m in MODELS:
+                tau = _oracle_tau(rule, ys, ss[m], 0.9)
+                se, sp = O.se_sp_at(yt, st[m], tau)
+                want = (se >= 0.9) if rule == "sensitivity" else (sp >= 0.9)
+                for crit, val in (("sensitivity", se), ("specificity", sp)):
+                    r = _cell(t, model=m, cohort=tgt, rule=rule, criterion=crit)
+                    assert r.threshold == tau
+                    assert r.estimate == pytest.approx(val, abs=1e-12)
+                    assert r.ci_low <= r.ci_high
+                    assert bool(r.retained) is bool(want)
+                    assert r.source == "src" and r.target_value == 0.9
+                    assert r.design == ("threshold_fixed" if tgt == "tgt2"
+                                        else "threshold_reestimate")
+                    assert r.n_resamples == 100 and r.seed == ctx.seed
+                    assert (r.n, r.n_pos, r.n_neg) == (yt.size, yt.sum(), yt.size - yt.sum())
+                    assert r.n_degenerate == 0
+    assert t["retained"].dtype == bool
+
+
+def test_fixed_design_only_resamples_the_target():
+    # a target whose positives all score far above and negatives far below tau:
+    # with tau fixed its Se and Sp are 1 in every replicate; re-estimating tau on a
+    # resampled source whose positives straddle the target's scores moves them.
+    rng = np.random.default_rng(1)
+    y_s = np.r_[np.ones(30), np.zeros(30)]
+    s_s = np.r_[np.linspace(0.05, 0.95, 30), rng.uniform(0.0, 0.04, 30)]
+    y_t = np.r_[np.ones(20), np.zeros(20)]
+    s_t = np.r_[np.linspace(0.2, 0.9, 20), np.full(20, 0.01)]
+    scores_s = {m: s_s for m in MODELS}
+    scores_t = {m: s_t for m in MODELS}
+    df = _table({"src": (y_s, np.full(60, ""), scores_s), "fix": (y_t, np.full(40, ""), scores_t),
+                 "re": (y_t, np.full(40, ""), scores_t)})
+    ctx = _ctx(df, [{"source": "src", "targets": ["fix", "re"], "fixed_targets": ["fix"]}],
+               n_resamples=200)
+    t = transport.run(ctx).tables["transport"]
+    tau = O.tau_sensitivity(y_s, s_s, 0.95)
+    assert tau < 0.2
+    fix = _cell(t, model="m-a", cohort="fix", criterion="sensitivity")
+    re_ = _cell(t, model="m-a", cohort="re", criterion="sensitivity")
+    assert (fix.estimate, fix.ci_low, fix.ci_high) == (1.0, 1.0, 1.0)
+    assert re_.estimate == 1.0 and re_.ci_low < 1.0
+    assert fix.design == "threshold_fixed" and re_.design == "threshold_reestimate"
+
+
+def test_named_groups_by_counting(hand):
+    cohorts, _, res = hand
+    g = res.tables["named_groups"]
+    ys, _, ss = cohorts["src"]
+    # tgt1 has two groups, tgt2 one ("neg"); 2 rules x 3 models x 3 groups
+    assert len(g) == 2 * len(MODELS) * 3
+    for rule in ("sensitivity", "specificity"):
+        for tgt in ("tgt1", "tgt2"):
+            yt, grp, st = cohorts[tgt]
+            for m in MODELS:
+                tau = _oracle_tau(rule, ys, ss[m], 0.9)
+                for name in sorted(set(grp) - {""}):
+                    neg = st[m][grp == name]
+                    k = sum(1 for v in neg if v < tau)
+                    r = _cell(g, model=m, cohort=tgt, negatives=name, rule=rule)
+                    assert r.fraction == f"{k}/{neg.size}"
+                    assert (r.n_true_negative, r.n_neg) == (k, neg.size)
+                    assert r.estimate == pytest.approx(k / neg.size, abs=1e-12)
+                    assert r.threshold == tau and r.criterion == "specificity"
+                    useless = "threshold useless for this group (Sp < 0.05)"
+                    assert (useless in r.qualification) == (k / neg.size < 0.05)
+    # the "sick" controls score near 0.9: the 90%-Se threshold is useless against them
+    sick = g[(g["negatives"] == "sick") & (g["rule"] == "sensitivity")]
+    assert (sick["estimate"] < 0.05).all()
+    assert sick["qualification"].str.contains("Sp < 0.05").all()
+
+
+def test_named_group_count_like_paper_table_15():
+    # 1 of 210 pneumonia controls below tau -> 0.005 (paper 000: VinDr CX vs pneumonia)
+    y_s = np.r_[np.ones(20), np.zeros(20)]
+    s_s = np.r_[np.linspace(0.5, 0.99, 20), np.linspace(0.0, 0.4, 20)]
+    tau = O.tau_sensitivity(y_s, s_s, 0.95)
+    y_t = np.r_[np.ones(10), np.zeros(210)]
+    s_t = np.r_[np.full(10, 0.9), [tau / 2], np.full(209, 0.95)]
+    grp = np.r_[np.full(10, ""), np.full(210, "pneumonia")]
+    df = _table({"src": (y_s, np.full(40, ""), {m: s_s for m in MODELS}),
+                 "vin": (y_t, grp, {m: s_t for m in MODELS})})
+    ctx = _ctx(df, [{"source": "src", "targets": ["vin"]}], n_resamples=20)
+    r = _cell(transport.run(ctx).tables["named_groups"], model="m-a")
+    assert r.fraction == "1/210" and round(r.estimate, 3) == 0.005
+    assert r.negatives == "pneumonia"
+    assert "Sp < 0.05" in r.qualification
+
+
+def test_retention_counts_by_hand(hand):
+    cohorts, _, res = hand
+    rc = res.tables["retention_counts"]
+    ys, _, ss = cohorts["src"]
+    assert len(rc) == 2
+    for rule in ("sensitivity", "specificity"):
+        k = 0
+        for tgt in ("tgt1", "tgt2"):
+            yt, _, st = cohorts[tgt]
+            for m in MODELS:
+                se, sp = O.se_sp_at(yt, st[m], _oracle_tau(rule, ys, ss[m], 0.9))
+                k += (se if rule == "sensitivity" else sp) >= 0.9
+        r = _cell(rc, rule=rule)
+        assert (r.n_retained, r.n_total) == (k, 2 * len(MODELS))
+        assert r.fraction == f"{k}/{2 * len(MODELS)}" and r.source == "src"
+        assert r.cohort == "src"
+
+
+def test_refuses_mismatched_image_sets():
+    rng = np.random.default_rng(4)
+    cohorts = {"src": _cohort(rng, 10, {"neg": (10, 0.3)}, 0.0),
+               "tgt": _cohort(rng, 10, {"neg": (10, 0.3)}, 0.0)}
+    df = _table(cohorts)
+    for drop in ("src-004", "tgt-013"):
+        bad = df[~((df["model"] == "m-b") & (df["image_id"] == drop))]
+        ctx = _ctx(bad, [{"source": "src", "targets": ["tgt"]}], n_resamples=10)
+        with pytest.raises(SchemaError, match=rf"identical image sets[\s\S]*'m-b'[\s\S]*{drop}"):
+            transport.run(ctx)
+
+
+def test_simulated_context_transport_grid(ctx):
+    res = transport.run(ctx)
+    assert res.name == transport.NAME == "transport"
+    t = res.tables["transport"]
+    se_rows = t[t["criterion"] == "sensitivity"]
+    n_models = len(ctx.models())
+    assert n_models == 4
+    tbx = se_rows[(se_rows["source"] == "tbx11k-train") & (se_rows["rule"] == "sensitivity")]
+    assert len(tbx) == 16
+    assert sorted(set(tbx["cohort"])) == ["montgomery", "shenzhen", "tbx11k-val", "vindr"]
+    szh = se_rows[(se_rows["source"] == "shenzhen") & (se_rows["rule"] == "sensitivity")]
+    assert len(szh) == 8 and sorted(set(szh["cohort"])) == ["montgomery", "tbx11k-val"]
+    spec_rule = se_rows[se_rows["rule"] == "specificity"]
+    assert len(spec_rule) == 16 and set(spec_rule["source"]) == {"tbx11k-train"}
+    assert len(t) == 2 * (16 + 8 + 16)
+    # VinDr uses the fixed-threshold design, the others re-estimate
+    assert set(t.loc[t["cohort"] == "vindr", "design"]) == {"threshold_fixed"}
+    assert set(t.loc[t["cohort"] != "vindr", "design"]) == {"threshold_reestimate"}
+    # the transported tau is the source tau of the thresholds table
+    thr = res.tables["thresholds"]
+    assert len(thr) == 4 * 2 + 4
+    for _, r in t.iterrows():
+        s = _cell(thr, model=r.model, cohort=r.source,
+                  criterion=f"threshold[rule={r.rule},target=0.95]")
+        assert s.threshold == r.threshold
+    # tau against the oracle on the simulated source (330 images)
+    w = ctx.wide("tbx11k-train")
+    for m in ctx.models():
+        s = w.scores[f"{m}|{PROMPT}"]
+        for rule in ("sensitivity", "specificity"):
+            r = _cell(thr, model=m, cohort="tbx11k-train",
+                      criterion=f"threshold[rule={rule},target=0.95]")
+            assert r.threshold == _oracle_tau(rule, w.label, s, 0.95)
+    # retention counts follow the transport rows
+    rc = res.tables["retention_counts"]
+    assert [(r.source, r.rule, r.n_total) for r in rc.itertuples()] == [
+        ("tbx11k-train", "sensitivity", 16), ("tbx11k-train", "specificity", 16),
+        ("shenzhen", "sensitivity", 8)]
+    for r in rc.itertuples():
+        sub = se_rows[(se_rows["source"] == r.source) & (se_rows["rule"] == r.rule)]
+        assert r.n_retained == int(sub["retained"].sum())
+    # exposure travels as a qualification (CheXficient on VinDr)
+    q = t[(t["cohort"] == "vindr") & (t["model"] == "sim-chexficient")]["qualification"]
+    assert (q != "").all()
+    # named groups for VinDr include the paper's control groups
+    g = res.tables["named_groups"]
+    vin = set(g.loc[g["cohort"] == "vindr", "negatives"])
+    assert {"no_finding", "pneumonia", "lung_tumor"} <= vin
+
+
+def test_deterministic(ctx):
+    from tests.blocks.conftest import small_context
+
+    a = transport.run(ctx)
+    b = transport.run(small_context())
+    for name in a.tables:
+        pd.testing.assert_frame_equal(a.tables[name], b.tables[name])
+    assert a.notes == b.notes
