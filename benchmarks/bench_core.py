@@ -70,7 +70,20 @@ class Timing:
     def cell(self) -> str:
         how = f"best of {self.runs}" if self.runs > 1 else "1 run"
         extra = f"; {self.note}" if self.note else ""
-        return f"{self.seconds:.3f} ({how}{extra})"
+        return f"{fmt_s(self.seconds)} ({how}{extra})"
+
+
+def fmt_s(x: float) -> str:
+    """Seconds with three significant digits for short times, milliseconds kept visible."""
+    return f"{x:.3g}" if x < 0.1 else f"{x:.3f}"
+
+
+LOADS: list[str] = []  # load average when each section starts
+
+
+def section(title: str) -> None:
+    LOADS.append(f"{title}: {_loadavg()}")
+    log(title)
 
 
 def timed(fn: Callable[[], Any], *, repeat: int = 3, slow: float = SLOW_S) -> Timing:
@@ -247,7 +260,7 @@ def floor_weights(s) -> None:
 
 
 def auroc_row(n: int, n_pos: int, notes: list[str], targets: list[tuple]) -> str:
-    log(f"[1] AUROC bootstrap, n={n:,}")
+    section(f"[1] AUROC bootstrap, n={n:,}")
     y, s = binormal(n, n_pos, seed=n)
     med = timed(lambda: medaudit_auroc(y, s))
     log(f"    medaudit {med.seconds:.3f}s")
@@ -308,7 +321,7 @@ def bench_auroc(sizes, notes: list[str]) -> tuple[list[str], list[tuple]]:
 
 # ------------------------------------------------------------------------------ 2. DeLong
 def delong_row(n: int, targets: list[tuple]) -> str:
-    log(f"[2] paired DeLong, n={n:,}")
+    section(f"[2] paired DeLong, n={n:,}")
     y, sa = binormal(n, round(0.11 * n), seed=n + 1)
     rng = np.random.default_rng(n + 2)
     sb = 0.6 * sa + 0.8 * rng.normal(size=n) + 0.3 * y
@@ -334,7 +347,7 @@ def bench_delong(sizes) -> tuple[list[str], list[tuple]]:
 
 # ------------------------------------------------------------------------- 3. soft metrics
 def bench_soft(n: int) -> tuple[list[str], list[tuple]]:
-    log(f"[3] soft AUROC / AP, n={n:,}")
+    section(f"[3] soft AUROC / AP, n={n:,}")
     rng = np.random.default_rng(n + 3)
     z = rng.normal(size=n)
     p = special.expit(2.0 * z - 2.0)  # soft labels in (0, 1), mean ~0.2
@@ -381,7 +394,7 @@ def multi_loop(y, p) -> np.ndarray:
 
 def bench_multi(notes: list[str]) -> list[str]:
     n, n_pos = 1800, 200
-    log(f"[4] multi-metric bootstrap, n={n:,}")
+    section(f"[4] multi-metric bootstrap, n={n:,}")
     y, s = binormal(n, n_pos, seed=n)  # the same data as the n=1,800 AUROC row
     p = posterior(s, n_pos / n)
     med = timed(lambda: bootstrap_metrics(y, p, metrics=MULTI, design="within_label",
@@ -490,6 +503,7 @@ def render(quick: bool, machine, auroc_rows, delong_rows, soft_rows, multi_rows,
         f"{elapsed:.0f} s; load average at the end: {_loadavg()} (a load above the "
         f"{os.cpu_count()} CPUs means other processes shared the machine and inflated some "
         "timings).",
+        "- Load average (1, 5, 15 min) as each section started: " + "; ".join(LOADS) + ".",
         "",
     ]
     return "\n".join(out)

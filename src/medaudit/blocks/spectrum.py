@@ -75,16 +75,6 @@ def _contrast_pairs(groups: list[str], reference: str | None) -> list[tuple[str,
     return out
 
 
-def _cell_seed(ctx: AuditContext, *key: Any) -> int:
-    """An integer seed drawn from the cell generator ``ctx.rng(NAME, *key)``.
-
-    Deterministic and order-independent like ``ctx.rng``; passed as an int because
-    ``medaudit._validation.as_generator`` cannot record the provenance of a generator
-    whose SeedSequence entropy is a list (``int(ss.entropy)`` raises TypeError).
-    """
-    return int(ctx.rng(NAME, *key).integers(0, 2**63 - 1))
-
-
 def _verdict(lo: float, hi: float) -> str:
     if lo > 0:
         return "a_better"
@@ -154,7 +144,7 @@ def run(ctx: AuditContext) -> BlockResult:
                 s[pos], {g: s[masks[g]] for g in groups}, metrics=metrics,
                 contrasts=[(a, b) for a, b, _ in pairs], n_resamples=n_res,
                 confidence_level=level,
-                rng=_cell_seed(ctx, cohort, m, "shared_positive", tuple(groups)))
+                rng=ctx.rng(NAME, cohort, m, "shared_positive", tuple(groups)))
             for g in groups:
                 qual = _join(expo, _small([g], sizes))
                 for mid in sp.options["metrics"]:
@@ -180,7 +170,7 @@ def run(ctx: AuditContext) -> BlockResult:
                 if entry.test == "permutation":
                     perm = negative_group_permutation_test(
                         s[pos], s[masks[a]], s[masks[b]], n_resamples=n_perm,
-                        rng=_cell_seed(ctx, cohort, m, "permutation", a, b))
+                        rng=ctx.rng(NAME, cohort, m, "permutation", a, b))
                     row.update(family=PERMUTATION_FAMILY, pvalue=perm.pvalue, test="permutation",
                                n_permutations=n_perm)
                 contrast_rows.append(row)
@@ -190,7 +180,7 @@ def run(ctx: AuditContext) -> BlockResult:
                 pb = paired_bootstrap(
                     w.label[sub], {m: w.scores[f"{m}|{prompt}"][sub] for m in models},
                     metrics=["roc_auc"], design="within_label", n_resamples=n_res,
-                    confidence_level=level, rng=_cell_seed(ctx, cohort, "model_differences", g))
+                    confidence_level=level, rng=ctx.rng(NAME, cohort, "model_differences", g))
                 for j, a in enumerate(models):
                     for b in models[j + 1:]:
                         d = pb.differences[(a, b, "roc_auc")]

@@ -92,22 +92,32 @@ def copies_sum(a: NDArray[np.float64], b: NDArray[np.float64], k: NDArray[np.flo
     harmonic numbers, ``w b + (a - b k)(H[k+w] - H[k])``, cancels catastrophically
     when ``a`` is small and ``k`` large (an AP of 1/1000 came out with relative
     error 3e-10).  Most counts are 0 or 1, so after the first term only the few
-    items drawn twice or more are visited again.
+    entries drawn twice or more are visited again (gathered once, sparsely).
     """
-    a, b, k, w = np.broadcast_arrays(a, b, k, w)
+    b_full = np.broadcast_to(b, w.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(w >= 1, (a + b) / (k + 1.0), 0.0)
-    idx = np.flatnonzero(w >= 2)
+        out = (a + b_full) / (k + 1.0)
+    out = np.where(w >= 1, out, 0.0)
+    wf = np.ascontiguousarray(w).ravel()
+    idx = np.flatnonzero(wf >= 2)
     if idx.size:
-        flat = out.reshape(-1)
-        af, bf, kf, wf = (x.reshape(-1)[idx] for x in (a, b, k, w))
+        a_s = np.ascontiguousarray(a).ravel().take(idx)
+        k_s = np.ascontiguousarray(k).ravel().take(idx)
+        w_s = wf.take(idx)
+        b_s = (b.take(idx % b.shape[-1]) if np.ndim(b) == 1
+               else np.ascontiguousarray(b_full).ravel().take(idx))
+        # order by count, descending: the entries still needing term j form a prefix
+        order = np.argsort(-w_s, kind="stable")
+        a_s, b_s, k_s, w_s, idx = a_s[order], b_s[order], k_s[order], w_s[order], idx[order]
+        extra = np.zeros(idx.size)
         j = 2
-        while idx.size:
-            flat[idx] += (af + j * bf) / (kf + j)  # idx is unique: plain fancy add
-            keep = wf > j
-            idx, af, bf, kf, wf = idx[keep], af[keep], bf[keep], kf[keep], wf[keep]
+        n_live = idx.size
+        while n_live:
+            extra[:n_live] += (a_s[:n_live] + j * b_s[:n_live]) / (k_s[:n_live] + j)
             j += 1
-        out = flat.reshape(out.shape)
+            n_live = int(np.count_nonzero(w_s[:n_live] >= j))
+        flat = out.ravel()  # out is a fresh contiguous array: ravel is a view
+        flat[idx] += extra
     return out
 
 

@@ -158,8 +158,8 @@ def evaluate(p: Prepared, specs: Sequence[MetricSpec], w: NDArray[np.float64]
              ) -> dict[str, NDArray[np.float64]]:
     """Evaluate every metric on weight rows ``w`` (original item order); one gather per order."""
     w2 = np.atleast_2d(w)
-    wr = w2[:, p.ranked.order]
-    wc = w2[:, p.conf.order] if p.conf is not None else None
+    wr = np.take(w2, p.ranked.order, axis=1)  # C order: cumsums run along contiguous rows
+    wc = np.take(w2, p.conf.order, axis=1) if p.conf is not None else None
     out = {}
     for m in specs:
         vals = np.asarray(REGISTRY[m.name][3](p, w2, wr, wc, m.options), dtype=np.float64)

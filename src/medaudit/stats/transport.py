@@ -126,13 +126,13 @@ def threshold_transport(
     if design == "reestimate":
         for ws in src_plan.batches(n_res, g_src, size):
             wt = next(tgt_batches)
-            t_b = choose(ws[:, rs.order], rs, x)
-            se_b, sp_b = K.rates_at(wt[:, rt.order], rt, t_b)
+            t_b = choose(np.take(ws, rs.order, axis=1), rs, x)
+            se_b, sp_b = K.rates_at(np.take(wt, rt.order, axis=1), rt, t_b)
             taus.append(t_b), se_reps.append(se_b), sp_reps.append(sp_b)
     else:
         for wt in tgt_batches:
             t_b = np.full(wt.shape[0], tau)
-            se_b, sp_b = K.rates_at(wt[:, rt.order], rt, t_b)
+            se_b, sp_b = K.rates_at(np.take(wt, rt.order, axis=1), rt, t_b)
             taus.append(t_b), se_reps.append(se_b), sp_reps.append(sp_b)
     dname = {"reestimate": "threshold_reestimate", "fixed": "threshold_fixed"}[design]
     common = dict(level=level, ci_method="percentile", design=dname, n_resamples=n_res,
