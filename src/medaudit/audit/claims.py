@@ -159,7 +159,8 @@ def _threshold_claims(results, spec) -> list[dict[str, Any]]:
             (t.target_value for t in spec.transport if t.source == k["source"]), 0.95)
         n += 1
         claim = {"claim_id": f"T{n:02d}",
-                 "claim": f"τ chosen on {k['source']} for {crit} ≥ {tv:g} keeps {crit} ≥ {tv:g}",
+                 "claim": f"{k['model']}: τ chosen on {k['source']} for {crit} ≥ {tv:g} keeps "
+                          f"{crit} ≥ {tv:g}",
                  "kind": "operating constraint", "model": k["model"], "prompt": spec.primary_prompt,
                  "cohort": k["source"], "negatives": "all", "prevalence": "observed",
                  "threshold": k["threshold"], "criterion": crit, "verdict": "holds"}
@@ -173,6 +174,8 @@ def _threshold_claims(results, spec) -> list[dict[str, Any]]:
             if len(other):
                 o = other.iloc[0]
                 note = _q(note, f"other rate {o['criterion']} = {o['estimate']:.3f}")
+                if o["estimate"] < 0.05:  # the constraint is met by flagging (almost) everyone
+                    note = _q(note, f"flagged: useless operating point ({o['criterion']} < 0.05)")
             verdict = "holds" if bool(t["retained"]) else "does not hold"
             rows.append({**claim, "change": "C", "changed_to": t["cohort"], "estimate": t["estimate"],
                          "ci_low": t["ci_low"], "ci_high": t["ci_high"], "verdict": verdict,

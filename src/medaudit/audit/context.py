@@ -21,12 +21,12 @@ def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str
     if spec.simulate == "paper000":
         from medaudit.simulate import simulate_paper000
 
-        sim = simulate_paper000(rng=spec.seed)
+        sim = simulate_paper000(rng=spec.seed, scale=spec.simulate_scale)
         table = pd.DataFrame(sim["table"])
         if not spec.models:
             spec = spec.model_copy(update={"models": [ModelCard(**c) for c in sim["models"]]})
         return table, {"simulated": True, "generator": "medaudit.simulate.simulate_paper000",
-                       "generator_seed": spec.seed}, spec
+                       "generator_seed": spec.seed, "scale": spec.simulate_scale}, spec
     from medaudit.io import file_sha256
 
     if spec.scores_wide is not None:

@@ -151,6 +151,7 @@ class AuditSpec(_Strict):
     scores: str | None = None  # path (relative to the spec file) to CSV/Parquet
     simulate: Literal["paper000"] | None = None  # the embedded simulated study instead
     scores_wide: list[WideScoresSpec] | None = None  # wide prediction files instead
+    simulate_scale: float = Field(1.0, gt=0.0, le=1.0)  # shrink the simulated study (quick runs)
     score_scale: Literal["probabilities", "logits"] = "probabilities"
     models: list[ModelCard] = Field(default_factory=list)
     cohorts: dict[str, CohortSpec] = Field(min_length=1)

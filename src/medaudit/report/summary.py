@@ -51,7 +51,8 @@ def _md_table(df: pd.DataFrame) -> list[str]:
     cols = list(df.columns)
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in df.itertuples(index=False):
-        out.append("| " + " | ".join("" if v is None else str(v).replace("|", "\\|") for v in r) + " |")
+        out.append("| " + " | ".join("" if v is None or (isinstance(v, float) and v != v)
+                                     else str(v).replace("|", "\\|") for v in r) + " |")
     return out
 
 
