@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
@@ -110,6 +110,8 @@ def test_delong_mismatched_lengths():
 
 
 # ------------------------------------------------------------------ multiplicity
+# statsmodels' multipletests runs gc.collect() on every call (~40 ms): keep examples modest
+@settings(max_examples=40)
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=30))
 def test_holm_bh_match_loop_oracles(p):
     p = np.array(p)
@@ -119,6 +121,7 @@ def test_holm_bh_match_loop_oracles(p):
                                rtol=1e-12, atol=1e-15)
 
 
+@settings(max_examples=25)
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=30))
 def test_adjustment_properties(p):
     p = np.array(p)

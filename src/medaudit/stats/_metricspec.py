@@ -23,10 +23,12 @@ class Prepared:
     ranked: K.Ranked
     conf: K.ConfidenceRanked | None
     soft: bool = False
+    placement: K.Placement | None = None
 
     @classmethod
     def build(cls, y, s, *, need_conf: bool, soft: bool = False) -> Prepared:
-        return cls(y, s, K.rank(y, s), K.rank_confidence(y, s) if need_conf else None, soft)
+        return cls(y, s, K.rank(y, s), K.rank_confidence(y, s) if need_conf else None, soft,
+                   None if soft else K.placement(y, s))
 
 
 @dataclass(frozen=True)
@@ -61,33 +63,34 @@ def _loss_log(p: Prepared, eps: float):
 # kernel(prepared, w_original, w_ranked, w_conf, options) -> (B,) values
 _Kernel = Callable[[Prepared, Any, Any, Any, Mapping[str, Any]], NDArray[np.float64]]
 REGISTRY: dict[str, tuple[bool, bool, tuple[str, ...], _Kernel]] = {
-    "roc_auc": (False, False, (), lambda p, w, wr, wc, o: K.auroc(wr, p.ranked)),
+    "roc_auc": (False, False, (), lambda p, w, wr, wc, o: (
+        K.auroc_placement(w, p.placement) if p.placement is not None else K.auroc(wr(), p.ranked))),
     "average_precision": (False, False, ("ties",), lambda p, w, wr, wc, o: (
-        K.average_precision_grouped(wr, p.ranked) if o.get("ties", "individual") == "pooled"
-        else K.average_precision_stable(wr, p.ranked))),
+        K.average_precision_grouped(wr(), p.ranked) if o.get("ties", "individual") == "pooled"
+        else K.average_precision_stable(wr(), p.ranked))),
     "soft_roc_auc": (False, False, ("variant", "ties"), lambda p, w, wr, wc, o: (
-        K.auroc(wr, p.ranked) if o.get("ties", "stable") == "grouped"
-        else K.soft_auroc_stable(wr, p.ranked, o.get("variant", "inclusive")))),
+        K.auroc(wr(), p.ranked) if o.get("ties", "stable") == "grouped"
+        else K.soft_auroc_stable(wr(), p.ranked, o.get("variant", "inclusive")))),
     "soft_average_precision": (False, False, ("ties",), lambda p, w, wr, wc, o: (
-        K.average_precision_grouped(wr, p.ranked) if o.get("ties", "stable") == "grouped"
-        else K.average_precision_stable(wr, p.ranked))),
+        K.average_precision_grouped(wr(), p.ranked) if o.get("ties", "stable") == "grouped"
+        else K.average_precision_stable(wr(), p.ranked))),
     "brier_score": (True, False, ("prevalence",), lambda p, w, wr, wc, o: K.mean_loss(
         w, p.y, _loss_sq(p), _prev(o))),
     "log_loss": (True, False, ("prevalence", "eps"), lambda p, w, wr, wc, o: K.mean_loss(
         w, p.y, _loss_log(p, o.get("eps", 1e-15)), _prev(o))),
     "ece": (True, False, ("n_bins", "prevalence"), lambda p, w, wr, wc, o: K.ece(
-        wr, p.ranked, int(o.get("n_bins", 15)), _prev(o))),
-    "aurc": (True, True, (), lambda p, w, wr, wc, o: K.aurc(wc, p.conf)),
+        wr(), p.ranked, int(o.get("n_bins", 15)), _prev(o))),
+    "aurc": (True, True, (), lambda p, w, wr, wc, o: K.aurc(wc(), p.conf)),
     "selective_risk": (True, True, ("coverage",), lambda p, w, wr, wc, o: K.selective_risk(
-        wc, p.conf, float(o["coverage"]))),
+        wc(), p.conf, float(o["coverage"]))),
     "sensitivity_at_specificity": (False, False, ("min_specificity",), lambda p, w, wr, wc, o:
-                                   K.se_at_sp(wr, p.ranked, float(o.get("min_specificity", 0.95)))),
+                                   K.se_at_sp(wr(), p.ranked, float(o.get("min_specificity", 0.95)))),
     "specificity_at_sensitivity": (False, False, ("min_sensitivity",), lambda p, w, wr, wc, o:
-                                   K.sp_at_se(wr, p.ranked, float(o.get("min_sensitivity", 0.95)))),
+                                   K.sp_at_se(wr(), p.ranked, float(o.get("min_sensitivity", 0.95)))),
     "sensitivity": (False, False, ("threshold",), lambda p, w, wr, wc, o: K.rates_at(
-        wr, p.ranked, float(o["threshold"]))[0]),
+        wr(), p.ranked, float(o["threshold"]))[0]),
     "specificity": (False, False, ("threshold",), lambda p, w, wr, wc, o: K.rates_at(
-        wr, p.ranked, float(o["threshold"]))[1]),
+        wr(), p.ranked, float(o["threshold"]))[1]),
 }
 SOFT_METRICS = ("soft_roc_auc", "soft_average_precision")
 _REQUIRED = {"selective_risk": ("coverage",), "sensitivity": ("threshold",),
@@ -158,23 +161,18 @@ def evaluate(p: Prepared, specs: Sequence[MetricSpec], w: NDArray[np.float64]
              ) -> dict[str, NDArray[np.float64]]:
     """Evaluate every metric on weight rows ``w`` (original item order); one gather per order."""
     w2 = np.atleast_2d(w)
-    wr = np.take(w2, p.ranked.order, axis=1)  # C order: cumsums run along contiguous rows
-    wc = np.take(w2, p.conf.order, axis=1) if p.conf is not None else None
-    out = {}
-    for m in specs:
-        vals = np.asarray(REGISTRY[m.name][3](p, w2, wr, wc, m.options), dtype=np.float64)
-        out[m.id] = _undefined_to_nan(m, p, w2, vals)
-    return out
+    cache: dict[str, Any] = {}
 
+    def lazy(key, order):
+        def get():
+            if key not in cache:  # C order: cumsums then run along contiguous rows
+                cache[key] = np.take(w2, order, axis=1)
+            return cache[key]
+        return get
 
-def _undefined_to_nan(m: MetricSpec, p: Prepared, w, vals):
-    """Single-class replicates are undefined for two-class metrics (and for pi-weighting)."""
-    wp = K._dot(w, p.y)
-    wn = w.sum(axis=-1) - wp
-    two_class = m.name not in ("brier_score", "log_loss", "ece", "aurc", "selective_risk",
-                               "average_precision", "soft_average_precision") or _prev(m.options)
-    if m.name in ("average_precision", "soft_average_precision"):
-        return np.where(wp > 0, vals, np.nan)
-    if two_class:
-        return np.where((wp > 0) & (wn > 0), vals, np.nan)
-    return vals
+    wr = lazy("ranked", p.ranked.order)
+    wc = lazy("conf", p.conf.order) if p.conf is not None else None
+    # every kernel returns nan itself where its metric is undefined (a class with zero
+    # weight), through _safe_div or an explicit class check, so no extra pass is needed
+    return {m.id: np.asarray(REGISTRY[m.name][3](p, w2, wr, wc, m.options), dtype=np.float64)
+            for m in specs}

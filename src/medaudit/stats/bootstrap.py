@@ -365,7 +365,7 @@ def paired_bootstrap(
     --------
     >>> y = [0, 0, 1, 1, 0, 1]
     >>> s = [.1, .4, .35, .8, .2, .9]
-    >>> r = paired_bootstrap(y, {"a": s, "b": s}, n_resamples=50, rng=1)
+    >>> r = paired_bootstrap(y, {"a": s, "b": s}, design="within_label", n_resamples=50, rng=1)
     >>> d = r.differences[("a", "b", "roc_auc")]
     >>> d.estimate, d.ci_low, d.ci_high
     (0.0, 0.0, 0.0)

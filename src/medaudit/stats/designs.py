@@ -56,16 +56,28 @@ class WeightPlan:
                 batch: int | None = None) -> Iterator[NDArray[np.float64]]:
         """Yield ``(b, n_items)`` float weight matrices summing to ``n_resamples`` rows."""
         size = batch or max(1, min(n_resamples, _BATCH_ELEMENTS // max(self.n_items, 1)))
+        single = bool(np.all(self.col_offset == 0)) and np.array_equal(
+            self.units_by_stratum, np.arange(self.n_units))
+        # (1 - 2**-52) keeps u * m < m for every u < 1, so floor() never reaches m (a power
+        # of two m could otherwise round up); the bias is 2**-52 relative, far below noise
+        scale = (self.col_size[0] if single else self.col_size) * (1.0 - 2.0**-52)
+        masked = not bool(np.all(self.base > 0))
         done = 0
         while done < n_resamples:
             b = min(size, n_resamples - done)
             u = rng.random((b, self.n_units))
-            k = np.minimum((u * self.col_size).astype(np.intp), self.col_size - 1)
-            pick = self.units_by_stratum[self.col_offset + k]
-            pick += (np.arange(b, dtype=np.intp) * self.n_units)[:, None]
-            counts = np.bincount(pick.ravel(), minlength=b * self.n_units).reshape(b, self.n_units)
-            w = counts if self.unit_of_item is None else counts[:, self.unit_of_item]
-            yield w.astype(np.float64) * (self.base > 0)
+            np.multiply(u, scale, out=u)
+            k = u.astype(np.intp)
+            if not single:
+                k += self.col_offset
+                k = self.units_by_stratum[k]
+            k += (np.arange(b, dtype=np.intp) * self.n_units)[:, None]
+            counts = np.bincount(k.ravel(), minlength=b * self.n_units).reshape(b, self.n_units)
+            w = (counts if self.unit_of_item is None else counts[:, self.unit_of_item]).astype(
+                np.float64)
+            if masked:
+                w *= self.base > 0
+            yield w
             done += b
 
     def jackknife(self, batch: int | None = None) -> Iterator[NDArray[np.float64]]:
