@@ -22,7 +22,7 @@ $(VENV)/.test: $(VENV)/.created pyproject.toml
 	touch $@ $(VENV)/.audit
 
 demo: $(VENV)/.audit
-	$(VENV)/bin/medaudit demo --out $(OUT) --overwrite
+	$(VENV)/bin/medaudit audit examples/paper000_simulated.yaml --out $(OUT) --overwrite
 
 test: $(VENV)/.test
 	$(PY) -m pytest -q -p no:cacheprovider

@@ -125,8 +125,14 @@ def max_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "**FAIL**"
+MARGIN = 0.15  # a ratio this close to its target can flip between runs on a shared VM
+
+
+def verdict(ok: bool, value: float | None = None, target: float | None = None) -> str:
+    out = "PASS" if ok else "**FAIL**"
+    if value is not None and target is not None and abs(value / target - 1) < MARGIN:
+        out += " (marginal)"
+    return out
 
 
 def fmt_ratio(x: float) -> str:
@@ -289,12 +295,12 @@ def auroc_row(n: int, n_pos: int, notes: list[str], targets: list[tuple]) -> str
                  f"[{ci.low:.4f}, {ci.high:.4f}].")
     if n == 1800:
         targets.append((f"AUROC bootstrap n={n:,}: sklearn loop / medaudit", fmt_ratio(r_sk),
-                        ">= 30x", verdict(r_sk >= 30)))
+                        ">= 30x", verdict(r_sk >= 30, r_sk, 30)))
         targets.append((f"AUROC bootstrap n={n:,}: scipy.bootstrap / medaudit",
-                        fmt_ratio(r_sp), ">= 3x", verdict(r_sp >= 3)))
+                        fmt_ratio(r_sp), ">= 3x", verdict(r_sp >= 3, r_sp, 3)))
     if big:
         targets.append((f"AUROC bootstrap n={n:,}: medaudit / floor", fmt_ratio(r_fl),
-                        "<= 2x", verdict(r_fl <= 2)))
+                        "<= 2x", verdict(r_fl <= 2, r_fl, 2)))
         # bounded memory: the peak is set by the batch, not by B (and far below B x n)
         small_b = traced_peak_mb(lambda: bootstrap_ci(y, s, metric="roc_auc", design="ordinary",
                                                       n_resamples=200, rng=SEED))
@@ -331,9 +337,9 @@ def delong_row(n: int, targets: list[tuple]) -> str:
     srt_stable = timed(lambda: np.argsort(both, kind="stable"))
     ratio = med.seconds / srt.seconds
     targets.append((f"paired DeLong n={n:,}: delong_test / argsort(2n)", fmt_ratio(ratio),
-                    "<= 2x", verdict(ratio <= 2)))
+                    "<= 2x", verdict(ratio <= 2, ratio, 2)))
     return (f"| {n:,} | {med.cell()} | {srt.cell()} | {srt_stable.cell()} | "
-            f"{fmt_ratio(ratio)} | <= 2x | {verdict(ratio <= 2)} |")
+            f"{fmt_ratio(ratio)} | <= 2x | {verdict(ratio <= 2, ratio, 2)} |")
 
 
 def bench_delong(sizes) -> tuple[list[str], list[tuple]]:
@@ -360,9 +366,9 @@ def bench_soft(n: int) -> tuple[list[str], list[tuple]]:
         med = timed(lambda fn=fn: fn(p, s))
         ratio = med.seconds / srt.seconds
         rows.append(f"| `{name}` | {n:,} | {med.cell()} | {srt.cell()} | {fmt_ratio(ratio)} | "
-                    f"<= 1.5x | {verdict(ratio <= 1.5)} |")
+                    f"<= 1.5x | {verdict(ratio <= 1.5, ratio, 1.5)} |")
         targets.append((f"{name} n={n:,}: medaudit / argsort(n)", fmt_ratio(ratio), "<= 1.5x",
-                        verdict(ratio <= 1.5)))
+                        verdict(ratio <= 1.5, ratio, 1.5)))
         gc.collect()
     return rows, targets
 
@@ -492,6 +498,9 @@ def render(quick: bool, machine, auroc_rows, delong_rows, soft_rows, multi_rows,
         "",
         "## Notes",
         "",
+        f"- \"(marginal)\": the ratio is within {MARGIN:.0%} of its target; on this shared "
+        "VM repeated runs have moved such ratios by more than that, so the verdict can flip "
+        "from run to run.",
         f"- Timing: `time.perf_counter`, the same rule for every method, loops included: best "
         "of 3 runs (calls under 1 s: best of 5; under 50 ms: best of up to 25 runs, 0.5 s in "
         f"all); a first run over {SLOW_S:.0f} s is not repeated (\"1 run\"). Each method was "
