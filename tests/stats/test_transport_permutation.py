@@ -332,3 +332,29 @@ def test_permutation_bad_options(kw, pattern):
 def test_permutation_refuses_non_finite_scores():
     with pytest.raises(MedauditError, match=r"y_score_b contains NaN"):
         negative_group_permutation_test([0.9, 0.8], [0.1], [math.nan])
+
+
+def test_transport_to_targets_shares_source_replicates():
+    from medaudit.stats import threshold_transport, transport_to_targets
+
+    rng = np.random.default_rng(8)
+    ys = np.r_[np.ones(40), np.zeros(60)]
+    ss = np.round(rng.random(100) * 0.7 + 0.3 * ys, 2)
+    ya, sa = np.r_[np.ones(15), np.zeros(20)], np.round(rng.random(35), 2)
+    yb, sb = np.r_[np.ones(10), np.zeros(30)], np.round(rng.random(40), 2)
+    one = threshold_transport(ys, ss, ya, sa, n_resamples=120, rng=4)
+    multi1 = transport_to_targets(ys, ss, {"target": (ya, sa)}, n_resamples=120, rng=4)["target"]
+    # a single target reproduces threshold_transport exactly (same child streams)
+    np.testing.assert_array_equal(one.target_sensitivity.replicates,
+                                  multi1.target_sensitivity.replicates)
+    both = transport_to_targets(ys, ss, {"a": (ya, sa), "b": (yb, sb)},
+                                design={"a": "reestimate", "b": "fixed"}, n_resamples=120, rng=4)
+    # one source resample per replicate serves every re-estimating target
+    np.testing.assert_array_equal(both["a"].threshold_replicates, one.threshold_replicates)
+    assert np.all(both["b"].threshold_replicates == both["b"].threshold)
+    assert both["a"].design == "threshold_reestimate" and both["b"].design == "threshold_fixed"
+    # each target's point estimates equal the oracle at the source threshold
+    tau = O.tau_sensitivity(ys, ss, 0.95)
+    assert both["b"].threshold == tau
+    se, sp = O.se_sp_at(yb, sb, tau)
+    assert both["b"].target_sensitivity.estimate == se and both["b"].target_specificity.estimate == sp

@@ -37,22 +37,12 @@ import numpy as np
 import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, spec_row
-from medaudit.stats import operating_point, threshold_transport
+from medaudit.stats import operating_point, transport_to_targets
 
 NAME = "transport"
 
 #: specificity below this against a named negative group makes the threshold useless for it
 USELESS_SPECIFICITY = 0.05
-
-
-def _cell_seed(ctx: AuditContext, *key: Any) -> int:
-    """An integer seed for one analysis cell, drawn from ``ctx.rng(*key)``.
-
-    Deterministic and order-independent like ``ctx.rng``.  Passed to the stats layer
-    as an int because ``medaudit._validation.as_generator`` cannot describe a generator
-    whose SeedSequence entropy is a list (which ``ctx.rng`` produces).
-    """
-    return int(ctx.rng(*key).integers(0, 2**63 - 1))
 
 
 def _qual(*parts: str) -> str:
@@ -91,17 +81,22 @@ def run(ctx: AuditContext) -> BlockResult:
         for rule in dict.fromkeys(entry.rules):
             crit = _criterion(rule, x)
             seen: set[str] = set()
+            designs = {t: "fixed" if t in entry.fixed_targets else entry.design for t in targets}
+            # one call per model: the source is resampled once and each re-estimated
+            # threshold is applied to every target, each resampled independently
+            by_model = {m: transport_to_targets(
+                src.label, src.scores[f"{m}|{prompt}"],
+                {t: (wides[t].label, wides[t].scores[f"{m}|{prompt}"]) for t in targets},
+                rule=rule, target_value=x, design=designs, n_resamples=spec.n_resamples,
+                confidence_level=spec.confidence_level,
+                rng=ctx.rng(NAME, entry.source, m, rule, x, *targets)) for m in models}
             for t in targets:
                 w = wides[t]
-                design = "fixed" if t in entry.fixed_targets else entry.design
                 groups = sorted(set(w.negative_group[w.label == 0]) - {""})
                 for m in models:
                     k = f"{m}|{prompt}"
-                    ys, ss = src.label, src.scores[k]
-                    r = threshold_transport(
-                        ys, ss, w.label, w.scores[k], rule=rule, target_value=x, design=design,
-                        n_resamples=spec.n_resamples, confidence_level=spec.confidence_level,
-                        rng=_cell_seed(ctx, NAME, entry.source, t, m, rule, x, design))
+                    ys = src.label
+                    r = by_model[m][t]
                     if m not in seen:
                         seen.add(m)
                         thr_rows.append(spec_row(

@@ -45,7 +45,7 @@ from medaudit.stats.thresholds import (
     threshold_for_sensitivity,
     threshold_for_specificity,
 )
-from medaudit.stats.transport import TransportResult, threshold_transport
+from medaudit.stats.transport import TransportResult, threshold_transport, transport_to_targets
 
 __all__ = [
     # metrics
@@ -55,7 +55,7 @@ __all__ = [
     "risk_coverage_curve", "soft_roc_auc", "soft_average_precision",
     # resampling
     "bootstrap_ci", "bootstrap_metrics", "paired_bootstrap", "shared_positive_bootstrap",
-    "threshold_transport", "negative_group_permutation_test",
+    "threshold_transport", "transport_to_targets", "negative_group_permutation_test",
     # tests
     "delong_placements", "delong_variance", "delong_ci", "delong_test", "delong_test_unpaired",
     "adjust_pvalues", "fisher_exact", "cmh_test", "binomial_test", "cohen_kappa", "jaccard",

@@ -207,16 +207,16 @@ def _roc_points(w: NDArray[np.float64], r: Ranked):
     return bp, bw, cum_p, cum_n, se, sp, n_pos[..., 0], n_neg[..., 0]
 
 
-def se_at_sp(w: NDArray[np.float64], r: Ranked, x: float) -> NDArray[np.float64]:
+def se_at_sp(w: NDArray[np.float64], r: Ranked, x: float, points=None) -> NDArray[np.float64]:
     """Largest Se over thresholds t (observed scores and +inf) with Sp(t) >= x."""
-    *_, se, sp, n_pos, n_neg = _roc_points(w, r)
+    *_, se, sp, n_pos, n_neg = points if points is not None else _roc_points(w, r)
     best = np.max(np.where(sp >= x - _TOL, se, 0.0), axis=-1)
     return np.where((n_pos > 0) & (n_neg > 0), best, np.nan)
 
 
-def sp_at_se(w: NDArray[np.float64], r: Ranked, x: float) -> NDArray[np.float64]:
+def sp_at_se(w: NDArray[np.float64], r: Ranked, x: float, points=None) -> NDArray[np.float64]:
     """Largest Sp over thresholds t (observed scores and +inf) with Se(t) >= x."""
-    *_, se, sp, n_pos, n_neg = _roc_points(w, r)
+    *_, se, sp, n_pos, n_neg = points if points is not None else _roc_points(w, r)
     inf_ok = 0.0 >= x - _TOL  # t = +inf has Se = 0, Sp = 1
     best = np.max(np.where(se >= x - _TOL, sp, -np.inf), axis=-1)
     if inf_ok:

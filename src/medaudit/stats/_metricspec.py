@@ -59,37 +59,46 @@ def _loss_log(p: Prepared, eps: float):
     return -(p.y * np.log(c) + (1 - p.y) * np.log1p(-c))
 
 
+def _points(cache: dict, wr, p: Prepared):
+    """ROC points of the current weight rows, computed once per evaluation."""
+    if "roc_points" not in cache:
+        cache["roc_points"] = K._roc_points(wr(), p.ranked)
+    return cache["roc_points"]
+
+
 # name -> (needs probabilities, needs confidence sort, allowed options, kernel)
 # kernel(prepared, w_original, w_ranked, w_conf, options) -> (B,) values
-_Kernel = Callable[[Prepared, Any, Any, Any, Mapping[str, Any]], NDArray[np.float64]]
+_Kernel = Callable[[Prepared, Any, Any, Any, Mapping[str, Any], dict], NDArray[np.float64]]
 REGISTRY: dict[str, tuple[bool, bool, tuple[str, ...], _Kernel]] = {
-    "roc_auc": (False, False, (), lambda p, w, wr, wc, o: (
+    "roc_auc": (False, False, (), lambda p, w, wr, wc, o, c: (
         K.auroc_placement(w, p.placement) if p.placement is not None else K.auroc(wr(), p.ranked))),
-    "average_precision": (False, False, ("ties",), lambda p, w, wr, wc, o: (
+    "average_precision": (False, False, ("ties",), lambda p, w, wr, wc, o, c: (
         K.average_precision_grouped(wr(), p.ranked) if o.get("ties", "individual") == "pooled"
         else K.average_precision_stable(wr(), p.ranked))),
-    "soft_roc_auc": (False, False, ("variant", "ties"), lambda p, w, wr, wc, o: (
+    "soft_roc_auc": (False, False, ("variant", "ties"), lambda p, w, wr, wc, o, c: (
         K.auroc(wr(), p.ranked) if o.get("ties", "stable") == "grouped"
         else K.soft_auroc_stable(wr(), p.ranked, o.get("variant", "inclusive")))),
-    "soft_average_precision": (False, False, ("ties",), lambda p, w, wr, wc, o: (
+    "soft_average_precision": (False, False, ("ties",), lambda p, w, wr, wc, o, c: (
         K.average_precision_grouped(wr(), p.ranked) if o.get("ties", "stable") == "grouped"
         else K.average_precision_stable(wr(), p.ranked))),
-    "brier_score": (True, False, ("prevalence",), lambda p, w, wr, wc, o: K.mean_loss(
+    "brier_score": (True, False, ("prevalence",), lambda p, w, wr, wc, o, c: K.mean_loss(
         w, p.y, _loss_sq(p), _prev(o))),
-    "log_loss": (True, False, ("prevalence", "eps"), lambda p, w, wr, wc, o: K.mean_loss(
+    "log_loss": (True, False, ("prevalence", "eps"), lambda p, w, wr, wc, o, c: K.mean_loss(
         w, p.y, _loss_log(p, o.get("eps", 1e-15)), _prev(o))),
-    "ece": (True, False, ("n_bins", "prevalence"), lambda p, w, wr, wc, o: K.ece(
+    "ece": (True, False, ("n_bins", "prevalence"), lambda p, w, wr, wc, o, c: K.ece(
         wr(), p.ranked, int(o.get("n_bins", 15)), _prev(o))),
-    "aurc": (True, True, (), lambda p, w, wr, wc, o: K.aurc(wc(), p.conf)),
-    "selective_risk": (True, True, ("coverage",), lambda p, w, wr, wc, o: K.selective_risk(
+    "aurc": (True, True, (), lambda p, w, wr, wc, o, c: K.aurc(wc(), p.conf)),
+    "selective_risk": (True, True, ("coverage",), lambda p, w, wr, wc, o, c: K.selective_risk(
         wc(), p.conf, float(o["coverage"]))),
-    "sensitivity_at_specificity": (False, False, ("min_specificity",), lambda p, w, wr, wc, o:
-                                   K.se_at_sp(wr(), p.ranked, float(o.get("min_specificity", 0.95)))),
-    "specificity_at_sensitivity": (False, False, ("min_sensitivity",), lambda p, w, wr, wc, o:
-                                   K.sp_at_se(wr(), p.ranked, float(o.get("min_sensitivity", 0.95)))),
-    "sensitivity": (False, False, ("threshold",), lambda p, w, wr, wc, o: K.rates_at(
+    "sensitivity_at_specificity": (False, False, ("min_specificity",), lambda p, w, wr, wc, o, c:
+                                   K.se_at_sp(wr(), p.ranked, float(o.get("min_specificity", 0.95)),
+                                             points=_points(c, wr, p))),
+    "specificity_at_sensitivity": (False, False, ("min_sensitivity",), lambda p, w, wr, wc, o, c:
+                                   K.sp_at_se(wr(), p.ranked, float(o.get("min_sensitivity", 0.95)),
+                                             points=_points(c, wr, p))),
+    "sensitivity": (False, False, ("threshold",), lambda p, w, wr, wc, o, c: K.rates_at(
         wr(), p.ranked, float(o["threshold"]))[0]),
-    "specificity": (False, False, ("threshold",), lambda p, w, wr, wc, o: K.rates_at(
+    "specificity": (False, False, ("threshold",), lambda p, w, wr, wc, o, c: K.rates_at(
         wr(), p.ranked, float(o["threshold"]))[1]),
 }
 SOFT_METRICS = ("soft_roc_auc", "soft_average_precision")
@@ -172,7 +181,8 @@ def evaluate(p: Prepared, specs: Sequence[MetricSpec], w: NDArray[np.float64]
 
     wr = lazy("ranked", p.ranked.order)
     wc = lazy("conf", p.conf.order) if p.conf is not None else None
+    c: dict[str, Any] = {}
     # every kernel returns nan itself where its metric is undefined (a class with zero
     # weight), through _safe_div or an explicit class check, so no extra pass is needed
-    return {m.id: np.asarray(REGISTRY[m.name][3](p, w2, wr, wc, m.options), dtype=np.float64)
+    return {m.id: np.asarray(REGISTRY[m.name][3](p, w2, wr, wc, m.options, c), dtype=np.float64)
             for m in specs}

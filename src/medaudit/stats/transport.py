@@ -9,6 +9,7 @@ fixed at the full-source estimate and only the target is resampled.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,8 @@ from medaudit.stats._results import BootstrapResult, _ToDict
 from medaudit.stats.bootstrap import _batch, _n_resamples, _result
 from medaudit.stats.designs import make_plan
 
-__all__ = ["threshold_transport", "TransportResult", "THRESHOLD_RULES", "TRANSPORT_DESIGNS"]
+__all__ = ["threshold_transport", "transport_to_targets", "TransportResult", "THRESHOLD_RULES",
+           "TRANSPORT_DESIGNS"]
 
 THRESHOLD_RULES = ("sensitivity", "specificity")
 TRANSPORT_DESIGNS = ("reestimate", "fixed")
@@ -98,54 +100,110 @@ def threshold_transport(
     >>> r.sensitivity_retained
     False
     """
+    return transport_to_targets(
+        y_true_source, y_score_source, {"target": (y_true_target, y_score_target)}, rule=rule,
+        target_value=target_value, design=design, n_resamples=n_resamples,
+        confidence_level=confidence_level, rng=rng, batch=batch)["target"]
+
+
+def transport_to_targets(
+    y_true_source: ArrayLike,
+    y_score_source: ArrayLike,
+    targets: Mapping[str, tuple[ArrayLike, ArrayLike]],
+    *,
+    rule: str = "sensitivity",
+    target_value: float = 0.95,
+    design: str | Mapping[str, str] = "reestimate",
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    rng: Any = None,
+    batch: int | None = None,
+) -> dict[str, TransportResult]:
+    """:func:`threshold_transport` to several targets, sharing one set of source replicates.
+
+    Each source replicate's re-estimated threshold is applied to every target, each
+    target resampled independently (its own child stream), so the source is resampled
+    once rather than once per target.  ``design`` may map target names to
+    ``"reestimate"``/``"fixed"``.  Child streams are spawned in the order of
+    ``targets``: ``rng.spawn(1 + len(targets))``, the first for the source.
+
+    Examples
+    --------
+    >>> res = transport_to_targets([1, 1, 1, 1, 0, 0], [.9, .8, .7, .6, .3, .65],
+    ...                            {"a": ([1, 1, 0, 0], [.95, .5, .2, .7]),
+    ...                             "b": ([1, 0], [.7, .1])}, n_resamples=50, rng=0)
+    >>> res["a"].threshold, res["b"].target_sensitivity.estimate
+    (0.6, 1.0)
+    """
     rule = check_option(rule, THRESHOLD_RULES, name="rule")
-    design = check_option(design, TRANSPORT_DESIGNS, name="design")
+    if isinstance(design, str):
+        design = check_option(design, TRANSPORT_DESIGNS, name="design")
+        designs = dict.fromkeys(targets, design)
+    else:
+        designs = {k: check_option(design.get(k, "reestimate"), TRANSPORT_DESIGNS,
+                                   name=f"design[{k!r}]") for k in targets}
     x = check_fraction(target_value, name="target_value", closed="both")
     level = check_fraction(confidence_level, name="confidence_level")
     n_res, batch = _n_resamples(n_resamples), _batch(batch)
+    if not isinstance(targets, Mapping) or not targets:
+        raise MedauditError("targets must be a non-empty mapping of name -> (y_true, y_score).")
     ys, ss = labels_scores(y_true_source, y_score_source, score_name="y_score_source")
-    yt, st = labels_scores(y_true_target, y_score_target, score_name="y_score_target")
-    for name, y in (("source", ys), ("target", yt)):
+    tgt = {}
+    for k, pair in targets.items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise MedauditError(f"targets[{k!r}] must be a (y_true, y_score) pair.")
+        tgt[k] = labels_scores(pair[0], pair[1], score_name=f"y_score_target[{k!r}]")
+    labels = {k: "target" if k == "target" else f"target {k!r}" for k in tgt}
+    for name, y in (("source", ys), *((labels[k], v[0]) for k, v in tgt.items())):
         if y.sum() == 0 or y.sum() == y.size:
             raise MedauditError(f"the {name} cohort needs both positives and negatives; "
                                 f"it has {int(y.sum())} of {y.size} positive.")
     choose = K.tau_sensitivity if rule == "sensitivity" else K.tau_specificity
-    rs, rt = K.rank(ys, ss), K.rank(yt, st)
+    rs = K.rank(ys, ss)
+    rts = {k: K.rank(*v) for k, v in tgt.items()}
     tau = float(choose(np.ones(ys.size), rs, x))
     src_se, src_sp = K.rates_at(np.ones(ys.size), rs, tau)
-    tgt_se, tgt_sp = K.rates_at(np.ones(yt.size), rt, tau)
     gen, rec = as_generator(rng)
-    src_plan = make_plan("within_label", ys)
-    tgt_plan = make_plan("within_label", yt)
-    taus, se_reps, sp_reps = [], [], []
-    # independent child streams for source and target keep each draw sequence
-    # independent of the batch size (and of the other cohort's size)
-    g_src, g_tgt = gen.spawn(2)
-    size = batch or max(1, min(n_res, (1 << 21) // max(ys.size, yt.size)))
-    tgt_batches = tgt_plan.batches(n_res, g_tgt, size)
-    if design == "reestimate":
-        for ws in src_plan.batches(n_res, g_src, size):
-            wt = next(tgt_batches)
-            t_b = choose(np.take(ws, rs.order, axis=1), rs, x)
+    # independent child streams for the source and each target keep every draw sequence
+    # independent of the batch size (and of the other cohorts' sizes)
+    g_src, *g_tgts = gen.spawn(1 + len(tgt))
+    n_max = max([ys.size, *(v[0].size for v in tgt.values())])
+    size = batch or max(1, min(n_res, (1 << 21) // n_max))
+    tgt_batches = {k: make_plan("within_label", v[0]).batches(n_res, g, size)
+                   for (k, v), g in zip(tgt.items(), g_tgts, strict=True)}
+    reps: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in tgt}
+    need_source = any(d == "reestimate" for d in designs.values())
+    src_batches = (make_plan("within_label", ys).batches(n_res, g_src, size) if need_source
+                   else None)
+    done = 0
+    while done < n_res:
+        b = min(size, n_res - done)
+        t_src = choose(np.take(next(src_batches), rs.order, axis=1), rs, x) if need_source else None
+        for k, rt in rts.items():
+            wt = next(tgt_batches[k])
+            t_b = t_src if designs[k] == "reestimate" else np.full(b, tau)
             se_b, sp_b = K.rates_at(np.take(wt, rt.order, axis=1), rt, t_b)
-            taus.append(t_b), se_reps.append(se_b), sp_reps.append(sp_b)
-    else:
-        for wt in tgt_batches:
-            t_b = np.full(wt.shape[0], tau)
-            se_b, sp_b = K.rates_at(np.take(wt, rt.order, axis=1), rt, t_b)
-            taus.append(t_b), se_reps.append(se_b), sp_reps.append(sp_b)
-    dname = {"reestimate": "threshold_reestimate", "fixed": "threshold_fixed"}[design]
-    common = dict(level=level, ci_method="percentile", design=dname, n_resamples=n_res,
-                  seed=rec["seed"], n=int(yt.size), n_pos=float(yt.sum()),
-                  n_neg=float(yt.size - yt.sum()),
-                  options={"rule": rule, "target_value": x, "threshold": tau, "rng": rec})
-    se_res = _result("target_sensitivity", tgt_se, np.concatenate(se_reps), None, **common)
-    sp_res = _result("target_specificity", tgt_sp, np.concatenate(sp_reps), None, **common)
+            for lst, v in zip(reps[k], (t_b, se_b, sp_b), strict=True):
+                lst.append(v)
+        done += b
+    out = {}
     tol = K._TOL
-    return TransportResult(
-        rule=rule, target_value=x, threshold=tau, source_sensitivity=float(src_se),
-        source_specificity=float(src_sp), target_sensitivity=se_res, target_specificity=sp_res,
-        sensitivity_retained=bool(tgt_se >= x - tol) if not math.isnan(tgt_se) else False,
-        specificity_retained=bool(tgt_sp >= x - tol) if not math.isnan(tgt_sp) else False,
-        design=dname, n_resamples=n_res, seed=rec["seed"],
-        threshold_replicates=np.concatenate(taus))
+    for k, (yt, _st) in tgt.items():
+        tgt_se, tgt_sp = K.rates_at(np.ones(yt.size), rts[k], tau)
+        dname = {"reestimate": "threshold_reestimate", "fixed": "threshold_fixed"}[designs[k]]
+        common = dict(level=level, ci_method="percentile", design=dname, n_resamples=n_res,
+                      seed=rec["seed"], n=int(yt.size), n_pos=float(yt.sum()),
+                      n_neg=float(yt.size - yt.sum()),
+                      options={"rule": rule, "target_value": x, "threshold": tau, "rng": rec,
+                               "target": k})
+        taus, se_reps, sp_reps = (np.concatenate(v) for v in reps[k])
+        se_res = _result("target_sensitivity", tgt_se, se_reps, None, **common)
+        sp_res = _result("target_specificity", tgt_sp, sp_reps, None, **common)
+        out[k] = TransportResult(
+            rule=rule, target_value=x, threshold=tau, source_sensitivity=float(src_se),
+            source_specificity=float(src_sp), target_sensitivity=se_res,
+            target_specificity=sp_res,
+            sensitivity_retained=bool(tgt_se >= x - tol) if not math.isnan(tgt_se) else False,
+            specificity_retained=bool(tgt_sp >= x - tol) if not math.isnan(tgt_sp) else False,
+            design=dname, n_resamples=n_res, seed=rec["seed"], threshold_replicates=taus)
+    return out
