@@ -54,6 +54,10 @@ def test_ranking_claim_portability():
     assert v["p:photo"] == "holds" and v["p:report"] == "reversed"
     assert v["π:any"] == "unaffected"
     assert v["r:brier_score"] == "reversed"  # m1 has the lower Brier in A
+    # each cell names its own E: the criterion changes with r, the cohort with C
+    assert c[c.change == "r"].criterion.iloc[0] == "brier_score"
+    assert c[c.change == "C"].cohort.iloc[0] == "B"
+    assert c[c.change == "p"].prompt.tolist() == ["photo", "report"]
     base = c[c.change == "at E"].iloc[0]
     # oriented as better - other: m2 - m1 = +0.04 [0.02, 0.06]
     assert (base.estimate, base.ci_low, base.ci_high) == (0.04, 0.02, 0.06)
@@ -72,7 +76,8 @@ def test_threshold_claims():
     ])
     claims = build_claims({"transport": BlockResult("transport", {"transport": tr})}, _spec())
     row = claims[(claims.change == "C")].iloc[0]
-    assert row.verdict == "holds" and row.changed_to == "B"
+    assert row.verdict == "holds" and row.changed_to == "B" and row.cohort == "B"
+    assert claims[claims.change == "at E"].cohort.iloc[0] == "A"  # τ chosen on the source
     assert "specificity = 0.400" in row.qualification
 
 

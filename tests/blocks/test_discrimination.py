@@ -223,7 +223,7 @@ def test_verdict_rule():
     assert D.verdict(-0.2, -0.01, -1) == "a_better"
     assert D.verdict(0.0, 0.2, +1) == "unresolved"  # touching 0 is not entirely above it
     assert D.verdict(-0.1, 0.1, -1) == "unresolved"
-    assert D.verdict(float("nan"), 0.1, +1) == "unresolved"
+    assert D.verdict(float("nan"), 0.1, +1) == "not defined"
 
 
 def test_exposure_qualifies_rows_of_that_model_and_cohort(hand):

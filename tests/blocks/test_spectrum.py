@@ -84,7 +84,10 @@ def test_group_metrics_match_sklearn_and_loop_oracles():
     for row in g.itertuples():
         y, s = _subset(ctx, "c1", row.model, row.group)
         assert (row.n, row.n_pos, row.n_neg) == (y.size, int(y.sum()), int((1 - y).sum()))
-        assert row.negatives == row.group and row.design == "shared_positive"
+        # M0.10: group marginals follow the cohort's design (B-ORD on P ∪ G for an
+        # 'ordinary' cohort such as TBX val; within-label = shared-positive on one group)
+        expected = {"ordinary": "ordinary", "within_label": "shared_positive"}[ctx.cohort_design("c1")]
+        assert row.negatives == row.group and row.design == expected
         assert row.ci_low <= row.estimate <= row.ci_high
         if row.criterion == "roc_auc":
             assert row.estimate == pytest.approx(roc_auc_score(y, s), abs=1e-12)
@@ -231,7 +234,8 @@ def test_model_differences_match_sklearn_with_verdicts():
         np.testing.assert_array_equal(ya, yb)
         assert row.estimate == pytest.approx(roc_auc_score(ya, sa) - roc_auc_score(yb, sb),
                                              abs=1e-12)
-        assert row.design == "within_label+paired" and row.criterion == "roc_auc_difference"
+        assert row.design == f"{ctx.cohort_design('c')}+paired"
+        assert row.criterion == "roc_auc_difference"
         expect = ("a_better" if row.ci_low > 0 else "b_better" if row.ci_high < 0
                   else "unresolved")
         assert row.verdict == expect

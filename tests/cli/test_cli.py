@@ -144,3 +144,17 @@ def test_real_tb_predictions_end_to_end(tmp_path):
     assert (metrics.n_degenerate[metrics.cohort == "Shenzhen"] == 0).all()
     res = json.loads((out / "results.json").read_text())
     assert len(res["provenance"]["inputs"]["sha256"]) == 64
+
+
+def test_summary_cells_do_not_depend_on_other_cohorts():
+    one = pd.DataFrame(simulate_cohort(n_pos=15, n_healthy=10, n_sick=10, cohort="C", rng=3))
+    other = pd.DataFrame(simulate_cohort(n_pos=12, n_healthy=9, n_sick=9, cohort="A", rng=4))
+    alone = summarize_cohorts(one, n_resamples=50, n_permutations=19)
+    both = summarize_cohorts(pd.concat([other, one], ignore_index=True), n_resamples=50,
+                             n_permutations=19)
+    for name in ("metrics", "comparisons", "spectrum"):
+        a = getattr(alone, name)
+        b = getattr(both, name)
+        b = b[b.cohort == "C"].reset_index(drop=True)
+        cols = [c for c in a.columns if c != "pvalue_holm"]  # Holm family spans all strata
+        pd.testing.assert_frame_equal(a[cols], b[cols])

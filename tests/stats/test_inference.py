@@ -286,3 +286,13 @@ def test_kendall_tau_b_by_pairs():
 def test_roc_auc_consistent_with_delong_ci_estimate():
     y, sa, _ = _tied_data(11)
     assert roc_auc(y, sa) == delong_ci(y, sa).estimate
+
+
+def test_delong_single_case_class_is_undefined_not_certain():
+    # R's var() of one value is NA; a one-positive comparison cannot be assessed
+    from medaudit.exceptions import UndefinedMetricWarning
+
+    with pytest.warns(UndefinedMetricWarning, match="single positive or negative"):
+        r = delong_test([1, 0, 0, 0, 0], [.9, .1, .2, .3, .4], [.05, .1, .2, .3, .4])
+    assert r.estimate == 0.75 and math.isnan(r.statistic) and math.isnan(r.pvalue)
+    assert math.isnan(delong_variance([1, 0, 0], [0.9, 0.1, 0.2]))

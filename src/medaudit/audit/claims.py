@@ -64,12 +64,18 @@ def _pair_rows(df: pd.DataFrame, a: str, b: str, criterion: str) -> pd.DataFrame
 
 def _cell(claim: dict, change: str, changed_to: str, row: pd.Series | None, better: str,
           *, lower_is_better: bool = False, verdict: str | None = None, note: str = "",
-          source: str = "") -> dict[str, Any]:
+          source: str = "", criterion: str | None = None) -> dict[str, Any]:
     """One matrix cell; the difference is oriented as ``better - other``."""
     out = {**claim, "change": change, "changed_to": changed_to, "source_table": source,
            "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "qualification": note,
            "verdict": verdict or "not assessed"}
+    if criterion is not None:
+        out["criterion"] = criterion
     if row is None:
+        # nothing to read: still name the changed element of E
+        column = {"C": "cohort", "p": "prompt", "N": "negatives"}.get(change)
+        if column and changed_to:
+            out[column] = changed_to
         return out
     orient = 1.0 if row["model_a"] == better else -1.0
     est = orient * row["estimate"]
@@ -129,14 +135,16 @@ def _ranking_claims(results, spec) -> list[dict[str, Any]]:
                               note="AUROC does not depend on prevalence"))
             o = _pair_rows(diffs[diffs["cohort"] == cohort], a, b, "brier_score_difference")
             rows.append(_cell(claim, "r", "brier_score", o.iloc[0] if len(o) else None, hi_m,
-                              lower_is_better=True, source="discrimination.model_differences"))
+                              lower_is_better=True, source="discrimination.model_differences",
+                              criterion="brier_score"))
             if not prev.empty:
                 pv = prev[prev["cohort"] == cohort]
                 for pi in dict.fromkeys(pv["prevalence"]):
                     o = _pair_rows(pv[pv["prevalence"] == pi], a, b, "brier_score_difference")
                     rows.append(_cell(claim, "r, π", f"brier_score at π={pi}",
                                       o.iloc[0] if len(o) else None, hi_m, lower_is_better=True,
-                                      source="prevalence.differences"))
+                                      source="prevalence.differences",
+                                      criterion=f"brier_score[prevalence={pi}]"))
     return rows
 
 
@@ -177,7 +185,8 @@ def _threshold_claims(results, spec) -> list[dict[str, Any]]:
                 if o["estimate"] < 0.05:  # the constraint is met by flagging (almost) everyone
                     note = _q(note, f"flagged: useless operating point ({o['criterion']} < 0.05)")
             verdict = "holds" if bool(t["retained"]) else "does not hold"
-            rows.append({**claim, "change": "C", "changed_to": t["cohort"], "estimate": t["estimate"],
+            rows.append({**claim, "change": "C", "changed_to": t["cohort"], "cohort": t["cohort"],
+                         "estimate": t["estimate"],
                          "ci_low": t["ci_low"], "ci_high": t["ci_high"], "verdict": verdict,
                          "qualification": note, "source_table": "transport.transport"})
         if not named.empty:
@@ -185,6 +194,8 @@ def _threshold_claims(results, spec) -> list[dict[str, Any]]:
                        & (named["model"] == k["model"])]
             for _, g in ng.iterrows():
                 rows.append({**claim, "change": "N", "changed_to": f"{g['cohort']}: {g['negatives']}",
+                             "cohort": g["cohort"], "negatives": g["negatives"],
+                             "criterion": "specificity",
                              "estimate": g["estimate"], "ci_low": math.nan, "ci_high": math.nan,
                              "verdict": "specificity only",
                              "qualification": _q(g.get("qualification", "")),

@@ -20,10 +20,22 @@ import pandas as pd
 from medaudit.exceptions import SchemaError
 from medaudit.io.spec import AuditSpec
 
-__all__ = ["AuditContext", "BlockResult", "E_COLUMNS", "PROVENANCE_COLUMNS", "spec_row"]
+__all__ = ["AuditContext", "BlockResult", "E_COLUMNS", "PROVENANCE_COLUMNS", "spec_row", "cell_rng"]
 
 E_COLUMNS = ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion")
 PROVENANCE_COLUMNS = ("design", "n_resamples", "seed", "family")
+
+
+def cell_rng(seed: int, *key: Any) -> np.random.Generator:
+    """A generator for one analysis cell, from the run seed and the cell's key.
+
+    ``SeedSequence([seed, h1, h2, ...])`` with ``h`` the first 4 bytes of SHA-256 of each
+    key part: a cell's draws do not depend on which other cells run, in which order, or
+    on which backend.
+    """
+    words = [int(seed)] + [int.from_bytes(hashlib.sha256(str(k).encode()).digest()[:4], "little")
+                           for k in key]
+    return np.random.default_rng(np.random.SeedSequence(words))
 
 
 def spec_row(*, model: str, prompt: str, cohort: str, negatives: str = "all",
@@ -72,15 +84,8 @@ class AuditContext:
         return self.spec.seed
 
     def rng(self, *key: Any) -> np.random.Generator:
-        """A generator for one analysis cell, derived from the run seed and the cell's key.
-
-        The child seed is ``SeedSequence([seed, h1, h2, ...])`` with ``h`` the first 4 bytes
-        of SHA-256 of each key part, so a cell's draws do not depend on which other
-        cells run or in which order (and are the same on any backend).
-        """
-        words = [self.seed] + [int.from_bytes(hashlib.sha256(str(k).encode()).digest()[:4], "little")
-                               for k in key]
-        return np.random.default_rng(np.random.SeedSequence(words))
+        """A generator for one analysis cell (see :func:`cell_rng`)."""
+        return cell_rng(self.seed, *key)
 
     def models(self) -> list[str]:
         return sorted(self.scores["model"].unique())

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from medaudit.blocks._base import cell_rng
 from medaudit.exceptions import SchemaError
 from medaudit.stats import (
     adjust_pvalues,
@@ -112,9 +113,9 @@ def summarize_cohorts(
         Permutations of negative-group membership.
     confidence_level : float, default=0.95
     seed : int, default=2026
-        Run seed; each (cohort, prompt) stratum gets a child seed derived from it
-        over the sorted stratum keys, so a stratum's result does not depend on
-        which others are present.
+        Run seed; every cell (cohort, prompt, analysis, model) gets a generator from
+        the seed and its hashed key (:func:`~medaudit.blocks._base.cell_rng`), so a
+        cell's result does not depend on which other cohorts or models are present.
 
     Returns
     -------
@@ -123,23 +124,20 @@ def summarize_cohorts(
     t = _validate(table)
     rows, comps, spec_rows = [], [], []
     keys = sorted(t.groupby(["cohort", "prompt"]).groups)
-    children = np.random.SeedSequence(seed).spawn(len(keys))
-    for (cohort, prompt), ss in zip(keys, children, strict=True):
+    for cohort, prompt in keys:
         g = t[(t["cohort"] == cohort) & (t["prompt"] == prompt)]
         wide = _wide(g, cohort, prompt)
         meta = g.drop_duplicates("image_id").set_index("image_id").loc[wide.index]
         y = meta["label"].to_numpy(dtype=float)
         models = list(wide.columns)
-        s_boot, s_perm, s_sp = ss.spawn(3)
         res = paired_bootstrap(y, {m: wide[m].to_numpy() for m in models}, metrics=METRICS,
                                n_resamples=n_resamples, confidence_level=confidence_level,
-                               rng=np.random.default_rng(s_boot))
-        seed_rec = {"seed": seed, "stratum": [cohort, prompt], "spawn_key": list(ss.spawn_key)}
+                               rng=cell_rng(seed, "summary", cohort, prompt, "bootstrap"))
         for (m, mid), r in res.marginal.items():
             rows.append({**_spec(m, prompt, cohort, "all", mid), "estimate": r.estimate,
                          "ci_low": r.ci_low, "ci_high": r.ci_high, "design": r.design,
                          "n_resamples": r.n_resamples, "n_degenerate": r.n_degenerate,
-                         "seed": seed, "seed_spawn_key": str(seed_rec["spawn_key"]),
+                         "seed": seed, "seed_key": f"summary|{cohort}|{prompt}|bootstrap",
                          "n": r.n, "n_pos": r.n_pos, "n_neg": r.n_neg})
         pvals = []
         for i, a in enumerate(models):
@@ -161,7 +159,7 @@ def summarize_cohorts(
                 row["pvalue_holm"] = float(pa)
         groups = sorted(set(meta.get("negative_group", pd.Series(dtype=str))) - {""})
         if len(groups) == 2:
-            spec_rows += _spectrum(wide, meta, models, groups, cohort, prompt, s_perm, s_sp,
+            spec_rows += _spectrum(wide, meta, models, groups, cohort, prompt,
                                    n_resamples, n_permutations, confidence_level, seed)
     metrics = pd.DataFrame(rows)
     comparisons = pd.DataFrame(comps)
@@ -173,22 +171,22 @@ def summarize_cohorts(
     return CohortSummary(metrics=metrics, comparisons=comparisons, spectrum=spectrum)
 
 
-def _spectrum(wide, meta, models, groups, cohort, prompt, s_perm, s_sp, n_resamples,
-              n_permutations, level, seed):
+def _spectrum(wide, meta, models, groups, cohort, prompt, n_resamples, n_permutations, level,
+              seed):
     out = []
     pos = meta["label"].to_numpy() == 1
     ga, gb = groups
     in_a = (meta["negative_group"] == ga).to_numpy()
     in_b = (meta["negative_group"] == gb).to_numpy()
-    perm_seeds = s_perm.spawn(len(models))
-    sp_seeds = s_sp.spawn(len(models))
-    for m, ps, bs in zip(models, perm_seeds, sp_seeds, strict=True):
+    for m in models:
         s = wide[m].to_numpy()
         perm = negative_group_permutation_test(s[pos], s[in_a], s[in_b], n_resamples=n_permutations,
-                                               rng=np.random.default_rng(ps))
+                                               rng=cell_rng(seed, "summary", cohort, prompt,
+                                                            "permutation", m))
         sp = shared_positive_bootstrap(s[pos], {ga: s[in_a], gb: s[in_b]}, metrics=["roc_auc"],
                                        n_resamples=n_resamples, confidence_level=level,
-                                       rng=np.random.default_rng(bs))
+                                       rng=cell_rng(seed, "summary", cohort, prompt,
+                                                    "shared_positive", m))
         d = sp.differences[(ga, gb, "roc_auc")]
         out.append({**_spec(m, prompt, cohort, f"{ga} vs {gb}", "roc_auc_difference"),
                     "group_a": ga, "group_b": gb,

@@ -31,7 +31,7 @@ import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, spec_row
 from medaudit.exceptions import DegenerateDataWarning
-from medaudit.stats import adjust_pvalues, delong_test, paired_bootstrap
+from medaudit.stats import adjust_pvalues, delong_test, paired_bootstrap, reliability_diagram
 
 __all__ = ["NAME", "run", "METRICS", "DIFFERENCE_METRICS", "verdict"]
 
@@ -45,10 +45,10 @@ def verdict(ci_low: float, ci_high: float, direction: int) -> str:
     """``a_better`` / ``b_better`` when the interval of A - B excludes 0, else ``unresolved``.
 
     ``direction`` is +1 when a higher metric is better (AUROC), -1 when lower is
-    better (Brier).  A NaN endpoint gives ``unresolved``.
+    better (Brier).  A NaN endpoint (undefined stratum) gives ``not defined``.
     """
     if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
-        return "unresolved"
+        return "not defined"
     if ci_low > 0:
         return "a_better" if direction > 0 else "b_better"
     if ci_high < 0:
@@ -149,5 +149,26 @@ def run(ctx: AuditContext) -> BlockResult:
         notes.append(f"{n_degenerate_cells} cell(s) had degenerate bootstrap replicates; see "
                      "n_degenerate and qualification.")
     return BlockResult(name=NAME, tables={"metrics": pd.DataFrame(metric_rows),
-                                          "model_differences": pd.DataFrame(diff_rows)},
+                                          "model_differences": pd.DataFrame(diff_rows),
+                                          "reliability": _reliability(ctx, prompt, models)},
                        notes=tuple(notes))
+
+
+def _reliability(ctx: AuditContext, prompt: str, models: list[str]) -> pd.DataFrame:
+    """Reliability-diagram data (10 equal-width bins, empty bins omitted; paper 000 Fig. 4)."""
+    if ctx.spec.score_scale != "probabilities":
+        return pd.DataFrame()
+    rows = []
+    for cohort in ctx.spec.cohorts:
+        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+        for m in models:
+            rb = reliability_diagram(w.label, w.scores[f"{m}|{prompt}"], n_bins=10)
+            for i in range(rb.bin_index.size):
+                rows.append(spec_row(
+                    model=m, prompt=prompt, cohort=cohort, criterion="reliability[n_bins=10]",
+                    design="point_estimate", seed=ctx.seed, bin=int(rb.bin_index[i]),
+                    bin_low=float(rb.bin_low[i]), bin_high=float(rb.bin_high[i]),
+                    count=int(rb.count[i]), mean_score=float(rb.mean_score[i]),
+                    fraction_positive=float(rb.fraction_positive[i]),
+                    qualification=_exposure_note(ctx, cohort, m)))
+    return pd.DataFrame(rows)

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, spec_row
 from medaudit.blocks.discrimination import _degenerate_note, _exposure_note, _join, cell_seed
 from medaudit.exceptions import DegenerateDataWarning
-from medaudit.stats import paired_bootstrap
+from medaudit.stats import paired_bootstrap, risk_coverage_curve
 
 __all__ = ["NAME", "run", "METRICS"]
 
@@ -75,4 +76,29 @@ def run(ctx: AuditContext) -> BlockResult:
     if n_degenerate_cells:
         notes.append(f"{n_degenerate_cells} cell(s) had degenerate bootstrap replicates; see "
                      "n_degenerate and qualification.")
-    return BlockResult(name=NAME, tables={"operating_points": pd.DataFrame(rows)}, notes=tuple(notes))
+    return BlockResult(name=NAME, tables={"operating_points": pd.DataFrame(rows),
+                                          "risk_coverage": _risk_coverage(ctx, prompt, models)},
+                       notes=tuple(notes))
+
+
+#: coverage points kept for the risk-coverage curves (the full curve has n points)
+CURVE_POINTS = 101
+
+
+def _risk_coverage(ctx: AuditContext, prompt: str, models: list[str]) -> pd.DataFrame:
+    """Risk-coverage curves (point estimates) at ~101 coverages k/n, for figures."""
+    if ctx.spec.score_scale != "probabilities":
+        return pd.DataFrame()
+    rows = []
+    for cohort in ctx.spec.cohorts:
+        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+        n = w.label.size
+        keep = np.unique(np.ceil(np.linspace(1, n, min(n, CURVE_POINTS))).astype(int)) - 1
+        for m in models:
+            curve = risk_coverage_curve(w.label, w.scores[f"{m}|{prompt}"])
+            for i in keep:
+                rows.append(spec_row(
+                    model=m, prompt=prompt, cohort=cohort, threshold=0.5,
+                    criterion="selective_risk", design="point_estimate", seed=ctx.seed,
+                    coverage=float(curve.coverage[i]), k=int(i + 1), estimate=float(curve.risk[i])))
+    return pd.DataFrame(rows)

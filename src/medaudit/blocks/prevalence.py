@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, spec_row
@@ -73,6 +74,8 @@ def _cell_seed(ctx: AuditContext, *key: Any) -> int:
 
 
 def _verdict(lo: float, hi: float) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "not defined"
     if hi < 0:
         return "a_better"
     if lo > 0:

@@ -300,11 +300,13 @@ def _average(ctx, models, prompts, test, probabilities) -> pd.DataFrame:
 
 
 def _verdict(lo: float, hi: float) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "not defined"
     if lo > 0:
         return "a_better"
     if hi < 0:
         return "b_better"
-    return "unresolved"  # includes an undefined (NaN) interval
+    return "unresolved"
 
 
 def _model_differences(ctx, models, prompts, test) -> pd.DataFrame:

@@ -38,6 +38,7 @@ from medaudit.blocks._base import AuditContext, BlockResult, spec_row
 from medaudit.exceptions import SchemaError
 from medaudit.stats import (
     adjust_pvalues,
+    bootstrap_metrics,
     negative_group_permutation_test,
     paired_bootstrap,
     shared_positive_bootstrap,
@@ -76,6 +77,8 @@ def _contrast_pairs(groups: list[str], reference: str | None) -> list[tuple[str,
 
 
 def _verdict(lo: float, hi: float) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "not defined"
     if lo > 0:
         return "a_better"
     if hi < 0:
@@ -145,10 +148,24 @@ def run(ctx: AuditContext) -> BlockResult:
                 contrasts=[(a, b) for a, b, _ in pairs], n_resamples=n_res,
                 confidence_level=level,
                 rng=ctx.rng(NAME, cohort, m, "shared_positive", tuple(groups)))
+            marginal = sp.marginal
+            if ctx.cohort_design(cohort) == "ordinary":
+                # M0.10: TBX marginal intervals are B-ORD on the P ∪ G subset (class mix
+                # varies); the shared-positive draw serves the contrasts
+                marginal = {}
+                for g in groups:
+                    # positives first, then the group (each by image_id): the item order the
+                    # shared-positive engine sees, so tie order in confidence (AURC) agrees
+                    yg = np.r_[np.ones(int(pos.sum())), np.zeros(int(masks[g].sum()))]
+                    res = bootstrap_metrics(yg, np.r_[s[pos], s[masks[g]]], metrics=metrics,
+                                            design="ordinary",
+                                            n_resamples=n_res, confidence_level=level,
+                                            rng=ctx.rng(NAME, cohort, m, "marginal", g))
+                    marginal.update({(g, mid): r for mid, r in res.items()})
             for g in groups:
                 qual = _join(expo, _small([g], sizes))
                 for mid in sp.options["metrics"]:
-                    r = sp.marginal[(g, mid)]
+                    r = marginal[(g, mid)]
                     prev = entry.prevalence if mid.startswith("brier_score") else "observed"
                     group_rows.append(spec_row(
                         model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence=prev,
@@ -179,7 +196,7 @@ def run(ctx: AuditContext) -> BlockResult:
                 sub = pos | masks[g]
                 pb = paired_bootstrap(
                     w.label[sub], {m: w.scores[f"{m}|{prompt}"][sub] for m in models},
-                    metrics=["roc_auc"], design="within_label", n_resamples=n_res,
+                    metrics=["roc_auc"], design=ctx.cohort_design(cohort), n_resamples=n_res,
                     confidence_level=level, rng=ctx.rng(NAME, cohort, "model_differences", g))
                 for j, a in enumerate(models):
                     for b in models[j + 1:]:

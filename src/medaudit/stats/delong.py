@@ -8,13 +8,14 @@ the mean placement is checked against the AUROC (pROC's theta == AUC guard).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
 from medaudit._validation import check_fraction, check_option, check_same_length
-from medaudit.exceptions import MedauditError
+from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats._common import labels_scores
 from medaudit.stats._results import AUCInterval, PairedAUCTest
 
@@ -88,7 +89,9 @@ def _checked_auc(v10: NDArray[np.float64], v01: NDArray[np.float64]) -> float:
 
 
 def _var(x: NDArray[np.float64]) -> float:
-    return float(np.var(x, ddof=1)) if x.size > 1 else 0.0
+    # a class with a single case has no sample variance (R's var() gives NA, and so does
+    # pROC's DeLong); nan keeps a test from looking certain when it cannot be assessed
+    return float(np.var(x, ddof=1)) if x.size > 1 else math.nan
 
 
 
@@ -96,7 +99,7 @@ def delong_variance(y_true: ArrayLike, y_score: ArrayLike) -> float:
     """DeLong variance of one AUROC: ``var(V10)/|P| + var(V01)/|N|`` (sample variances).
 
     Matches ``var(roc, method = "delong")`` of R's pROC.  With a single positive or
-    negative, that class's variance term is 0.
+    negative the sample variance is undefined and the result is nan.
 
     Examples
     --------
@@ -147,6 +150,14 @@ def delong_ci(y_true: ArrayLike, y_score: ArrayLike, *, confidence_level: float 
 
 
 def _finish(delta, var, auc_a, auc_b, level, alternative, paired, n_pos, n_neg) -> PairedAUCTest:
+    if math.isnan(var):
+        warnings.warn("DeLong variance is undefined with a single positive or negative; "
+                      "returning nan for z, p and the interval.", UndefinedMetricWarning,
+                      stacklevel=3)
+        return PairedAUCTest(estimate=delta, statistic=math.nan, pvalue=math.nan,
+                             ci_low=math.nan, ci_high=math.nan, confidence_level=level,
+                             auc_a=auc_a, auc_b=auc_b, variance=math.nan,
+                             alternative=alternative, paired=paired, n_pos=n_pos, n_neg=n_neg)
     if var <= 0.0:
         # identical rankings (or degenerate placements): a model compared with itself
         z = 0.0 if delta == 0.0 else math.copysign(math.inf, delta)
