@@ -294,5 +294,5 @@ def test_delong_single_case_class_is_undefined_not_certain():
 
     with pytest.warns(UndefinedMetricWarning, match="single positive or negative"):
         r = delong_test([1, 0, 0, 0, 0], [.9, .1, .2, .3, .4], [.05, .1, .2, .3, .4])
-    assert r.estimate == 0.75 and math.isnan(r.statistic) and math.isnan(r.pvalue)
+    assert r.estimate == 1.0 and math.isnan(r.statistic) and math.isnan(r.pvalue)  # 1 - 0
     assert math.isnan(delong_variance([1, 0, 0], [0.9, 0.1, 0.2]))
