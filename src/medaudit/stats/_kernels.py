@@ -34,10 +34,24 @@ class Ranked:
     has_ties: bool
 
 
+def order_desc(s: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Descending order of ``s`` with ties in input order, and the sorted scores.
+
+    Untied data (the common case for continuous scores) takes numpy's fastest sort; only
+    when ties are found is the order redone with a stable sort, so that tied items keep
+    their input order as every "stable" convention here promises.
+    """
+    order = np.argsort(s)[::-1]
+    ss = s[order]
+    if ss.size > 1 and np.any(ss[1:] == ss[:-1]):
+        order = np.argsort(-s, kind="stable")
+        ss = s[order]
+    return np.ascontiguousarray(order), ss
+
+
 def rank(y: NDArray[np.float64], s: NDArray[np.float64]) -> Ranked:
     """Sort ``s`` descending (stable: ties keep input order) and find the tie blocks."""
-    order = np.argsort(-s, kind="stable")
-    ss = s[order]
+    order, ss = order_desc(s)
     new_block = np.empty(ss.size, dtype=bool)
     new_block[:1] = True
     np.not_equal(ss[1:], ss[:-1], out=new_block[1:])
@@ -84,7 +98,7 @@ class Placement:
 def placement(y: NDArray[np.float64], s: NDArray[np.float64]) -> Placement:
     """Prepare :func:`auroc_placement` (one sort of the negatives, two searchsorted)."""
     neg = np.flatnonzero(y == 0.0)
-    neg_order = neg[np.argsort(s[neg], kind="stable")]
+    neg_order = neg[np.argsort(s[neg])]  # order within ties is irrelevant here
     sn = s[neg_order]
     pos = np.flatnonzero(y == 1.0)
     lo = np.searchsorted(sn, s[pos], side="left")
@@ -100,16 +114,16 @@ def auroc_placement(w: NDArray[np.float64], pl: Placement) -> NDArray[np.float64
     """
     w2 = np.atleast_2d(w)
     wn = np.take(w2, pl.neg_order, axis=1)
-    c = np.empty((w2.shape[0], wn.shape[1] + 1))
-    c[:, 0] = 0.0
+    c = np.empty((w2.shape[0], wn.shape[1] + 1), dtype=wn.dtype)
+    c[:, 0] = 0
     np.cumsum(wn, axis=1, out=c[:, 1:])
     wp = np.take(w2, pl.pos, axis=1)
-    below = np.take(c, pl.lo, axis=1)
-    if pl.ties:
-        below += np.take(c, pl.hi, axis=1)
-        below *= 0.5
-    num = np.einsum("ij,ij->i", wp, below)
-    out = _safe_div(num, _rowsum(wp) * c[:, -1])
+    # twice the negative weight below each positive (ties count one half): with integer
+    # counts the whole numerator is exact integer arithmetic
+    below2 = np.take(c, pl.lo, axis=1)
+    below2 += np.take(c, pl.hi, axis=1) if pl.ties else below2
+    num = np.einsum("ij,ij->i", wp, below2) * 0.5
+    out = _safe_div(num, _rowsum(wp) * c[:, -1].astype(np.float64))
     return out[0] if np.ndim(w) == 1 else out
 
 
@@ -355,7 +369,7 @@ class ConfidenceRanked:
 def rank_confidence(y: NDArray[np.float64], s: NDArray[np.float64]) -> ConfidenceRanked:
     """Sort by confidence (stable: ties keep input order) and record each item's error."""
     conf = np.maximum(s, 1.0 - s)
-    order = np.argsort(-conf, kind="stable")
+    order, _ = order_desc(conf)
     err = ((s >= 0.5).astype(np.float64) != y).astype(np.float64)
     return ConfidenceRanked(order, err[order])
 

@@ -33,7 +33,7 @@ ALTERNATIVES = ("two-sided", "greater", "less")
 
 def _placements(y: NDArray[np.float64], s: NDArray[np.float64]):
     """Return (V10 over positives, V01 over negatives), each in input order."""
-    order = np.argsort(s, kind="stable")
+    order = np.argsort(s)  # tied scores form one block: their order does not matter
     ss, ys = s[order], y[order]
     new = np.r_[True, ss[1:] != ss[:-1]]
     block = np.cumsum(new) - 1

@@ -54,7 +54,7 @@ class WeightPlan:
 
     def batches(self, n_resamples: int, rng: np.random.Generator,
                 batch: int | None = None) -> Iterator[NDArray[np.float64]]:
-        """Yield ``(b, n_items)`` float weight matrices summing to ``n_resamples`` rows."""
+        """Yield ``(b, n_items)`` integer count matrices summing to ``n_resamples`` rows."""
         size = batch or max(1, min(n_resamples, _BATCH_ELEMENTS // max(self.n_items, 1)))
         single = bool(np.all(self.col_offset == 0)) and np.array_equal(
             self.units_by_stratum, np.arange(self.n_units))
@@ -73,8 +73,9 @@ class WeightPlan:
                 k = self.units_by_stratum[k]
             k += (np.arange(b, dtype=np.intp) * self.n_units)[:, None]
             counts = np.bincount(k.ravel(), minlength=b * self.n_units).reshape(b, self.n_units)
-            w = (counts if self.unit_of_item is None else counts[:, self.unit_of_item]).astype(
-                np.float64)
+            # integer counts: gathers and cumulative sums stay exact and skip a float pass;
+            # kernels promote to float where they divide or mix with scores
+            w = counts if self.unit_of_item is None else counts[:, self.unit_of_item]
             if masked:
                 w *= self.base > 0
             yield w

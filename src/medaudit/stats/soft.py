@@ -80,11 +80,17 @@ def soft_roc_auc(
     p, s = soft_scores(p_true, y_score)
     if _undefined(p, "soft_roc_auc"):
         return math.nan
-    r = K.rank(p, s)
-    w = np.ones(p.size)
     if ties == "grouped":
-        return float(K.auroc(w, r))
-    return float(K.soft_auroc_stable(w, r, variant))
+        return float(K.auroc(np.ones(p.size), K.rank(p, s)))
+    # point estimate without weights: one sort, one gather, one cumulative sum
+    order, _ = K.order_desc(s)
+    ps = p[order]
+    cum = np.cumsum(ps)
+    n_pos = cum[-1]
+    self_term = {"inclusive": 1.0, "strict": 0.0, "trapezoid": 0.5}[variant]
+    # sum_i (1 - p_i) * (C_before_i + self_term * p_i), C_before_i = cum_i - p_i
+    num = np.dot(1.0 - ps, cum - (1.0 - self_term) * ps)
+    return float(num / (n_pos * (p.size - n_pos)))
 
 
 def soft_average_precision(p_true: ArrayLike, y_score: ArrayLike, *, ties: str = "stable") -> float:
@@ -112,8 +118,10 @@ def soft_average_precision(p_true: ArrayLike, y_score: ArrayLike, *, ties: str =
     p, s = soft_scores(p_true, y_score)
     if _undefined(p, "soft_average_precision", need_neg=False):
         return math.nan
-    r = K.rank(p, s)
-    w = np.ones(p.size)
     if ties == "grouped":
-        return float(K.average_precision_grouped(w, r))
-    return float(K.average_precision_stable(w, r))
+        return float(K.average_precision_grouped(np.ones(p.size), K.rank(p, s)))
+    # point estimate without weights: precision at rank i is cum_i / i
+    order, _ = K.order_desc(s)
+    ps = p[order]
+    cum = np.cumsum(ps)
+    return float(np.dot(ps, cum / np.arange(1.0, p.size + 1.0)) / cum[-1])

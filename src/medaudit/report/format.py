@@ -1,0 +1,183 @@
+"""Display formatting: the one place in the report layer that rounds.
+
+Every function takes a value exactly as a block table holds it, or as
+``results.json`` gives it back (``None`` for NaN, ``"inf"`` for infinity, an
+integral float where pandas widened an integer column), and returns the same text
+for both, so a report rendered in memory and one re-rendered from ``results.json``
+are byte-identical.
+
+Examples
+--------
+>>> fmt_estimate(0.91234)
+'0.912'
+>>> fmt_ci(0.91234, 0.8891, 0.93349)
+'0.912 [0.889, 0.933]'
+>>> fmt_p(0.00042), fmt_p(0.0421), fmt_p(None)
+('<0.001', '0.042', '—')
+>>> fmt_pct(0.4375), fmt_pct(12.34, already_percent=True)
+('43.8%', '12.3%')
+>>> full_precision(0.1 + 0.2), full_precision(100.0), full_precision(float("nan"))
+('0.30000000000000004', '100', '')
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MISSING", "is_missing", "as_float", "full_precision", "fmt_estimate", "fmt_ci",
+           "fmt_p", "fmt_pct", "fmt_int", "fmt_grid", "fmt_cell", "column_kind"]
+
+#: how a missing or undefined value is shown
+MISSING = "—"
+
+_DIGITS = 3
+_INFINITIES = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "Infinity": math.inf,
+               "-Infinity": -math.inf}
+
+
+def is_missing(v: Any) -> bool:
+    """``None``, NaN, ``pd.NA`` and ``pd.NaT`` are missing; strings never are."""
+    if v is None:
+        return True
+    if isinstance(v, str):
+        return False
+    if isinstance(v, float):
+        return math.isnan(v)
+    try:  # pd.NA, NaT, numpy floats
+        import pandas as pd
+
+        res = pd.isna(v)
+    except (TypeError, ValueError, ImportError):  # pragma: no cover - exotic objects
+        return False
+    return isinstance(res, bool | np.bool_) and bool(res)
+
+
+def as_float(v: Any) -> float | None:
+    """A finite or infinite float for numbers (and ``"inf"`` strings); ``None`` otherwise."""
+    if is_missing(v) or isinstance(v, bool | np.bool_):
+        return None
+    if isinstance(v, str):
+        return _INFINITIES.get(v.strip())
+    if isinstance(v, numbers.Real):
+        return float(v)
+    try:  # numpy scalars that are not registered as numbers.Real
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def full_precision(v: Any) -> str:
+    """Shortest text that round-trips the stored value (integral floats as integers)."""
+    f = as_float(v)
+    if f is None:
+        if is_missing(v):
+            return ""
+        if isinstance(v, bool | np.bool_):
+            return "true" if bool(v) else "false"
+        return str(v)
+    if math.isinf(f):
+        return "inf" if f > 0 else "-inf"
+    if f.is_integer() and abs(f) < 2.0 ** 53:
+        return str(int(f))
+    return repr(f)
+
+
+def _num(f: float, digits: int) -> str:
+    if math.isinf(f):
+        return "∞" if f > 0 else "-∞"
+    text = f"{f:.{digits}f}"
+    # "-0.000" reads as a sign where there is none
+    if text.startswith("-") and float(text) == 0.0:
+        text = text[1:]
+    return text
+
+
+def fmt_estimate(v: Any, digits: int = _DIGITS) -> str:
+    """A point estimate with ``digits`` decimals; :data:`MISSING` when undefined."""
+    f = as_float(v)
+    return MISSING if f is None else _num(f, digits)
+
+
+def fmt_ci(estimate: Any, low: Any, high: Any, digits: int = _DIGITS) -> str:
+    """``0.912 [0.889, 0.933]``; the estimate alone when the interval is undefined."""
+    est = fmt_estimate(estimate, digits)
+    lo, hi = as_float(low), as_float(high)
+    if lo is None and hi is None:
+        return est
+    return f"{est} [{fmt_estimate(low, digits)}, {fmt_estimate(high, digits)}]"
+
+
+def fmt_p(v: Any) -> str:
+    """A p-value: ``<0.001`` below one in a thousand, else three decimals."""
+    f = as_float(v)
+    if f is None:
+        return MISSING
+    if f < 0.001:
+        return "<0.001"
+    return f"{f:.3f}"
+
+
+def fmt_pct(v: Any, digits: int = 1, *, already_percent: bool = False) -> str:
+    """A proportion (or, with ``already_percent``, a percentage) as ``43.8%``."""
+    f = as_float(v)
+    if f is None:
+        return MISSING
+    return _num(f if already_percent else 100.0 * f, digits) + "%"
+
+
+def fmt_int(v: Any) -> str:
+    """A count; non-integral values fall back to :func:`fmt_estimate`."""
+    f = as_float(v)
+    if f is None:
+        return MISSING
+    if math.isfinite(f) and f.is_integer():
+        return str(int(f))
+    return fmt_estimate(f)
+
+
+def fmt_grid(v: Any) -> str:
+    """A declared setting (prevalence, target value): shortest form, ``0.1`` not ``0.100``."""
+    f = as_float(v)
+    if f is None:
+        return MISSING if is_missing(v) else str(v)
+    return f"{f:.6g}"
+
+
+_P_COLUMNS = ("pvalue", "pvalue_adj", "pvalue_holm", "perm_pvalue", "p", "p_adj")
+_INT_COLUMNS = ("n", "n_pos", "n_neg", "count", "k", "n_degenerate", "n_resamples", "seed", "df",
+                "n_true_negative", "n_retained", "n_total", "n_permutations", "bin", "n_seeds",
+                "n_images", "entry")
+_GRID_COLUMNS = ("prevalence", "target_value", "primary", "coverage_target", "alpha")
+_PCT_COLUMNS = ("share_percent",)
+
+
+def column_kind(name: str) -> str:
+    """How a table column is displayed: ``p``, ``int``, ``grid``, ``pct`` or ``num``."""
+    if name in _P_COLUMNS or name.startswith("pvalue"):
+        return "p"
+    if name in _INT_COLUMNS or name.startswith("n_"):
+        return "int"
+    if name in _GRID_COLUMNS:
+        return "grid"
+    if name in _PCT_COLUMNS:
+        return "pct"
+    return "num"
+
+
+def fmt_cell(v: Any, column: str) -> tuple[str, str, bool]:
+    """``(display text, full-precision text, is_number)`` of one table cell."""
+    if is_missing(v):
+        return MISSING, "", False
+    if isinstance(v, bool | np.bool_):
+        return ("yes" if bool(v) else "no"), full_precision(v), False
+    f = as_float(v)
+    if f is None:
+        return str(v), str(v), False
+    kind = column_kind(column)
+    text = {"p": fmt_p, "int": fmt_int, "grid": fmt_grid,
+            "pct": lambda x: fmt_pct(x, already_percent=True)}.get(kind, fmt_estimate)(f)
+    return text, full_precision(f), True
