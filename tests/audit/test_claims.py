@@ -83,3 +83,28 @@ def test_threshold_claims():
 
 def test_no_blocks_no_claims():
     assert build_claims({}, _spec()).empty
+
+
+def test_reliability_claims():
+    metrics = pd.DataFrame([
+        spec_row(model="m1", prompt="clinical", cohort="A", criterion="roc_auc", estimate=0.95,
+                 ci_low=0.92, ci_high=0.97, qualification=""),
+        spec_row(model="m1", prompt="clinical", cohort="B", criterion="roc_auc", estimate=0.91,
+                 ci_low=0.85, ci_high=0.95, qualification=""),
+        spec_row(model="m2", prompt="clinical", cohort="A", criterion="roc_auc", estimate=0.70,
+                 ci_low=0.65, ci_high=0.75, qualification=""),
+    ])
+    groups = pd.DataFrame([
+        spec_row(model="m1", prompt="clinical", cohort="A", negatives="sick", criterion="roc_auc",
+                 estimate=0.65, ci_low=0.6, ci_high=0.7, qualification=""),
+    ])
+    results = {"discrimination": BlockResult("discrimination", {"metrics": metrics}),
+               "spectrum": BlockResult("spectrum", {"groups": groups})}
+    claims = build_claims(results, _spec())
+    rel = claims[claims.claim_id.str.startswith("L")]
+    assert set(rel.claim_id) == {"L01", "L02"}  # m1 in A (0.95) and in B (0.91); m2 never
+    a = rel[rel.claim_id == "L01"]
+    v = dict(zip(a.change + ":" + a.changed_to, a.verdict, strict=True))
+    assert v == {"at E:": "holds", "C:B": "unresolved", "N:sick": "does not hold",
+                 "π:any": "unaffected"}
+    assert a[a.change == "N"].negatives.iloc[0] == "sick"

@@ -9,7 +9,12 @@ block tables (never recomputing a statistic here):
 * ``reversed``   — the interval excludes the null on the other side;
 * ``unresolved`` — the interval spans the decision boundary (a first-class verdict);
 * ``not defined``— the stratum is degenerate (e.g. undefined metric);
-* ``unaffected`` — the claim's criterion does not depend on this element (AUROC and π).
+* ``unaffected`` — the claim's criterion does not depend on this element (AUROC and π);
+* ``does not hold`` — a level or retention claim fails under the changed specification.
+
+Claims: rankings ("A ranks above B on AUROC", with the Brier criterion and every π
+as changes of r), reliability ("m has AUROC ≥ L", ``claims.auroc_at_least``) and
+operating constraints ("τ chosen on S keeps Se ≥ 0.95").
 
 Qualifications (documented exposure, small groups, degenerate replicates) travel
 with each cell.
@@ -203,9 +208,79 @@ def _threshold_claims(results, spec) -> list[dict[str, Any]]:
     return rows
 
 
+def _level_verdict(est: float, lo: float, hi: float, level: float) -> str:
+    if any(math.isnan(x) for x in (est, lo, hi)):
+        return "not defined"
+    if lo >= level:
+        return "holds"
+    if hi < level:
+        return "does not hold"
+    return "unresolved"
+
+
+def _reliability_claims(results, spec) -> list[dict[str, Any]]:
+    """"m separates positives from controls with AUROC >= L" (paper 000's reliability claims)."""
+    level = spec.claims.auroc_at_least
+    metrics = _table(results, "discrimination", "metrics")
+    if level is None or metrics.empty:
+        return []
+    auc = metrics[metrics["criterion"] == "roc_auc"]
+    matrix = _table(results, "prompts", "auroc_matrix")
+    groups = _table(results, "spectrum", "groups")
+    rows: list[dict[str, Any]] = []
+    n = 0
+    primary = [c for c, v in spec.cohorts.items() if v.role in ("primary", "extension")]
+    for cohort in primary:
+        base = auc[(auc["cohort"] == cohort) & (auc["estimate"] >= level)]
+        for _, r in base.sort_values("model").iterrows():
+            n += 1
+            m = r["model"]
+            claim = {"claim_id": f"L{n:02d}", "claim": f"{m} separates positives from controls "
+                     f"with AUROC ≥ {level:g}", "kind": "reliability", "model": m,
+                     "prompt": r["prompt"], "cohort": cohort, "negatives": r["negatives"],
+                     "prevalence": "observed", "threshold": None, "criterion": "roc_auc"}
+
+            def cell(change, to, row, note="", source="discrimination.metrics", **e):
+                out = {**claim, **e, "change": change, "changed_to": to, "source_table": source,
+                       "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                       "verdict": "not assessed", "qualification": note}
+                if row is not None:
+                    lo, hi = row.get("ci_low", math.nan), row.get("ci_high", math.nan)
+                    out.update(estimate=row["estimate"], ci_low=lo, ci_high=hi,
+                               qualification=_q(note, row.get("qualification", "")))
+                    if isinstance(lo, float) and math.isnan(lo):  # a point estimate only
+                        out["verdict"] = "holds" if row["estimate"] >= level else "does not hold"
+                        out["qualification"] = _q(out["qualification"], "point estimate, no interval")
+                    else:
+                        out["verdict"] = _level_verdict(row["estimate"], lo, hi, level)
+                return out
+
+            rows.append(cell("at E", "", r))
+            for other in spec.cohorts:
+                if other != cohort:
+                    o = auc[(auc["cohort"] == other) & (auc["model"] == m)]
+                    rows.append(cell("C", other, o.iloc[0] if len(o) else None, cohort=other))
+            if not matrix.empty:
+                mp = matrix[(matrix["cohort"] == cohort) & (matrix["model"] == m)
+                            & (matrix["prompt"] != r["prompt"])]
+                for _, o in mp.iterrows():
+                    rows.append(cell("p", o["prompt"], o, source="prompts.auroc_matrix",
+                                     prompt=o["prompt"]))
+            if not groups.empty:
+                g = groups[(groups["cohort"] == cohort) & (groups["model"] == m)
+                           & (groups["criterion"] == "roc_auc")]
+                for _, o in g.iterrows():
+                    rows.append(cell("N", o["negatives"], o, source="spectrum.groups",
+                                     negatives=o["negatives"]))
+            rows.append({**cell("π", "any", None), "verdict": "unaffected",
+                         "qualification": "AUROC does not depend on prevalence"})
+    return rows
+
+
 def build_claims(results: dict[str, BlockResult], spec) -> pd.DataFrame:
     """The portability matrix in long form: one row per claim × changed element."""
-    rows = _ranking_claims(results, spec) + _threshold_claims(results, spec)
+    rows = (_ranking_claims(results, spec) + _reliability_claims(results, spec)
+            + _threshold_claims(results, spec))
     if not rows:
         return pd.DataFrame(columns=list(CLAIM_COLUMNS))
     df = pd.DataFrame(rows)

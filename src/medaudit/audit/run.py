@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import json
 import logging
+import math
 import platform
 from pathlib import Path
 from typing import Any
@@ -11,14 +13,15 @@ from typing import Any
 import pandas as pd
 
 from medaudit import __version__
-from medaudit.audit.claims import build_claims
+from medaudit.audit.claims import CLAIM_COLUMNS, build_claims
 from medaudit.audit.context import build_context
-from medaudit.blocks._base import AuditContext, BlockResult
+from medaudit.blocks._base import E_COLUMNS, PROVENANCE_COLUMNS, AuditContext, BlockResult
+from medaudit.exceptions import SchemaError
 from medaudit.io.output import atomic_directory, write_json
 from medaudit.io.schema import describe
 from medaudit.io.spec import AuditSpec, load_spec
 
-__all__ = ["run_blocks", "run_audit", "versions", "AuditOutcome"]
+__all__ = ["run_blocks", "run_audit", "versions", "AuditOutcome", "write_outcome", "load_outcome"]
 
 log = logging.getLogger("medaudit")
 
@@ -85,7 +88,12 @@ def audit(spec: AuditSpec, base_dir: str | Path = ".", *, progress: Any = None) 
 
 
 def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = False) -> Path:
-    """Write tables (CSV + Parquet), results.json and summary.md into ``out`` atomically."""
+    """Write tables (CSV + Parquet), results.json, summary.md, report.html and figures atomically.
+
+    The report and figures are rendered from the ``results.json`` just written (via
+    :func:`load_outcome`), so ``medaudit report DIR`` reproduces them byte for byte.
+    """
+    from medaudit.report.html import write_report
     from medaudit.report.summary import audit_summary
 
     out = Path(out)
@@ -93,7 +101,11 @@ def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = F
         (tmp / "tables").mkdir()
         blocks_json: dict[str, Any] = {}
         for name, res in outcome.results.items():
-            blocks_json[name] = {"notes": list(res.notes), "tables": {}}
+            blocks_json[name] = {"notes": list(res.notes), "tables": {},
+                                 # JSON objects are written with sorted keys: keep the order
+                                 "table_names": list(res.tables),
+                                 "columns": {t: [str(c) for c in df.columns]
+                                             for t, df in res.tables.items()}}
             for tname, df in res.tables.items():
                 stem = f"{name}__{tname}"
                 df.to_csv(tmp / "tables" / f"{stem}.csv", index=False, float_format="%.17g")
@@ -104,7 +116,66 @@ def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = F
         write_json(tmp / "results.json", {"provenance": outcome.provenance, "blocks": blocks_json,
                                           "portability": outcome.claims.to_dict("records")})
         (tmp / "summary.md").write_text(audit_summary(outcome), encoding="utf-8")
+        write_report(load_outcome(tmp), tmp)
     return out
+
+
+_INF = {"inf": math.inf, "-inf": -math.inf}  # how write_json stores infinities
+
+
+def _records_frame(records: list[dict[str, Any]], columns: list[str] | None) -> pd.DataFrame:
+    """A DataFrame from ``results.json`` records (null -> NaN/None, "inf" -> float)."""
+    if columns is None:  # results.json written before column orders were recorded
+        seen = list(dict.fromkeys(k for r in records for k in r))
+        first = [c for c in (*E_COLUMNS, *PROVENANCE_COLUMNS) if c in seen]
+        columns = first + [c for c in seen if c not in first]
+    df = pd.DataFrame.from_records(records, columns=columns) if records else pd.DataFrame(
+        columns=columns)
+    for c in df.columns:
+        if df[c].dtype != object:
+            continue
+        vals = [v for v in df[c] if v is not None]
+        if vals and any(isinstance(v, str) and v in _INF for v in vals) and all(
+                (isinstance(v, str) and v in _INF)
+                or (isinstance(v, int | float) and not isinstance(v, bool)) for v in vals):
+            df[c] = [math.nan if v is None else (_INF[v] if isinstance(v, str) else float(v))
+                     for v in df[c]]
+    return df
+
+
+def load_outcome(directory: str | Path) -> AuditOutcome:
+    """Rebuild an :class:`AuditOutcome` (spec, block tables, claims, provenance) from results.json.
+
+    Nothing is recomputed: the tables are the records ``write_outcome`` stored, in their
+    original block, table and column order.
+    """
+    directory = Path(directory)
+    path = directory / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{str(path)!r} does not exist; point at a directory written by "
+                                "`medaudit audit SPEC.yaml --out DIR`.")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    missing = [k for k in ("provenance", "blocks", "portability") if k not in data]
+    if missing or "spec" not in data.get("provenance", {}):
+        raise SchemaError(f"{path}: not the results of `medaudit audit` (it lacks "
+                          f"{missing or ['provenance.spec']}); `medaudit demo` and `medaudit "
+                          "summarize` outputs have no portability report.")
+    prov = data["provenance"]
+    spec = AuditSpec.model_validate(prov["spec"])
+    blocks = data["blocks"]
+    order = [b for b in spec.blocks if b in blocks] + sorted(b for b in blocks if b not in spec.blocks)
+    results: dict[str, BlockResult] = {}
+    for name in order:
+        b = blocks[name]
+        tables = b.get("tables", {})
+        names = [t for t in b.get("table_names", []) if t in tables]
+        names += sorted(t for t in tables if t not in names)
+        cols = b.get("columns", {})
+        results[name] = BlockResult(name=name,
+                                    tables={t: _records_frame(tables[t], cols.get(t)) for t in names},
+                                    notes=tuple(b.get("notes", ())))
+    claims = _records_frame(data["portability"], list(CLAIM_COLUMNS))
+    return AuditOutcome(spec, results, claims, prov)
 
 
 def _to_parquet(df: pd.DataFrame, path: Path) -> None:

@@ -4,7 +4,9 @@ Subcommands:
 
 * ``medaudit audit SPEC.yaml --out DIR`` — the portability audit a spec describes
   (every table as CSV and Parquet, ``portability.csv``, ``results.json``,
-  ``summary.md``);
+  ``summary.md``, ``report.html`` and ``figures/``);
+* ``medaudit report DIR [--out FILE]`` — re-render ``report.html`` (and ``figures/``)
+  of a finished audit from its ``results.json``, recomputing nothing;
 * ``medaudit demo --out DIR`` — audit a seeded, clearly labelled *simulated* cohort
   (the embedded default) and write its tables;
 * ``medaudit summarize SCORES.csv --out DIR`` — the same audit on your own long
@@ -116,6 +118,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from medaudit.report.html import rerender
+
+    path = rerender(Path(args.directory), None if args.out is None else Path(args.out))
+    if not args.quiet:
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     p = argparse.ArgumentParser(prog="medaudit", description=__doc__.splitlines()[0])
@@ -138,6 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--quiet", action="store_true", help="print nothing on success")
     a.add_argument("--verbose", action="store_true", help="log progress to stderr")
     a.set_defaults(func=_cmd_audit)
+    r = sub.add_parser("report", help="re-render report.html of a finished audit from results.json")
+    r.add_argument("directory", help="output directory of `medaudit audit`")
+    r.add_argument("--out", default=None,
+                   help="write the self-contained page here instead of DIR/report.html (and "
+                        "leave DIR/figures untouched)")
+    r.add_argument("--quiet", action="store_true", help="print nothing on success")
+    r.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    r.set_defaults(func=_cmd_report)
     d = sub.add_parser("demo", help="audit the embedded simulated cohort")
     common(d)
     d.set_defaults(func=_cmd_demo)

@@ -117,6 +117,18 @@ class TransportSpec(_Strict):
         return _fraction(v, "target_value")
 
 
+class ClaimsSpec(_Strict):
+    """Which claims the portability matrix states (rankings and thresholds always)."""
+
+    #: reliability claims "AUROC >= level" for every model x primary cohort reaching it
+    auroc_at_least: float | None = 0.90
+
+    @field_validator("auroc_at_least")
+    @classmethod
+    def _lvl(cls, v: float | None) -> float | None:
+        return None if v is None else _fraction(v, "auroc_at_least")
+
+
 class RetainedSpec(_Strict):
     """Compare two score sets on identical targets (e.g. ensembles before/after exclusion)."""
 
@@ -166,6 +178,7 @@ class AuditSpec(_Strict):
     prevalence: list[PrevalenceSpec] = Field(default_factory=list)
     transport: list[TransportSpec] = Field(default_factory=list)
     retained: list[RetainedSpec] = Field(default_factory=list)
+    claims: ClaimsSpec = Field(default_factory=ClaimsSpec)
 
     @field_validator("confidence_level")
     @classmethod

@@ -1,0 +1,709 @@
+"""Drawing functions of the report figures: one block table in, one matplotlib ``Axes`` out.
+
+Every ``plot_x(table, *, ax=None, ...)`` draws only what the table holds (point estimates
+and intervals are read from ``estimate``, ``ci_low``, ``ci_high`` and friends; nothing is
+computed here but positions and colours).  matplotlib is imported inside the functions and
+figures are built from :class:`matplotlib.figure.Figure` with an Agg canvas, so no pyplot
+and no global backend are involved.  User strings (model, cohort, prompt names) are passed
+to matplotlib as data: ``$`` is escaped so that no name is read as mathtext.
+
+A table whose rows span several panels (cohorts, spectrum entries, transport rules) gives
+one panel per value when ``ax`` is None (the returned Axes is the first panel; the others
+are ``ax.figure.axes``); drawing into a given ``ax`` needs a one-panel selection, e.g.
+``cohort="shenzhen"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["plot_discrimination", "plot_prompt_heatmap", "plot_spectrum", "plot_reliability",
+           "plot_prevalence", "plot_transport", "plot_seeds", "plot_retained_delta",
+           "plot_risk_coverage", "style", "DPI"]
+
+DPI = 110
+#: Okabe-Ito colours, yellow last (weak on white)
+PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h")
+GREY = "#7f7f7f"
+EXPOSURE_LABEL = "hollow marker: exposure qualification"
+_RC = {
+    "font.size": 8.5, "axes.titlesize": 8.5, "axes.labelsize": 8.5, "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5, "legend.fontsize": 7.5, "figure.titlesize": 10,
+    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.25,
+    "grid.linewidth": 0.6, "svg.hashsalt": "medaudit-figures", "svg.fonttype": "none",
+    "figure.dpi": DPI, "savefig.dpi": DPI, "hatch.linewidth": 0.6, "image.cmap": "viridis",
+}
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """matplotlib defaults plus the report style, restored on exit (no lasting global state)."""
+    import matplotlib.style
+
+    with matplotlib.style.context(["default", _RC]):
+        yield
+
+
+def _styled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Apply :func:`style` when the function builds its own figure (``ax`` is None)."""
+    @functools.wraps(fn)
+    def wrapper(table: pd.DataFrame, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("ax") is not None:
+            return fn(table, *args, **kwargs)
+        with style():
+            return fn(table, *args, **kwargs)
+    return wrapper
+
+
+# ----------------------------------------------------------------------------- small helpers
+def lit(s: Any) -> str:
+    """A user string as literal matplotlib text (``$`` would otherwise start mathtext)."""
+    return str(s).replace("$", r"\$")
+
+
+def _f(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _finite(*xs: Any) -> bool:
+    return all(math.isfinite(_f(x)) for x in xs)
+
+
+def _flag(x: Any) -> bool:
+    """True for True / 1 / "true" (tables read back from JSON or CSV), else False."""
+    if isinstance(x, str):
+        return x.strip().lower() == "true"
+    try:
+        return bool(x) and not (isinstance(x, float) and math.isnan(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _exposed(row: Any) -> bool:
+    return "exposure" in str(getattr(row, "qualification", "") or "").lower()
+
+
+def _uniq(values: Any) -> list:
+    """Distinct values in order of first appearance, NaN/None dropped."""
+    out = [v for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float)
+                                                                      and math.isnan(v))]
+    return out
+
+
+def _one(df: pd.DataFrame, col: str) -> str:
+    vals = _uniq(df[col]) if col in df.columns else []
+    return ", ".join(str(v) for v in vals)
+
+
+def _need(table: pd.DataFrame | None, cols: Sequence[str], what: str) -> pd.DataFrame:
+    if table is None or table.empty:
+        raise ValueError(f"{what}: the table is empty; nothing to draw.")
+    missing = [c for c in cols if c not in table.columns]
+    if missing:
+        raise ValueError(f"{what}: the table lacks column(s) {missing}; pass the block table "
+                         f"itself (columns present: {list(table.columns)}).")
+    return table
+
+
+def _select(df: pd.DataFrame, what: str, **eq: Any) -> pd.DataFrame:
+    for col, val in eq.items():
+        if val is not None and col in df.columns:
+            df = df[df[col].astype(str) == str(val)]
+    if df.empty:
+        raise ValueError(f"{what}: no rows for {', '.join(f'{k}={v!r}' for k, v in eq.items() if v is not None)}.")
+    return df
+
+
+def model_styles(models: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Colour and marker of each model (sorted names; distinct pairs up to 64 models)."""
+    ms = sorted({str(m) for m in models})
+    return {m: (PALETTE[i % len(PALETTE)], MARKERS[(i + i // len(PALETTE)) % len(MARKERS)])
+            for i, m in enumerate(ms)}
+
+
+def _dash(m: str, models: Sequence[str]) -> Any:
+    """A line style per model (with colour, so that lines differ without colour too)."""
+    return ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))[sorted(models).index(m) % 5]
+
+
+def _line_handles(styles: dict[str, tuple[str, str]], models: Sequence[str]) -> tuple[list, list[str]]:
+    from matplotlib.lines import Line2D
+
+    return ([Line2D([], [], color=styles[m][0], ls=_dash(m, models), lw=1.3) for m in models],
+            [lit(m) for m in models])
+
+
+def _offsets(n: int, width: float = 0.72) -> list[float]:
+    return [(j - (n - 1) / 2) * width / max(n, 1) for j in range(n)]
+
+
+class _Points:
+    """Point estimates with intervals, collected and then drawn with one error-bar call and one
+    marker call per style (fast, and one ``ErrorbarContainer`` per model).  Intervals are drawn
+    as given, even where they exclude the estimate; hollow markers flag an exposure."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple, list[tuple[float, float, float, float, bool]]] = {}
+
+    def add(self, x: float, est: Any, lo: Any, hi: Any, color: str, marker: str,
+            hollow: bool = False, ms: float = 5.5) -> None:
+        self.items.setdefault((color, marker, ms), []).append((x, _f(est), _f(lo), _f(hi), hollow))
+
+    def draw(self, ax: Any) -> None:
+        for (color, marker, ms), pts in self.items.items():
+            x, est, lo, hi, hollow = (np.array(v) for v in zip(*pts, strict=True))
+            ok = np.isfinite(lo) & np.isfinite(hi)
+            if ok.any():
+                ax.errorbar(x[ok], (lo[ok] + hi[ok]) / 2, yerr=(hi[ok] - lo[ok]) / 2, fmt="none",
+                            ecolor=color, elinewidth=1.1, capsize=2.2, label="_nolegend_", zorder=2)
+            for h in (False, True):
+                sel = np.isfinite(est) & (hollow == h)
+                if sel.any():
+                    ax.plot(x[sel], est[sel], linestyle="none", marker=marker, markersize=ms,
+                            color=color, markerfacecolor="white" if h else color,
+                            markeredgecolor=color, markeredgewidth=1.2, label="_nolegend_", zorder=3)
+
+
+def _model_handles(styles: dict[str, tuple[str, str]], models: Sequence[str], *, line: bool = False,
+                   exposure: bool = False) -> tuple[list, list[str]]:
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=styles[m][0], marker=styles[m][1], markersize=5,
+                      linestyle="-" if line else "none") for m in models]
+    labels = [lit(m) for m in models]
+    if exposure:
+        handles.append(Line2D([], [], color=GREY, marker="o", markerfacecolor="white", linestyle="none"))
+        labels.append(EXPOSURE_LABEL)
+    return handles, labels
+
+
+def _new_figure(w: float, h: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(w, h), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _panels(df: pd.DataFrame, keys: Sequence[str], ax: Any, draw: Callable[..., tuple[list, list]], *,
+            title: str, ncols: int = 3, size: tuple[float, float] = (3.6, 3.0),
+            legend_w: float = 1.9, what: str, sharey: bool = True) -> Any:
+    """One panel per distinct value of ``keys`` (order of appearance); ``draw(ax, key, sub)``
+    returns legend handles and labels.  Returns the first panel's Axes."""
+    groups = [(k if isinstance(k, tuple) else (k,), g)
+              for k, g in df.groupby(list(keys), sort=False, dropna=False)]
+    n = len(groups)
+    if n > 1 and ax is not None:
+        raise ValueError(f"{what}: the table spans {n} panels ({', '.join(keys)}); select one "
+                         f"(e.g. {keys[-1]}=...) to draw into a given ax, or pass ax=None.")
+    if ax is not None:
+        handles, labels = draw(ax, groups[0][0], groups[0][1])
+        if handles:
+            ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                      borderaxespad=0.0, frameon=False)
+        return ax
+    nc = min(ncols, n)
+    nr = math.ceil(n / nc)
+    fig = _new_figure(size[0] * nc + legend_w, size[1] * nr + 0.45)
+    axes = fig.subplots(nr, nc, squeeze=False, sharey=sharey)
+    flat = list(axes.flat)
+    handles, labels = [], []
+    for a, (key, g) in zip(flat, groups, strict=False):
+        h, lab = draw(a, key, g)
+        for hh, ll in zip(h, lab, strict=True):
+            if ll not in labels:
+                handles.append(hh)
+                labels.append(ll)
+        if sharey:
+            a.yaxis.set_tick_params(labelleft=True)
+    for a in flat[n:]:
+        fig.delaxes(a)
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", frameon=False)
+    fig.suptitle(lit(title))
+    return flat[0]
+
+
+def _group_axis(ax: Any, names: Sequence[str], sub: Sequence[str] | None = None) -> None:
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([lit(n) + (f"\n{lit(s)}" if sub and s else "") for n, s in
+                        zip(names, sub or [""] * len(names), strict=True)])
+    ax.set_xlim(-0.6, len(names) - 0.4)
+    ax.grid(False, axis="x")
+
+
+def _ylim_from(ax: Any, df: pd.DataFrame, floor: float, ceil: float) -> None:
+    vals = pd.to_numeric(pd.concat([df[c] for c in ("estimate", "ci_low", "ci_high") if c in df]),
+                         errors="coerce").dropna()
+    lo = min(floor, float(vals.min())) if len(vals) else floor
+    hi = max(ceil, float(vals.max())) if len(vals) else ceil
+    pad = 0.03 * (hi - lo)
+    ax.set_ylim(lo - pad, hi + pad)
+
+
+# ----------------------------------------------------------------------------- Fig. 1
+@_styled
+def plot_discrimination(table: pd.DataFrame, *, ax: Any = None, criterion: str = "roc_auc",
+                        prompt: str | None = None) -> Any:
+    """AUROC (or another ``criterion``) with its interval per model, grouped by cohort.
+
+    Reads ``discrimination.metrics``.  Hollow markers: rows whose ``qualification`` names a
+    pretraining exposure.  The x tick labels give each cohort's resampling ``design``.
+    """
+    what = "plot_discrimination"
+    df = _need(table, ["model", "cohort", "criterion", "estimate", "ci_low", "ci_high"], what)
+    df = _select(df, what, criterion=criterion, prompt=prompt)
+    cohorts, models = _uniq(df["cohort"]), sorted(_uniq(df["model"]))
+    styles, offs = model_styles(models), _offsets(len(models))
+    label = criterion_label(criterion)
+    if ax is None:
+        ax = _new_figure(max(5.5, 1.0 * len(cohorts) + 3.2), 3.6).add_subplot()
+    exposure, pts = False, _Points()
+    for j, m in enumerate(models):
+        for i, c in enumerate(cohorts):
+            for r in df[(df["cohort"] == c) & (df["model"] == m)].itertuples():
+                exposure |= _exposed(r)
+                pts.add(i + offs[j], r.estimate, r.ci_low, r.ci_high, *styles[m], hollow=_exposed(r))
+    pts.draw(ax)
+    designs = [_one(df[df["cohort"] == c], "design") for c in cohorts]
+    _group_axis(ax, cohorts, designs if len(set(designs)) > 1 else None)
+    if criterion == "roc_auc":
+        ax.axhline(0.5, color=GREY, lw=0.8, ls=":", zorder=1)
+        _ylim_from(ax, df, 0.45, 1.0)
+    ax.set_ylabel(f"{label} with interval")
+    ax.set_xlabel("cohort" + ("" if len(set(designs)) > 1 else f" (design {lit(designs[0])})"))
+    ax.set_title(lit(f"{label} ({criterion}) by cohort and model, prompt {_one(df, 'prompt')}"))
+    handles, labels = _model_handles(styles, models, exposure=exposure)
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              frameon=False)
+    return ax
+
+
+# ----------------------------------------------------------------------------- Fig. 2
+@_styled
+def plot_prompt_heatmap(table: pd.DataFrame, *, ax: Any = None,
+                        criterion: str = "roc_auc_difference") -> Any:
+    """Heatmap of metric(alternative) - metric(primary) per model x cohort (rows) and family.
+
+    Reads ``prompts.contrasts``: cell value ``estimate``; ``*`` where ``significant`` is
+    True (BH within the declared family); hatched cells are descriptive (outside the tested
+    family, ``family == "descriptive"``).  Diverging colour map centred at 0.
+    """
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Patch, Rectangle
+
+    what = "plot_prompt_heatmap"
+    df = _need(table, ["model", "cohort", "prompt_a", "prompt_b", "estimate"], what)
+    df = _select(df, what, criterion=criterion)
+    cohorts, models, cols = _uniq(df["cohort"]), sorted(_uniq(df["model"])), _uniq(df["prompt_a"])
+    rows = [(c, m) for c in cohorts for m in models
+            if ((df["cohort"] == c) & (df["model"] == m)).any()]
+    z = np.full((len(rows), len(cols)), np.nan)
+    cell: dict[tuple[int, int], Any] = {}
+    for r in df.itertuples():
+        i, j = rows.index((r.cohort, r.model)), cols.index(r.prompt_a)
+        z[i, j] = _f(r.estimate)
+        cell[(i, j)] = r
+    if ax is None:
+        ax = _new_figure(2.6 + 1.0 * len(cols) + 1.6, 1.3 + 0.27 * len(rows)).add_subplot()
+    vmax = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+    norm = Normalize(-(vmax or 1.0), vmax or 1.0)
+    mesh = ax.pcolormesh(np.arange(len(cols) + 1), np.arange(len(rows) + 1), np.ma.masked_invalid(z),
+                         cmap="PuOr", norm=norm, edgecolors="white", linewidth=0.6)
+    descriptive = False
+    for (i, j), r in sorted(cell.items()):
+        v = _f(r.estimate)
+        if str(getattr(r, "family", "")) == "descriptive":
+            descriptive = True
+            ax.add_patch(Rectangle((j, i), 1, 1, fill=False, hatch="////", edgecolor="#9a9a9a",
+                                   linewidth=0, zorder=2))
+        star = "*" if _flag(getattr(r, "significant", None)) else ""
+        txt = "n/a" if not math.isfinite(v) else f"{v:+.3f}{star}"
+        dark = math.isfinite(v) and abs(norm(v) - 0.5) > 0.32
+        ax.text(j + 0.5, i + 0.5, txt, ha="center", va="center", fontsize=6.8, zorder=3,
+                color="white" if dark else "black",
+                fontweight="bold" if star else "normal")
+    for k in range(1, len(rows)):
+        if rows[k][0] != rows[k - 1][0]:
+            ax.axhline(k, color="black", lw=1.2)
+    ax.set_xlim(0, len(cols))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks(np.arange(len(cols)) + 0.5)
+    ax.set_xticklabels([lit(c) for c in cols])
+    ax.set_yticks(np.arange(len(rows)) + 0.5)
+    ax.set_yticklabels([lit(f"{c} · {m}") for c, m in rows])
+    ax.tick_params(length=0)
+    ax.grid(False)
+    for s in ax.spines.values():
+        s.set_visible(False)
+    primary = _one(df, "prompt_b")
+    ax.set_xlabel("alternative prompt family")
+    ax.set_ylabel("cohort · model")
+    ax.set_title(lit(f"Δ{criterion_label(criterion.removesuffix('_difference'))} vs primary prompt "
+                     f"{primary} (design {_one(df, 'design')})"))
+    cb = ax.figure.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
+    cb.set_label(lit(f"{criterion}: alternative − {primary}"))
+    handles = [Patch(facecolor="white", edgecolor="black", label="* significant after BH")]
+    if descriptive:
+        handles.append(Patch(facecolor="white", edgecolor="#9a9a9a", hatch="////",
+                             label="hatched: descriptive (not tested)"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, -0.06 - 0.5 / max(len(rows), 1)),
+              ncols=2, frameon=False, handlelength=1.2)
+    return ax
+
+
+# ----------------------------------------------------------------------------- Fig. 3
+@_styled
+def plot_spectrum(table: pd.DataFrame, *, ax: Any = None, criterion: str = "roc_auc",
+                  entry: Any = None, cohort: str | None = None) -> Any:
+    """AUROC of the shared positives against each negative group, per model (``spectrum.groups``).
+
+    One panel per spectrum entry; lines connect the groups of one model (they share the
+    positives); intervals per point; the x labels give each group's ``n_neg``.
+    """
+    what = "plot_spectrum"
+    df = _need(table, ["model", "cohort", "group", "criterion", "estimate", "ci_low", "ci_high"], what)
+    df = _select(df, what, criterion=criterion, entry=entry, cohort=cohort)
+    models = sorted(_uniq(df["model"]))
+    styles, offs = model_styles(models), _offsets(len(models), 0.4)
+    keys = [k for k in ("entry", "cohort") if k in df.columns]
+    exposure = any(_exposed(r) for r in df.itertuples())
+
+    def draw(a: Any, key: tuple, g: pd.DataFrame) -> tuple[list, list]:
+        groups, pts = _uniq(g["group"]), _Points()
+        for j, m in enumerate(models):
+            gm = g[g["model"] == m].set_index("group")
+            xs = [i + offs[j] for i, grp in enumerate(groups) if grp in gm.index]
+            ys = [_f(gm.loc[grp, "estimate"]) for grp in groups if grp in gm.index]
+            a.plot(xs, ys, color=styles[m][0], lw=1.1, alpha=0.8, label=lit(m), zorder=2)
+            for i, grp in enumerate(groups):
+                if grp in gm.index:
+                    r = gm.loc[[grp]].iloc[0]
+                    pts.add(i + offs[j], r["estimate"], r["ci_low"], r["ci_high"], *styles[m],
+                            hollow="exposure" in str(r.get("qualification", "")).lower())
+        pts.draw(a)
+        nneg = [_one(g[g["group"] == grp], "n_neg") if "n_neg" in g else "" for grp in groups]
+        _group_axis(a, groups, [f"n_neg={_fmt_n(n)}" for n in nneg] if any(nneg) else None)
+        if criterion == "roc_auc":
+            a.axhline(0.5, color=GREY, lw=0.8, ls=":", zorder=1)
+        a.set_ylim(-0.03, 1.03)
+        a.set_xlabel("negative (control) group")
+        a.set_ylabel(f"{criterion_label(criterion)} (positives vs group)")
+        a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')} · design {_one(g, 'design')}"))
+        return _model_handles(styles, models, line=True, exposure=exposure)
+
+    return _panels(df, keys, ax, draw, title=f"{criterion_label(criterion)} by negative group "
+                   "(shared positives)", ncols=2, size=(4.2, 3.2), what=what)
+
+
+def _fmt_n(s: str) -> str:
+    try:
+        return f"{float(s):.0f}"
+    except ValueError:
+        return s
+
+
+# ----------------------------------------------------------------------------- Fig. 4
+@_styled
+def plot_reliability(table: pd.DataFrame, *, ax: Any = None, cohort: str | None = None,
+                     max_marker_area: float = 180.0) -> Any:
+    """Reliability diagram: mean score vs fraction positive per bin (``discrimination.reliability``).
+
+    One panel per cohort, one colour per model; marker area proportional to ``count``
+    within a panel (the panel's largest bin gets ``max_marker_area`` pt^2; its count is in
+    the panel title); bins absent from the table (empty) are not drawn; dotted diagonal =
+    perfect calibration.
+    """
+    from matplotlib.lines import Line2D
+
+    what = "plot_reliability"
+    df = _need(table, ["model", "cohort", "mean_score", "fraction_positive", "count"], what)
+    df = _select(df, what, cohort=cohort)
+    models = sorted(_uniq(df["model"]))
+    styles = model_styles(models)
+
+    def draw(a: Any, key: tuple, g: pd.DataFrame) -> tuple[list, list]:
+        nmax = max(float(pd.to_numeric(g["count"], errors="coerce").max()), 1.0)
+        a.plot([0, 1], [0, 1], color=GREY, lw=0.8, ls=":", zorder=1, label="_diagonal")
+        for m in models:
+            gm = g[g["model"] == m]
+            if gm.empty:
+                continue
+            x = pd.to_numeric(gm["mean_score"], errors="coerce").to_numpy(float)
+            y = pd.to_numeric(gm["fraction_positive"], errors="coerce").to_numpy(float)
+            n = pd.to_numeric(gm["count"], errors="coerce").to_numpy(float)
+            a.plot(x, y, color=styles[m][0], lw=0.9, alpha=0.7, zorder=2, label="_nolegend_")
+            a.scatter(x, y, s=n * (max_marker_area / nmax), color=styles[m][0], marker=styles[m][1],
+                      alpha=0.7, edgecolors=styles[m][0], linewidths=0.6, zorder=3, label=lit(m))
+        a.set_xlim(-0.02, 1.02)
+        a.set_ylim(-0.02, 1.02)
+        a.set_aspect("equal")
+        a.set_xlabel("mean score in bin")
+        a.set_ylabel("fraction positive in bin")
+        a.set_title(lit(f"{_one(g, 'cohort')}, prompt {_one(g, 'prompt')}\n"
+                        f"largest marker: {nmax:.0f} images"))
+        h, lab = _model_handles(styles, models)
+        h.append(Line2D([], [], linestyle=":", color=GREY))
+        lab.append("diagonal: perfect calibration")
+        return h, lab
+
+    crit = _one(df, "criterion")
+    return _panels(df, ["cohort"], ax, draw, title=f"Reliability ({crit}); marker area ∝ images in "
+                   "bin (per panel)", ncols=3, size=(2.9, 3.1), what=what)
+
+
+# ----------------------------------------------------------------------------- Fig. 5
+@_styled
+def plot_prevalence(table: pd.DataFrame, *, ax: Any = None, cohort: str | None = None,
+                    criterion: str = "brier_score", family: str | None = None) -> Any:
+    """Prevalence-weighted metric vs pi with interval bands per model (``prevalence.metrics``).
+
+    One panel per cohort (and prevalence entry); the entry's primary pi is dotted.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    what = "plot_prevalence"
+    df = _need(table, ["model", "cohort", "prevalence", "criterion", "estimate", "ci_low", "ci_high"], what)
+    df = _select(df, what, criterion=criterion, cohort=cohort, family=family)
+    models = sorted(_uniq(df["model"]))
+    styles = model_styles(models)
+    keys = [k for k in ("family", "cohort") if k in df.columns]
+
+    def draw(a: Any, key: tuple, g: pd.DataFrame) -> tuple[list, list]:
+        pis = sorted({_f(p) for p in g["prevalence"] if _finite(p)})
+        for m in models:
+            gm = g[g["model"] == m].assign(_pi=lambda d: pd.to_numeric(d["prevalence"], errors="coerce"))
+            gm = gm.sort_values("_pi", kind="stable")
+            x = gm["_pi"].to_numpy(float)
+            lo, hi = (pd.to_numeric(gm[c], errors="coerce").to_numpy(float) for c in ("ci_low", "ci_high"))
+            a.fill_between(x, lo, hi, color=styles[m][0], alpha=0.15, linewidth=0, label="_nolegend_")
+            a.plot(x, pd.to_numeric(gm["estimate"], errors="coerce").to_numpy(float), color=styles[m][0],
+                   marker=styles[m][1], markersize=4, lw=1.3, label=lit(m))
+        if "primary" in g.columns:
+            for p in _uniq(g.loc[g["primary"].map(_flag), "prevalence"]):
+                a.axvline(_f(p), color=GREY, lw=0.9, ls=":", zorder=1)
+        a.set_xticks(pis)
+        a.set_xticklabels([f"{p:g}" for p in pis])
+        a.set_xlabel("π (weight of the positives)")
+        a.set_ylabel(f"{criterion_label(criterion)} at π")
+        a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')} · design {_one(g, 'design')}"))
+        h, lab = _model_handles(styles, models, line=True)
+        h += [Patch(color=GREY, alpha=0.3), Line2D([], [], color=GREY, ls=":")]
+        lab += ["band: interval", "dotted: primary π"]
+        return h, lab
+
+    return _panels(df, keys, ax, draw, title=f"Prevalence-weighted {criterion_label(criterion)} "
+                   f"({criterion}) across π", ncols=3, size=(3.2, 2.9), what=what, sharey=False)
+
+
+# ----------------------------------------------------------------------------- Fig. 6
+@_styled
+def plot_transport(table: pd.DataFrame, *, ax: Any = None, source: str | None = None,
+                   rule: str | None = None, criterion: str | None = None) -> Any:
+    """Target sensitivity and specificity at the transported source threshold (``transport.transport``).
+
+    One panel per source x rule x metric; x = target cohort, one offset point with interval
+    per model; dashed line: the rule's constraint ``target_value`` on the constrained metric;
+    targets resampled with tau fixed (design ``threshold_fixed``) are labelled.
+    """
+    from matplotlib.lines import Line2D
+
+    what = "plot_transport"
+    df = _need(table, ["model", "cohort", "criterion", "estimate", "ci_low", "ci_high", "rule",
+                       "source", "target_value"], what)
+    df = _select(df, what, source=source, rule=rule, criterion=criterion)
+    models = sorted(_uniq(df["model"]))
+    styles, offs = model_styles(models), _offsets(len(models))
+    exposure = any(_exposed(r) for r in df.itertuples())
+
+    def draw(a: Any, key: tuple, g: pd.DataFrame) -> tuple[list, list]:
+        src, rl, tv, crit = key
+        targets, pts = _uniq(g["cohort"]), _Points()
+        for j, m in enumerate(models):
+            for i, t in enumerate(targets):
+                for r in g[(g["cohort"] == t) & (g["model"] == m)].itertuples():
+                    pts.add(i + offs[j], r.estimate, r.ci_low, r.ci_high, *styles[m], hollow=_exposed(r))
+        pts.draw(a)
+        fixed = ["τ fixed" if "fixed" in _one(g[g["cohort"] == t], "design") else "" for t in targets]
+        _group_axis(a, targets, fixed if any(fixed) else None)
+        if str(crit) == str(rl) and _finite(tv):
+            a.axhline(_f(tv), color="black", lw=0.9, ls="--", zorder=1)
+        a.set_ylim(-0.03, 1.05)
+        a.set_xlabel("target cohort")
+        a.set_ylabel(f"target {lit(crit)}")
+        a.set_title(lit(f"{crit} on the targets\nτ from {src}, {rl} rule ({rl} ≥ {_f(tv):g})"))
+        h, lab = _model_handles(styles, models, exposure=exposure)
+        return h + [Line2D([], [], color="black", lw=0.9, ls="--")], lab + ["dashed: the rule's constraint"]
+
+    return _panels(df, ["source", "rule", "target_value", "criterion"], ax, draw,
+                   title="Source threshold carried to each target cohort", ncols=2, size=(3.9, 2.7),
+                   what=what)
+
+
+# ----------------------------------------------------------------------------- Fig. 7
+@_styled
+def plot_seeds(table: pd.DataFrame, *, ax: Any = None, comparisons: pd.DataFrame | None = None,
+               criterion: str = "roc_auc") -> Any:
+    """Per-seed AUROC (small points), mean ± SD over seeds and the seed ensemble with its interval.
+
+    Reads ``retained.seeds`` (``kind`` = seed / seed_summary / ensemble).  With ``ax=None``
+    and a non-empty ``comparisons`` table (``retained.comparisons``), or seed-paired
+    difference rows, a second panel shows the retained-target difference (see
+    :func:`plot_retained_delta`).
+    """
+    from matplotlib.lines import Line2D
+
+    what = "plot_seeds"
+    df = _need(table, ["model", "cohort", "criterion", "kind", "estimate"], what)
+    diffs = df[df["criterion"] != criterion]
+    df = _select(df, what, criterion=criterion)
+    has_delta = (comparisons is not None and not comparisons.empty) or not diffs.empty
+    own = ax is None
+    if ax is None:
+        fig = _new_figure(9.2 if has_delta else 6.2, 3.8)
+        axes = fig.subplots(1, 2, width_ratios=[2, 1]) if has_delta else [fig.add_subplot()]
+        ax = axes[0]
+        if has_delta:
+            plot_retained_delta(comparisons if comparisons is not None else pd.DataFrame(),
+                                ax=axes[1], seeds=diffs)
+    elif comparisons is not None and not comparisons.empty:
+        raise ValueError(f"{what}: comparisons need a second panel; pass ax=None or call "
+                         "plot_retained_delta(comparisons, ax=...).")
+    cohorts, models = _uniq(df["cohort"]), sorted(_uniq(df["model"]))
+    styles, offs = model_styles(models), _offsets(len(models))
+    xpos = {c: i for i, c in enumerate(cohorts)}
+    pts = _Points()
+    for j, m in enumerate(models):
+        g = df[df["model"] == m]
+        _seed_marks(ax, g, [xpos[c] + offs[j] for c in g["cohort"]], styles[m][0])
+        for r in g[g["kind"] == "ensemble"].itertuples():
+            pts.add(xpos[r.cohort] + offs[j] + 0.08, r.estimate, getattr(r, "ci_low", None),
+                    getattr(r, "ci_high", None), styles[m][0], "D", hollow=_exposed(r), ms=4.5)
+    pts.draw(ax)
+    _group_axis(ax, cohorts)
+    _ylim_from(ax, df, 0.5, 1.0)
+    ax.set_xlabel("cohort")
+    ax.set_ylabel(f"{criterion_label(criterion)} at prompt {lit(_one(df, 'prompt'))}")
+    ax.set_title(lit(f"{criterion_label(criterion)} per optimisation seed and of the seed ensemble\n"
+                     f"prompt {_one(df, 'prompt')} · ensemble interval: {_one(df[df['kind'] == 'ensemble'], 'design')}"))
+    h, lab = _model_handles(styles, models)
+    h += [Line2D([], [], color=GREY, marker=".", linestyle="none"),
+          Line2D([], [], color=GREY, marker="|", markersize=11, markeredgewidth=4, alpha=0.5,
+                 linestyle="none"),
+          Line2D([], [], color=GREY, marker="D", markersize=4.5)]
+    lab += ["one seed", "mean ± SD over seeds", "ensemble with interval"]
+    if own and has_delta:
+        ax.figure.legend(h, lab, loc="outside right upper", frameon=False)
+        ax.figure.suptitle("Optimisation seeds and retained-target comparison")
+    else:
+        ax.legend(h, lab, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+    return ax
+
+
+def _seed_marks(ax: Any, g: pd.DataFrame, x: Sequence[float], color: str) -> None:
+    """Rows of kind ``seed`` as small dots left of x, ``seed_summary`` as a bar mean ± ``sd``."""
+    x = np.asarray(x, dtype=float)
+    est = pd.to_numeric(g["estimate"], errors="coerce").to_numpy(float)
+    kind = g["kind"].astype(str).to_numpy()
+    seed = kind == "seed"
+    if seed.any():
+        ax.plot(x[seed] - 0.06, est[seed], linestyle="none", marker=".", markersize=4, color=color,
+                alpha=0.6, label="_nolegend_")
+    sd = pd.to_numeric(g["sd"], errors="coerce").to_numpy(float) if "sd" in g else np.full(len(g), np.nan)
+    summ = (kind == "seed_summary") & np.isfinite(est) & np.isfinite(sd)
+    if summ.any():
+        ax.errorbar(x[summ], est[summ], yerr=sd[summ], fmt="_", color=color, markersize=10, capsize=0,
+                    elinewidth=4, alpha=0.5, label="_nolegend_")
+
+
+@_styled
+def plot_retained_delta(table: pd.DataFrame, *, ax: Any = None, seeds: pd.DataFrame | None = None) -> Any:
+    """AUROC(b) - AUROC(a) on the retained targets per cohort (``retained.comparisons``), with the
+    bootstrap interval, and the seed-paired differences (``retained.seeds`` rows with
+    ``criterion == "roc_auc_difference"``) as small points with mean ± SD."""
+    parts = [t for t in (table, seeds) if t is not None and not t.empty]
+    if not parts:
+        raise ValueError("plot_retained_delta: the tables are empty; nothing to draw.")
+    if ax is None:
+        ax = _new_figure(3.8, 3.4).add_subplot()
+    cohorts = _uniq(pd.concat([p["cohort"] for p in parts]))
+    pairs = sorted(_uniq(pd.concat([p["model"] for p in parts])))
+    # differences get their own colours (black first), not those of the models they compare
+    styles = {p: (("#000000", "#CC79A7", "#D55E00", "#0072B2")[i % 4], "D") for i, p in enumerate(pairs)}
+    offs = _offsets(len(pairs), 0.5)
+    xpos, pts = {c: i for i, c in enumerate(cohorts)}, _Points()
+    for j, pr in enumerate(pairs):
+        if table is not None and not table.empty:
+            for r in table[table["model"] == pr].itertuples():
+                pts.add(xpos[r.cohort] + offs[j] + 0.04, r.estimate, r.ci_low, r.ci_high, styles[pr][0],
+                        "D", ms=4.5)
+        if seeds is not None and not seeds.empty:
+            g = seeds[seeds["model"] == pr]
+            _seed_marks(ax, g, [xpos[c] + offs[j] - 0.1 for c in g["cohort"]], styles[pr][0])
+    pts.draw(ax)
+    ax.axhline(0.0, color=GREY, lw=0.8, ls=":")
+    _group_axis(ax, cohorts)
+    ax.set_xlabel("cohort (retained targets)")
+    ax.set_ylabel("ΔAUROC (b − a)")
+    design = _one(table, "design") if table is not None and not table.empty else "seed-paired"
+    ax.set_title(lit(f"ΔAUROC on the retained targets\n{', '.join(pairs)} · design {design}"))
+    return ax
+
+
+# ----------------------------------------------------------------------------- Fig. 8
+@_styled
+def plot_risk_coverage(table: pd.DataFrame, *, ax: Any = None, cohort: str | None = None) -> Any:
+    """Selective risk vs coverage per model (``operating_points.risk_coverage``), one panel per cohort."""
+    what = "plot_risk_coverage"
+    df = _need(table, ["model", "cohort", "coverage", "estimate"], what)
+    df = _select(df, what, cohort=cohort)
+    models = sorted(_uniq(df["model"]))
+    styles = model_styles(models)
+
+    def draw(a: Any, key: tuple, g: pd.DataFrame) -> tuple[list, list]:
+        for m in models:
+            gm = g[g["model"] == m]
+            a.plot(pd.to_numeric(gm["coverage"], errors="coerce").to_numpy(float),
+                   pd.to_numeric(gm["estimate"], errors="coerce").to_numpy(float),
+                   color=styles[m][0], lw=1.3, ls=_dash(m, models), label=lit(m))
+        a.set_xlim(0, 1.01)
+        a.set_ylim(bottom=0)
+        a.set_xlabel("coverage (fraction of images accepted)")
+        a.set_ylabel("selective risk (error rate)")
+        thr = _one(g, "threshold")
+        a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')}"
+                        + (f" · decision s ≥ {_fmt_g(thr)}" if thr else "")))
+        return _line_handles(styles, models)
+
+    return _panels(df, ["cohort"], ax, draw, title="Risk-coverage curves (confidence max(s, 1 − s))",
+                   ncols=3, size=(3.1, 2.7), what=what, sharey=False)
+
+
+def _fmt_g(s: str) -> str:
+    try:
+        return f"{float(s):g}"
+    except ValueError:
+        return s
+
+
+_LABELS = {"roc_auc": "AUROC", "average_precision": "AUPRC", "brier_score": "Brier score",
+           "ece[n_bins=15]": "ECE15", "aurc": "AURC", "log_loss": "log loss",
+           "sensitivity": "sensitivity", "specificity": "specificity"}
+
+
+def criterion_label(criterion: str) -> str:
+    """A reader's name for a metric id (the id itself when unknown)."""
+    return _LABELS.get(str(criterion), str(criterion))

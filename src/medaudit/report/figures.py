@@ -1,0 +1,311 @@
+"""Figures of an audit report, drawn from the block tables only (paper 000 Figures 1-7 and more).
+
+Each ``plot_x(table, *, ax=None, ...)`` takes one tidy block table and returns a
+matplotlib ``Axes``; it reads point estimates and intervals from the table and computes
+no statistic.  :func:`render_all` renders every figure whose table is present and
+non-empty, in a fixed order, to PNG (dpi 110) and SVG with a caption that names the
+source table, the criterion, the resampling design and B; :func:`save_figures` writes
+them as ``<name>.png`` and ``<name>.svg``.
+
+Rendering is deterministic: fixed figure sizes (a function of the table's shape only),
+the matplotlib default style plus a fixed report style, ``svg.hashsalt`` set and no
+dates or software strings in the files, so the same tables give byte-identical output
+(with the same matplotlib and fonts).  matplotlib is imported lazily and used through
+:class:`~matplotlib.figure.Figure` with an Agg canvas: no pyplot, no global backend.
+
+Colours are the Okabe-Ito palette (colour-blind safe); the heatmap uses the diverging
+``PuOr`` map centred at 0.  Captions contain user strings (model and cohort names)
+verbatim: HTML output must escape them (the SVG writer escapes text itself).
+
+=====================  ========================  =====================================
+figure                 block table               function
+=====================  ========================  =====================================
+fig1_discrimination    discrimination.metrics    :func:`plot_discrimination`
+fig2_prompt_contrasts  prompts.contrasts         :func:`plot_prompt_heatmap`
+fig3_spectrum          spectrum.groups           :func:`plot_spectrum`
+fig4_reliability       discrimination.reliability :func:`plot_reliability`
+fig5_prevalence        prevalence.metrics        :func:`plot_prevalence`
+fig6_transport         transport.transport       :func:`plot_transport`
+fig7_seeds             retained.seeds (+ .comparisons) :func:`plot_seeds`
+fig8_risk_coverage     operating_points.risk_coverage :func:`plot_risk_coverage`
+=====================  ========================  =====================================
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from medaudit.report._figures_blocks import (
+    DPI,
+    criterion_label,
+    plot_discrimination,
+    plot_prevalence,
+    plot_prompt_heatmap,
+    plot_reliability,
+    plot_retained_delta,
+    plot_risk_coverage,
+    plot_seeds,
+    plot_spectrum,
+    plot_transport,
+    style,
+)
+from medaudit.report._types import RenderedFigure, Tables
+
+__all__ = ["plot_discrimination", "plot_prompt_heatmap", "plot_spectrum", "plot_reliability",
+           "plot_prevalence", "plot_transport", "plot_seeds", "plot_retained_delta",
+           "plot_risk_coverage", "render_all", "render_figure", "save_figures", "FIGURES", "DPI"]
+
+
+# ----------------------------------------------------------------------------- caption parts
+def _table(tables: Tables, block: str, name: str) -> pd.DataFrame | None:
+    t = (tables.get(block) or {}).get(name)
+    if t is None:
+        return None
+    if not isinstance(t, pd.DataFrame):  # records, as read back from results.json
+        t = pd.DataFrame(t)
+    return None if t.empty else t
+
+
+def _rows(t: pd.DataFrame | None, **eq: Any) -> pd.DataFrame | None:
+    if t is None:
+        return None
+    for col, val in eq.items():
+        if col not in t.columns:
+            return None
+        t = t[t[col].astype(str) == str(val)]
+    return None if t.empty else t
+
+
+def _uniq(values: Any) -> list[str]:
+    return [str(v) for v in dict.fromkeys(values)
+            if v is not None and not (isinstance(v, float) and math.isnan(v))]
+
+
+def _designs(df: pd.DataFrame, by: str = "cohort") -> str:
+    """``design ordinary+paired (montgomery, shenzhen); within_label+paired (vindr)``."""
+    if "design" not in df.columns:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for d, c in zip(df["design"], df[by] if by in df.columns else [""] * len(df), strict=True):
+        if d is None or (isinstance(d, float) and math.isnan(d)):
+            continue
+        groups.setdefault(str(d), [])
+        if str(c) and str(c) not in groups[str(d)]:
+            groups[str(d)].append(str(c))
+    if not groups:
+        return ""
+    if len(groups) == 1:
+        return f"Design: {next(iter(groups))}."
+    return "Design: " + "; ".join(f"{d} ({', '.join(cs)})" for d, cs in groups.items()) + "."
+
+
+def _b(df: pd.DataFrame) -> str:
+    if "n_resamples" not in df.columns:
+        return ""
+    bs = sorted({int(v) for v in pd.to_numeric(df["n_resamples"], errors="coerce").dropna()})
+    return f"B = {', '.join(str(b) for b in bs)} resamples." if bs else ""
+
+
+def _exposed(df: pd.DataFrame) -> str:
+    if "qualification" not in df.columns:
+        return ""
+    q = df[df["qualification"].astype(str).str.lower().str.contains("exposure", regex=False)]
+    cells = _uniq(f"{m} on {c}" for m, c in zip(q["model"], q["cohort"], strict=True))
+    return (f"Hollow markers: exposure qualification ({', '.join(cells)}); see the table's "
+            "qualification column.") if cells else ""
+
+
+def _caption(*parts: str) -> str:
+    return " ".join(p for p in parts if p)
+
+
+# ----------------------------------------------------------------------------- the figures
+Built = tuple[Any, str, str]  # (axes, title, caption)
+
+
+def _fig1(tables: Tables) -> Built | None:
+    t = _rows(_table(tables, "discrimination", "metrics"), criterion="roc_auc")
+    if t is None:
+        return None
+    ax = plot_discrimination(t)
+    prompt = ", ".join(_uniq(t["prompt"]))
+    return ax, "AUROC by cohort and model", _caption(
+        f"AUROC (criterion roc_auc) of every model on every cohort at prompt {prompt}: point "
+        "estimate and interval [ci_low, ci_high] from table discrimination.metrics.",
+        _designs(t), _b(t), _exposed(t), "Dotted line: AUROC 0.5.")
+
+
+def _fig2(tables: Tables) -> Built | None:
+    t = _rows(_table(tables, "prompts", "contrasts"), criterion="roc_auc_difference")
+    if t is None:
+        return None
+    ax = plot_prompt_heatmap(t)
+    fams = _uniq(f for f in t["family"] if str(f) != "descriptive") if "family" in t else []
+    n_sig = int(t["significant"].map(lambda v: v is True or str(v).lower() == "true").sum()) \
+        if "significant" in t else 0
+    return ax, "ΔAUROC vs the primary prompt family", _caption(
+        f"AUROC(alternative) − AUROC({', '.join(_uniq(t['prompt_b']))}) per cohort and model "
+        "(criterion roc_auc_difference, column estimate) from table prompts.contrasts.",
+        _designs(t, by="family"),
+        f"* = significant after Benjamini-Hochberg within family {', '.join(fams) or 'n/a'} "
+        f"({n_sig} cell(s)); hatched cells are descriptive (not in the tested family).")
+
+
+def _fig3(tables: Tables) -> Built | None:
+    t = _rows(_table(tables, "spectrum", "groups"), criterion="roc_auc")
+    if t is None:
+        return None
+    ax = plot_spectrum(t)
+    return ax, "AUROC by negative group", _caption(
+        "AUROC of the positives against each negative (control) group, per model (criterion "
+        "roc_auc), with intervals [ci_low, ci_high], from table spectrum.groups; lines join the "
+        "groups of one model, which share the positives.", _designs(t), _b(t), _exposed(t))
+
+
+def _fig4(tables: Tables) -> Built | None:
+    t = _table(tables, "discrimination", "reliability")
+    if t is None:
+        return None
+    ax = plot_reliability(t)
+    crit = ", ".join(_uniq(t["criterion"])) if "criterion" in t else "reliability"
+    return ax, "Reliability diagrams", _caption(
+        f"Mean score vs observed fraction positive per equal-width bin ({crit}) at prompt "
+        f"{', '.join(_uniq(t['prompt']))}, from table discrimination.reliability; marker area "
+        "proportional to the number of images in the bin; empty bins omitted; dotted diagonal = "
+        "perfect calibration.", _designs(t))
+
+
+def _fig5(tables: Tables) -> Built | None:
+    t = _rows(_table(tables, "prevalence", "metrics"), criterion="brier_score")
+    if t is None:
+        return None
+    ax = plot_prevalence(t)
+    return ax, "Prevalence-weighted Brier score across π", _caption(
+        "Brier score with positives weighted π and negatives 1 − π (criterion brier_score; "
+        "scores unchanged), per model, with interval bands [ci_low, ci_high], from table "
+        "prevalence.metrics; dotted line: the entry's primary π.", _designs(t), _b(t))
+
+
+def _fig6(tables: Tables) -> Built | None:
+    t = _table(tables, "transport", "transport")
+    if t is None:
+        return None
+    ax = plot_transport(t)
+    return ax, "Transported thresholds: target sensitivity and specificity", _caption(
+        "Sensitivity and specificity on each target cohort at the threshold τ chosen on the "
+        "source cohort (criterion sensitivity / specificity, rule in the panel title), with "
+        "intervals [ci_low, ci_high], from table transport.transport; dashed line: the rule's "
+        "constraint (target_value) on the constrained metric; 'τ fixed' marks targets resampled "
+        "with τ held fixed.", _designs(t), _b(t), _exposed(t))
+
+
+def _fig7(tables: Tables) -> Built | None:
+    t = _table(tables, "retained", "seeds")
+    comp = _table(tables, "retained", "comparisons")
+    if _rows(t, criterion="roc_auc") is None:
+        return None
+    ax = plot_seeds(t, comparisons=comp)
+    extra = ""
+    if comp is not None:
+        extra = _caption("Right: AUROC(b) − AUROC(a) on the retained targets with interval "
+                         "[ci_low, ci_high] from table retained.comparisons (diamonds) and the "
+                         "seed-paired differences with mean ± SD.", _designs(comp), _b(comp))
+    return ax, "Optimisation seeds", _caption(
+        "AUROC (criterion roc_auc) of each optimisation seed (dots), mean ± SD over seeds "
+        "(bar; the SD describes optimisation variability, not a confidence interval) and the "
+        "seed ensemble with its interval (diamond), from table retained.seeds.",
+        _designs(t[t["kind"] == "ensemble"]) if "kind" in t else "", extra)
+
+
+def _fig8(tables: Tables) -> Built | None:
+    t = _table(tables, "operating_points", "risk_coverage")
+    if t is None:
+        return None
+    ax = plot_risk_coverage(t)
+    return ax, "Risk-coverage curves", _caption(
+        "Selective risk (error rate of the decision s ≥ threshold among the most confident "
+        "images, confidence max(s, 1 − s)) against coverage k/n, per model (criterion "
+        f"{', '.join(_uniq(t['criterion']))}; point estimates), from table "
+        "operating_points.risk_coverage.", _designs(t))
+
+
+#: (file stem, block, builder) in report order
+FIGURES: tuple[tuple[str, str, Callable[[Tables], Built | None]], ...] = (
+    ("fig1_discrimination", "discrimination", _fig1),
+    ("fig2_prompt_contrasts", "prompts", _fig2),
+    ("fig3_spectrum", "spectrum", _fig3),
+    ("fig4_reliability", "discrimination", _fig4),
+    ("fig5_prevalence", "prevalence", _fig5),
+    ("fig6_transport", "transport", _fig6),
+    ("fig7_seeds", "retained", _fig7),
+    ("fig8_risk_coverage", "operating_points", _fig8),
+)
+
+
+def _render(fig: Any) -> tuple[bytes, str]:
+    with style():
+        png, svg = io.BytesIO(), io.BytesIO()
+        fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None})
+        fig.savefig(svg, format="svg", metadata={"Date": None})
+    return png.getvalue(), svg.getvalue().decode("utf-8")
+
+
+def render_figure(name: str, tables: Tables) -> RenderedFigure | None:
+    """Render one figure of :data:`FIGURES` by name; None when its table is absent or empty."""
+    for stem, block, build in FIGURES:
+        if stem == name:
+            with style():
+                built = build(tables)
+            if built is None:
+                return None
+            ax, title, caption = built
+            number = stem.split("_", 1)[0].removeprefix("fig")
+            png, svg = _render(ax.figure)
+            return RenderedFigure(name=stem, block=block, title=f"Figure {number}. {title}",
+                                  caption=caption, png=png, svg=svg)
+    raise ValueError(f"unknown figure {name!r}; expected one of {[f[0] for f in FIGURES]}.")
+
+
+def render_all(tables: Tables) -> list[RenderedFigure]:
+    """Every figure whose source table is present and non-empty, in the order of :data:`FIGURES`.
+
+    Parameters
+    ----------
+    tables : dict of block name -> table name -> DataFrame
+        The block tables (``{b: r.tables for b, r in results.items()}``); tables given as
+        lists of records (as in ``results.json``) are accepted.
+
+    Returns
+    -------
+    list of RenderedFigure
+        PNG bytes (dpi 110) and SVG text with title and caption; figures whose table is
+        absent or empty are left out (names keep their fixed number).
+    """
+    out = []
+    for stem, _, _ in FIGURES:
+        fig = render_figure(stem, tables)
+        if fig is not None:
+            out.append(fig)
+    return out
+
+
+def save_figures(figs: Sequence[RenderedFigure], directory: str | Path) -> list[Path]:
+    """Write ``<name>.png`` and ``<name>.svg`` for each figure; returns the paths written."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for f in figs:
+        png, svg = d / f"{f.name}.png", d / f"{f.name}.svg"
+        png.write_bytes(f.png)
+        svg.write_text(f.svg, encoding="utf-8")
+        paths += [png, svg]
+    return paths
+
+
+__all__ += ["criterion_label"]

@@ -1,0 +1,712 @@
+"""The self-contained HTML report of an audit (``report.html``).
+
+One file: inline CSS, figures embedded as PNG data URIs, inline JavaScript only
+for sorting tables and opening detail rows, and no request of any kind (a
+Content-Security-Policy forbids every external load).  The first screen is the
+portability matrix; then one section per block (notes, figures, tables), the
+provenance, and a reporting checklist after paper 000's Table 21 whose answers
+are read from the outcome.
+
+The page is a pure function of the outcome: no clock, no host name, no path of
+the output directory, so the same outcome gives byte-identical HTML and
+``medaudit report DIR`` reproduces the ``report.html`` that ``medaudit audit``
+wrote.  Rounding happens in :mod:`medaudit.report.format`; nothing here computes a
+statistic, it only counts and quotes what the blocks returned.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html as _html
+import json
+import logging
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from medaudit.report import format as fmt
+from medaudit.report._types import RenderedFigure
+
+__all__ = ["Report", "render_figures", "write_report", "rerender", "MAX_ROWS"]
+
+log = logging.getLogger("medaudit")
+
+#: rows of one table shown in the page (the full table is in tables/ and results.json)
+MAX_ROWS = 300
+
+_E = ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion")
+_PROV = ("design", "n_resamples", "seed", "family")
+
+#: changed element of E -> (column heading, what changes)
+CHANGES: dict[str, tuple[str, str]] = {
+    "at E": ("at E", "the claim at its own specification E"),
+    "C": ("C · cohort", "another cohort"),
+    "p": ("p · prompt", "another prompt family"),
+    "N": ("N · negatives", "another negative (control) class"),
+    "π": ("π · prevalence", "another prevalence"),
+    "r": ("r · criterion", "another criterion (score error instead of ranking)"),
+    "r, π": ("r + π", "another criterion at each prevalence of the grid"),
+}
+
+#: verdict -> (css class, meaning); the legend lists them in this order
+VERDICTS: dict[str, tuple[str, str]] = {
+    "holds": ("v-holds", "the interval excludes the null on the claimed side (operating "
+                         "constraint: met at the target by point estimate)"),
+    "reversed": ("v-reversed", "the interval excludes the null on the other side"),
+    "unresolved": ("v-unresolved", "the interval spans the decision boundary"),
+    "does not hold": ("v-fails", "the operating constraint is not met at the target"),
+    "not defined": ("v-undefined", "the stratum is degenerate; the metric is undefined"),
+    "unaffected": ("v-unaffected", "the criterion does not depend on this element"),
+    "specificity only": ("v-sponly", "specificity against one named negative group (no "
+                                     "positives there to re-check the constraint)"),
+    "not assessed": ("v-na", "no result row to read for this change"),
+}
+_NOT_SURVIVING = {"reversed", "unresolved", "does not hold", "not defined", "not assessed"}
+
+#: qualification kind -> (mark, legend text, keyword in the qualification text)
+QUALIFICATIONS: dict[str, tuple[str, str, str]] = {
+    "exposure": ("E", "documented exposure of the model to this cohort", "exposure"),
+    "small": ("S", "small stratum (few images in a group)", "small group"),
+    "degenerate": ("D", "degenerate bootstrap replicates (metric undefined in some)", "degenerate"),
+    "useless": ("U", "useless operating point (the other rate is near zero)", "useless"),
+}
+
+BLOCK_TITLES = {
+    "discrimination": "Discrimination and score error",
+    "operating_points": "Operating points and selective risk",
+    "prompts": "Prompt families",
+    "spectrum": "Negative spectrum",
+    "prevalence": "Prevalence-standardised score error",
+    "transport": "Threshold transport",
+    "retained": "Retained targets and training seeds",
+}
+
+#: paper 000, Table 21: claim component -> question to state explicitly
+TABLE21: tuple[tuple[str, str], ...] = (
+    ("Implementation", "Which weights, processor, score map and text define the classifier?"),
+    ("Population and endpoint", "Which setting and reference labels support the result?"),
+    ("Negative spectrum", "Are controls healthy, broadly abnormal or a named competing disease?"),
+    ("Score interpretation", "Which prevalence and reliability measure support the claim?"),
+    ("Operating rule", "Does an unchanged source threshold retain sensitivity and acceptable "
+                       "specificity?"),
+    ("Uncertainty and provenance", "What is resampled, what remains fixed, and what exposure is "
+                                   "known?"),
+)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _s(v: Any) -> str:
+    """Text of a label-like value ('' when missing); numbers in their declared form."""
+    if fmt.is_missing(v):
+        return ""
+    if isinstance(v, str):
+        return v
+    return fmt.fmt_grid(v)
+
+
+def _tables(outcome: Any) -> dict[str, dict[str, pd.DataFrame]]:
+    return {name: dict(res.tables) for name, res in outcome.results.items()}
+
+
+def _table(outcome: Any, block: str, name: str) -> pd.DataFrame:
+    res = outcome.results.get(block)
+    if res is None or name not in res.tables:
+        return pd.DataFrame()
+    return res.tables[name]
+
+
+def _unique(values: Iterable[Any]) -> list[str]:
+    return list(dict.fromkeys(_s(v) for v in values if _s(v)))
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def _qualifications(text: Any) -> list[dict[str, str]]:
+    """Split a qualification string into parts, each tagged with its kind and mark."""
+    out = []
+    for part in (p.strip() for p in _s(text).split(";")):
+        if not part:
+            continue
+        kind, mark = "other", ""
+        for k, (m, _legend, key) in QUALIFICATIONS.items():
+            if key in part:
+                kind, mark = k, m
+                break
+        out.append({"kind": kind, "mark": mark, "text": part})
+    return out
+
+
+def _png_size(png: bytes) -> tuple[int, int] | None:
+    if len(png) >= 24 and png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR":
+        return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    return None
+
+
+# --------------------------------------------------------------------------- matrix
+
+def _entry(r: dict[str, Any]) -> dict[str, Any]:
+    verdict = _s(r.get("verdict")) or "not assessed"
+    cls = VERDICTS.get(verdict, ("v-na", ""))[0]
+    change = _s(r.get("change"))
+    est = "" if fmt.as_float(r.get("estimate")) is None else fmt.fmt_ci(
+        r.get("estimate"), r.get("ci_low"), r.get("ci_high"))
+    crit = _s(r.get("criterion"))
+    if _s(r.get("kind")) == "ranking":
+        what = f"{crit} difference ({_s(r.get('model')).replace(' vs ', ' - ')})"
+    else:
+        what = crit
+    quals = _qualifications(r.get("qualification"))
+    marks = "".join(dict.fromkeys(q["mark"] for q in quals if q["mark"]))
+    label = CHANGES.get(change, (change, ""))[0]
+    head = f"{label}: {_s(r.get('changed_to'))}" if _s(r.get("changed_to")) else label
+    lines = [f"{head} → {verdict}"]
+    if est:
+        lines.append(f"{what}: {est}")
+    lines += [f"• {q['text']}" for q in quals]
+    if _s(r.get("source_table")):
+        lines.append(f"from {_s(r.get('source_table'))}")
+    return {"change": change, "changed_to": _s(r.get("changed_to")), "verdict": verdict,
+            "cls": cls, "estimate": est, "what": what, "quals": quals, "marks": marks,
+            "title": "\n".join(lines), "source": _s(r.get("source_table")),
+            "cohort": _s(r.get("cohort")), "prompt": _s(r.get("prompt")),
+            "negatives": _s(r.get("negatives")), "prevalence": _s(r.get("prevalence"))}
+
+
+def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
+    if claims is None or claims.empty:
+        return {"columns": [], "rows": [], "n_claims": 0, "summary": []}
+    present = _unique(claims["change"])
+    order = [c for c in CHANGES if c in present] + [c for c in present if c not in CHANGES]
+    columns = [{"key": c, "label": CHANGES.get(c, (c, ""))[0], "help": CHANGES.get(c, ("", c))[1]}
+               for c in order]
+    records = claims.to_dict("records")
+    rows = []
+    for cid in _unique(claims["claim_id"]):
+        recs = [r for r in records if _s(r.get("claim_id")) == cid]
+        at_e = next((r for r in recs if _s(r.get("change")) == "at E"), recs[0])
+        entries = [_entry(r) for r in recs]
+        thr = fmt.as_float(at_e.get("threshold"))
+        e = [("model", _s(at_e.get("model"))), ("prompt", _s(at_e.get("prompt"))),
+             ("cohort", _s(at_e.get("cohort"))), ("negatives", _s(at_e.get("negatives"))),
+             ("prevalence", _s(at_e.get("prevalence"))),
+             ("threshold", "none" if thr is None else fmt.fmt_estimate(thr)),
+             ("criterion", _s(at_e.get("criterion")))]
+        verdict_e = next((x["verdict"] for x in entries if x["change"] == "at E"), "not assessed")
+        others = [x["verdict"] for x in entries if x["change"] != "at E"]
+        if verdict_e != "holds":
+            status = "not-at-e"
+        elif any(v in _NOT_SURVIVING for v in others):
+            status = "changes"
+        else:
+            status = "survives"
+        rows.append({"id": cid, "claim": _s(at_e.get("claim")), "kind": _s(at_e.get("kind")),
+                     "e": e, "status": status, "verdict_e": verdict_e,
+                     "cells": [[x for x in entries if x["change"] == c] for c in order],
+                     "entries": entries,
+                     "marks": "".join(dict.fromkeys(m for x in entries for m in x["marks"]))})
+    status = Counter(r["status"] for r in rows)
+    at_e = Counter(r["verdict_e"] for r in rows)
+    summary = [f"{_plural(len(rows), 'claim')}: at E "
+               + ", ".join(f"{n} {v}" for v, n in sorted(at_e.items(), key=lambda kv: (-kv[1], kv[0]))),
+               f"{status['survives']} of the {at_e['holds']} that hold at E keep a verdict that is "
+               "not reversed, unresolved, failed or undefined under every change assessed; "
+               f"{status['changes']} do not."]
+    kinds = Counter(r["kind"] for r in rows)
+    return {"columns": columns, "rows": rows, "n_claims": len(rows), "summary": summary,
+            "status": dict(status), "kinds": sorted(kinds.items())}
+
+
+# --------------------------------------------------------------------------- tables
+
+def _table_view(block: str, name: str, df: pd.DataFrame, max_rows: int) -> dict[str, Any]:
+    cols = [str(c) for c in df.columns]
+    n = len(df)
+    constant: list[tuple[str, str]] = []
+    extra = set()
+    for c in cols:
+        if c in _PROV:
+            extra.add(c)
+        if c in _E or c in _PROV:
+            vals = {fmt.full_precision(v) for v in df[c]} if n else set()
+            if len(vals) == 1:
+                extra.add(c)
+                constant.append((c, fmt.fmt_cell(df[c].iloc[0], c)[0]))
+    shown = df.iloc[:max_rows]
+    rows = []
+    for rec in shown.itertuples(index=False, name=None):
+        row = []
+        for c, v in zip(cols, rec, strict=True):
+            text, full, is_num = fmt.fmt_cell(v, c)
+            row.append({"t": text, "v": full if is_num else None, "x": c in extra,
+                        "long": len(text) > 48, "na": text == fmt.MISSING})
+        rows.append(row)
+    columns = [{"name": c, "x": c in extra, "e": c in _E,
+                "num": any(fmt.as_float(v) is not None and not isinstance(v, bool)
+                           for v in df[c].iloc[:max_rows]) if n else False} for c in cols]
+    return {"id": f"t-{block}-{name}", "name": name, "file": f"tables/{block}__{name}.csv",
+            "n_rows": n, "n_shown": len(shown), "columns": columns, "rows": rows,
+            "constant": constant, "has_extra": bool(extra), "n_extra": len(extra)}
+
+
+# --------------------------------------------------------------------------- provenance
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, dict | list | tuple):
+        return json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return _s(v) if not isinstance(v, str) else v
+
+
+def _families(outcome: Any) -> list[dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for block, res in outcome.results.items():
+        for tname, df in res.tables.items():
+            if "family" not in df.columns or df.empty:
+                continue
+            for fam, k in Counter(_s(v) for v in df["family"] if _s(v)).items():
+                d = found.setdefault(fam, {"family": fam, "tables": [], "rows": 0, "adjusted": 0})
+                d["tables"].append(f"{block}.{tname}")
+                d["rows"] += k
+                if "pvalue_adj" in df.columns:
+                    sub = df[df["family"].map(_s) == fam]
+                    d["adjusted"] += sum(fmt.as_float(v) is not None for v in sub["pvalue_adj"])
+    return [found[k] for k in sorted(found)]
+
+
+def _provenance(outcome: Any) -> dict[str, Any]:
+    prov = outcome.provenance
+    spec = outcome.spec
+    inputs = prov.get("inputs", {}) or {}
+    files = []
+    other_inputs = []
+    for k in sorted(inputs):
+        v = inputs[k]
+        if k == "scores_wide" and isinstance(v, list):
+            files += [{"path": _text(x.get("path")), "cohort": _text(x.get("cohort")),
+                       "sha256": _text(x.get("sha256"))} for x in v]
+        else:
+            other_inputs.append((k, _text(v)))
+    if "scores" in inputs and "sha256" in inputs:
+        files.append({"path": _text(inputs["scores"]), "cohort": "all",
+                      "sha256": _text(inputs["sha256"])})
+        other_inputs = [(k, v) for k, v in other_inputs if k not in ("scores", "sha256")]
+    cohorts = []
+    counts = prov.get("cohorts", {}) or {}
+    designs = prov.get("designs", {}) or {}
+    for c in list(spec.cohorts) + sorted(set(counts) - set(spec.cohorts)):
+        d = counts.get(c, {}) or {}
+        groups = d.get("negative_groups") or {}
+        cohorts.append({"cohort": c, "role": spec.cohorts[c].role if c in spec.cohorts else "",
+                        "design": _text(designs.get(c, "")), "n": fmt.fmt_int(d.get("n")),
+                        "n_pos": fmt.fmt_int(d.get("n_pos")), "n_neg": fmt.fmt_int(d.get("n_neg")),
+                        "groups": ", ".join(f"{g} {fmt.fmt_int(n)}" for g, n in sorted(groups.items()))})
+    cards = [{"name": m.name, "checkpoint": m.checkpoint or "", "revision": m.revision or "",
+              "processor": m.processor or "", "score_rule": m.score_rule or "",
+              "learned_scale": "" if m.learned_scale is None else fmt.fmt_grid(m.learned_scale),
+              "exposure": [f"{c}: {note}" for c, note in sorted(m.exposure.items())]}
+             for m in spec.models]
+    randomness = [(k, _text(prov[k])) for k in ("seed", "seed_derivation", "n_resamples",
+                                                "n_permutations", "confidence_level", "ci_method")
+                  if k in prov]
+    known = {"spec", "inputs", "cohorts", "versions", "designs", "multiplicity", "seed",
+             "seed_derivation", "n_resamples", "n_permutations", "confidence_level", "ci_method"}
+    return {"files": files, "inputs": other_inputs, "cohorts": cohorts, "cards": cards,
+            "versions": sorted((k, _text(v)) for k, v in (prov.get("versions") or {}).items()),
+            "randomness": randomness,
+            "multiplicity": sorted((k, _text(v)) for k, v in (prov.get("multiplicity") or {}).items()),
+            "families": _families(outcome),
+            "other": [(k, _text(prov[k])) for k in sorted(prov) if k not in known],
+            "spec_json": _json(prov.get("spec", {}))}
+
+
+# --------------------------------------------------------------------------- checklist
+
+def _models(outcome: Any) -> list[str]:
+    names: set[str] = set()
+    for res in outcome.results.values():
+        for df in res.tables.values():
+            if df.empty:
+                continue
+            if "model_a" in df.columns:
+                names |= {_s(v) for v in df["model_a"]} | {_s(v) for v in df["model_b"]}
+            elif "model" in df.columns and "prompt_a" not in df.columns:
+                names |= {_s(v) for v in df["model"]}
+    names -= {"", "all"}
+    names = {n for n in names if " - " not in n} or names
+    return sorted(names | {m.name for m in outcome.spec.models})
+
+
+def _verdicts(claims: pd.DataFrame, change: str, kind: str | None = None) -> Counter:
+    if claims.empty:
+        return Counter()
+    sub = claims[claims["change"].map(_s) == change]
+    if kind is not None:
+        sub = sub[sub["kind"].map(_s) == kind]
+    return Counter(_s(v) for v in sub["verdict"])
+
+
+def _counts_text(c: Counter) -> str:
+    return ", ".join(f"{n} {v}" for v, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _qual_parts(claims: pd.DataFrame, kind: str) -> list[str]:
+    if claims.empty:
+        return []
+    return sorted({q["text"] for v in claims["qualification"] for q in _qualifications(v)
+                   if q["kind"] == kind})
+
+
+def _checklist(outcome: Any) -> list[dict[str, Any]]:
+    spec, prov, claims = outcome.spec, outcome.provenance, outcome.claims
+    blocks = set(outcome.results)
+    items: list[dict[str, Any]] = []
+
+    # Implementation
+    a = []
+    cards = {m.name: m for m in spec.models}
+    models = _models(outcome)
+    for m in models:
+        c = cards.get(m)
+        if c is None:
+            a.append(f"{m}: no model card; checkpoint, revision, processor and score rule are not "
+                     "recorded.")
+            continue
+        parts = [f"checkpoint {c.checkpoint or 'not recorded'}",
+                 f"revision {c.revision or 'not recorded'}",
+                 f"processor {c.processor or 'not recorded'}",
+                 f"score rule {c.score_rule or 'not recorded'}"]
+        if c.learned_scale is not None:
+            parts.append(f"learned scale {fmt.fmt_grid(c.learned_scale)}")
+        a.append(f"{m}: " + "; ".join(parts) + ".")
+    no_rev = [m for m in models if not (cards.get(m) and cards[m].revision)]
+    if no_rev:
+        a.append(f"No immutable revision recorded for {_and(no_rev)}.")
+    prompts = _unique(_table(outcome, "prompts", "auroc_matrix").get("prompt", [])) or \
+        list(spec.prompts.families or []) or [spec.primary_prompt]
+    a.append(f"Prompt families: {_and(prompts)} (primary: {spec.primary_prompt}). Only family "
+             "identifiers are recorded in the results; the exact positive and negative texts "
+             "must be reported beside them.")
+    a.append(f"Scores are read as {spec.score_scale}.")
+    items.append({"links": [("#block-prompts", "prompts")] if "prompts" in blocks else [],
+                  "answers": a})
+
+    # Population and endpoint
+    a = []
+    inputs = prov.get("inputs", {}) or {}
+    if inputs.get("simulated"):
+        a.append(f"Simulated data from {_text(inputs.get('generator'))} (seed "
+                 f"{_text(inputs.get('generator_seed'))}, scale {_text(inputs.get('scale'))}); no "
+                 "real population or reference standard is involved.")
+    else:
+        for f in _provenance_files(inputs):
+            a.append(f"Scores read from {f}.")
+    counts = prov.get("cohorts", {}) or {}
+    for c, cs in spec.cohorts.items():
+        d = counts.get(c, {}) or {}
+        a.append(f"{c} ({cs.role}): {fmt.fmt_int(d.get('n'))} images, {fmt.fmt_int(d.get('n_pos'))} "
+                 f"positive, {fmt.fmt_int(d.get('n_neg'))} negative; bootstrap design {cs.design}.")
+    a.append("Reference labels are the `label` column of the score table; the spec does not "
+             "describe the reference standard behind them.")
+    vc = _verdicts(claims, "C", "ranking")
+    if vc:
+        a.append(f"Ranking claims with the cohort changed (C): {_counts_text(vc)}.")
+    items.append({"links": [("#provenance-cohorts", "cohorts")], "answers": a})
+
+    # Negative spectrum
+    a = []
+    for c in spec.cohorts:
+        groups = (counts.get(c, {}) or {}).get("negative_groups") or {}
+        if groups:
+            a.append(f"{c} controls: " + ", ".join(f"{g} ({fmt.fmt_int(n)})"
+                                                     for g, n in sorted(groups.items())) + ".")
+    for s in spec.spectrum:
+        ref = f", reference {s.reference}" if s.reference else ""
+        a.append(f"Spectrum analysis on {s.cohort}: groups {_and(s.groups)}{ref}; test {s.test}.")
+    con = _table(outcome, "spectrum", "contrasts")
+    if not con.empty:
+        excl = sum(1 for lo, hi in zip(con["ci_low"], con["ci_high"], strict=True)
+                   if fmt.as_float(lo) is not None and fmt.as_float(hi) is not None
+                   and (fmt.as_float(lo) > 0 or fmt.as_float(hi) < 0))
+        a.append(f"Group contrasts of AUROC: {excl} of {len(con)} intervals exclude 0.")
+        if "significant" in con.columns:
+            tested = [v for v in con["significant"] if not fmt.is_missing(v)]
+            if tested:
+                a.append(f"Permutation tests significant after adjustment: "
+                         f"{sum(bool(v) for v in tested)} of {len(tested)}.")
+    vc = _verdicts(claims, "N", "ranking")
+    if vc:
+        a.append(f"Ranking claims with the negative class changed (N): {_counts_text(vc)}.")
+    small = _qual_parts(claims, "small")
+    if small:
+        a.append("Small strata flagged: " + "; ".join(small) + ".")
+    if not a:
+        a.append("No negative groups are named in the score table; controls are not described.")
+    items.append({"links": [("#block-spectrum", "spectrum")] if "spectrum" in blocks else [],
+                  "answers": a})
+
+    # Score interpretation
+    a = []
+    for p in spec.prevalence:
+        a.append(f"{_and(p.cohorts)}: prevalence grid π ∈ {{"
+                 + ", ".join(fmt.fmt_grid(x) for x in p.grid)
+                 + f"}}, primary {fmt.fmt_grid(p.primary)}; other results at the observed prevalence.")
+    if not spec.prevalence:
+        a.append("Every result is at the observed prevalence of its cohort (no grid declared).")
+    crits = _unique(c for block in ("discrimination", "prevalence")
+                    for c in _table(outcome, block, "metrics").get("criterion", []))
+    if crits:
+        a.append("Criteria reported: " + ", ".join(crits) + ".")
+    rev = _table(outcome, "prevalence", "reversals")
+    if not rev.empty and "reversed" in rev.columns:
+        k = sum(bool(v) for v in rev["reversed"] if not fmt.is_missing(v))
+        a.append(f"Model pairs whose score-error order reverses across the grid: {k} of {len(rev)}.")
+    vc = _verdicts(claims, "r, π", "ranking")
+    if vc:
+        a.append(f"Ranking claims judged by score error at each π (r + π): {_counts_text(vc)}.")
+    items.append({"links": [("#block-prevalence", "prevalence")] if "prevalence" in blocks else [],
+                  "answers": a})
+
+    # Operating rule
+    a = []
+    for t in spec.transport:
+        fixed = f"; fixed-threshold design for {_and(t.fixed_targets)}" if t.fixed_targets else ""
+        a.append(f"Thresholds chosen on {t.source} for {_and(t.rules)} ≥ {fmt.fmt_grid(t.target_value)}, "
+                 f"carried unchanged to {_and(t.targets)} (design {t.design}{fixed}).")
+    rc = _table(outcome, "transport", "retention_counts")
+    for r in rc.to_dict("records"):
+        a.append(f"{_s(r.get('rule'))} rule from {_s(r.get('source'))}: {fmt.fmt_int(r.get('n_retained'))} "
+                 f"of {fmt.fmt_int(r.get('n_total'))} target constraints retained by point estimate.")
+    useless = [] if claims.empty else [
+        r for r in claims.to_dict("records")
+        if any(q["kind"] == "useless" for q in _qualifications(r.get("qualification")))]
+    if useless:
+        a.append(f"{_plural(len(useless), 'matrix cell')} flagged as a useless operating point "
+                 "(the other rate near zero): "
+                 + "; ".join(f"{_s(r['claim_id'])} {_s(r['changed_to'])}" for r in useless[:8])
+                 + (" …" if len(useless) > 8 else "") + ".")
+    if not spec.transport:
+        a.append("No threshold transport was declared; no operating-rule claim is made.")
+    items.append({"links": [("#block-transport", "transport")] if "transport" in blocks else [],
+                  "answers": a})
+
+    # Uncertainty and provenance
+    a = [f"Percentile intervals at level {fmt.fmt_grid(prov.get('confidence_level'))} from B = "
+         f"{_text(prov.get('n_resamples'))} resamples ({_text(prov.get('ci_method'))}); "
+         f"{_text(prov.get('n_permutations'))} permutations; run seed {_text(prov.get('seed'))}, "
+         f"{_text(prov.get('seed_derivation'))}."]
+    designs = prov.get("designs", {}) or {}
+    if designs:
+        a.append("Resampled within each cohort by design: " + ", ".join(
+            f"{c} {_text(d)}" for c, d in designs.items()) + "; model scores, prompts and "
+            "source thresholds (fixed designs) are held fixed.")
+    for k, v in sorted((prov.get("multiplicity") or {}).items()):
+        a.append(f"Multiplicity ({k}): {_text(v)}.")
+    n_deg = 0
+    for res in outcome.results.values():
+        for df in res.tables.values():
+            if "n_degenerate" in df.columns:
+                n_deg += sum(1 for v in df["n_degenerate"] if (fmt.as_float(v) or 0) > 0)
+    a.append(f"{_plural(n_deg, 'result row')} had degenerate bootstrap replicates (counted in "
+             "n_degenerate, interval from the rest).")
+    exp = [f"{m.name} on {c}: {note}" for m in spec.models for c, note in sorted(m.exposure.items())]
+    if exp:
+        a.append("Documented exposure: " + "; ".join(exp) + ".")
+        n_exp = 0 if claims.empty else sum(
+            any(q["kind"] == "exposure" for q in _qualifications(v)) for v in claims["qualification"])
+        a.append(f"{_plural(n_exp, 'matrix cell')} carry an exposure qualification.")
+    else:
+        a.append("No exposure is documented in the model cards; undocumented is not the same as "
+                 "independent.")
+    seeds = _table(outcome, "retained", "seeds")
+    if not seeds.empty:
+        a.append(f"Training-seed variability reported for {_plural(len(_unique(seeds.get('model', []))), 'model')}.")
+    items.append({"links": [("#provenance", "provenance")], "answers": a})
+
+    return [{"component": comp, "question": q, **it} for (comp, q), it in zip(TABLE21, items,
+                                                                               strict=True)]
+
+
+def _provenance_files(inputs: dict[str, Any]) -> list[str]:
+    out = []
+    for x in inputs.get("scores_wide") or []:
+        out.append(f"{_text(x.get('path'))} ({_text(x.get('cohort'))}; sha256 "
+                   f"{_text(x.get('sha256'))[:12]}…)")
+    if inputs.get("scores"):
+        out.append(f"{_text(inputs['scores'])} (sha256 {_text(inputs.get('sha256'))[:12]}…)")
+    return out
+
+
+# --------------------------------------------------------------------------- figures
+
+def render_figures(outcome: Any) -> list[RenderedFigure]:
+    """The audit's figures from :func:`medaudit.report.figures.render_all` ([] until it exists)."""
+    try:
+        from medaudit.report import figures as _figures
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("medaudit.report.figures", "matplotlib"):
+            raise
+        log.info("no figures: %s", exc)
+        return []
+    return list(_figures.render_all(_tables(outcome)))
+
+
+def _figure_view(f: RenderedFigure) -> dict[str, Any]:
+    size = _png_size(f.png)
+    return {"id": f"fig-{f.name}", "name": f.name, "title": f.title, "caption": f.caption,
+            "src": "data:image/png;base64," + base64.b64encode(f.png).decode("ascii"),
+            "width": size[0] if size else None, "height": size[1] if size else None}
+
+
+# --------------------------------------------------------------------------- the report
+
+@functools.lru_cache(maxsize=1)
+def _jinja_env() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader("medaudit.report", "templates"),
+                              autoescape=True, undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def _safe_id(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", name)
+
+
+class Report:
+    """The HTML report of one audit outcome.
+
+    Parameters
+    ----------
+    outcome : AuditOutcome
+        What :func:`medaudit.audit.run.audit` returned, or :func:`~medaudit.audit.run.load_outcome`
+        rebuilt from ``results.json``.
+    figures : list of RenderedFigure, optional
+        Figures to embed; by default :func:`render_figures` draws them from the block tables.
+    max_rows : int, default=MAX_ROWS
+        Rows of one table shown in the page (all rows stay in ``tables/`` and ``results.json``).
+    """
+
+    def __init__(self, outcome: Any, *, figures: Sequence[RenderedFigure] | None = None,
+                 max_rows: int = MAX_ROWS):
+        self.outcome = outcome
+        self._figures = None if figures is None else list(figures)
+        self.max_rows = int(max_rows)
+        self._html: str | None = None
+
+    @property
+    def figures(self) -> list[RenderedFigure]:
+        if self._figures is None:
+            self._figures = render_figures(self.outcome)
+        return self._figures
+
+    def context(self) -> dict[str, Any]:
+        """Everything the template shows (plain data; the template escapes every string)."""
+        o = self.outcome
+        prov = o.provenance
+        figs: dict[str, list[dict[str, Any]]] = {}
+        for f in self.figures:
+            figs.setdefault(f.block, []).append(_figure_view(f))
+        blocks = []
+        for name, res in o.results.items():
+            blocks.append({"name": name, "id": f"block-{_safe_id(name)}",
+                           "title": BLOCK_TITLES.get(name, name.replace("_", " ")),
+                           "notes": list(res.notes), "figures": figs.pop(name, []),
+                           "tables": [_table_view(name, t, df, self.max_rows)
+                                      for t, df in res.tables.items()]})
+        orphans = [f for name in sorted(figs) for f in figs[name]]
+        inputs = prov.get("inputs", {}) or {}
+        matrix = _matrix(o.claims)
+        return {
+            "name": o.spec.name, "simulated": bool(inputs.get("simulated")),
+            "generator": _text(inputs.get("generator", "")),
+            "generator_seed": _text(inputs.get("generator_seed", "")),
+            "medaudit_version": _text((prov.get("versions") or {}).get("medaudit", "")),
+            "seed": _text(prov.get("seed", "")), "n_resamples": _text(prov.get("n_resamples", "")),
+            "level": fmt.fmt_pct(prov.get("confidence_level"), 0),
+            "matrix": matrix, "verdicts": [(v, c, d) for v, (c, d) in VERDICTS.items()],
+            "qual_legend": [(m, d) for m, d, _k in QUALIFICATIONS.values()],
+            "blocks": blocks, "orphan_figures": orphans,
+            "provenance": _provenance(o), "checklist": _checklist(o), "max_rows": self.max_rows,
+        }
+
+    def render(self) -> str:
+        """The whole page as one string (deterministic for a given outcome and figures)."""
+        if self._html is None:
+            self._html = _jinja_env().get_template("report.html.j2").render(**self.context())
+        return self._html
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the page to ``path`` atomically (a temporary sibling renamed into place)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = self.render().encode("utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    def _repr_html_(self) -> str:
+        """For notebooks: the page in an isolated iframe (its CSS and script stay inside)."""
+        return ('<iframe style="width:100%;height:720px;border:1px solid #ccc" '
+                f'srcdoc="{_html.escape(self.render(), quote=True)}"></iframe>')
+
+
+def write_report(outcome: Any, directory: str | os.PathLike[str]) -> Path:
+    """Write ``report.html`` and ``figures/<name>.png|svg`` into ``directory``.
+
+    Each file is replaced atomically; the figures folder is swapped in whole.
+    """
+    from medaudit.io.output import atomic_directory
+
+    directory = Path(directory)
+    figures = render_figures(outcome)
+    if figures:
+        with atomic_directory(directory / "figures", overwrite=True) as tmp:
+            for f in figures:
+                if _safe_id(f.name) != f.name:
+                    raise ValueError(f"figure name {f.name!r} is not a plain file stem")
+                (tmp / f"{f.name}.png").write_bytes(f.png)
+                (tmp / f"{f.name}.svg").write_text(f.svg, encoding="utf-8")
+    return Report(outcome, figures=figures).save(directory / "report.html")
+
+
+def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
+    """Re-render the report of a finished audit from its ``results.json`` (no recomputation).
+
+    Without ``out``: ``report.html`` and ``figures/`` are rewritten inside ``directory``.
+    With ``out``: only the self-contained page is written, to ``out``.
+    """
+    from medaudit.audit.run import load_outcome
+
+    outcome = load_outcome(directory)
+    if out is None:
+        return write_report(outcome, directory)
+    return Report(outcome).save(out)
