@@ -25,21 +25,23 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["plot_discrimination", "plot_prompt_heatmap", "plot_spectrum", "plot_reliability",
-           "plot_prevalence", "plot_transport", "plot_seeds", "plot_retained_delta",
-           "plot_risk_coverage", "style", "DPI"]
+           "plot_prevalence", "plot_transport", "plot_risk_coverage", "style", "DPI"]
 
 DPI = 110
 #: Okabe-Ito colours, yellow last (weak on white)
 PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h")
 GREY = "#7f7f7f"
+_EST = ("estimate", "ci_low", "ci_high")
 EXPOSURE_LABEL = "hollow marker: exposure qualification"
+_LABELS = {"roc_auc": "AUROC", "average_precision": "AUPRC", "brier_score": "Brier score",
+           "ece[n_bins=15]": "ECE15", "aurc": "AURC", "log_loss": "log loss"}
 _RC = {
     "font.size": 8.5, "axes.titlesize": 8.5, "axes.labelsize": 8.5, "xtick.labelsize": 7.5,
     "ytick.labelsize": 7.5, "legend.fontsize": 7.5, "figure.titlesize": 10,
     "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.25,
     "grid.linewidth": 0.6, "svg.hashsalt": "medaudit-figures", "svg.fonttype": "none",
-    "figure.dpi": DPI, "savefig.dpi": DPI, "hatch.linewidth": 0.6, "image.cmap": "viridis",
+    "figure.dpi": DPI, "savefig.dpi": DPI, "hatch.linewidth": 0.6,
 }
 
 
@@ -64,6 +66,11 @@ def _styled(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # ----------------------------------------------------------------------------- small helpers
+def criterion_label(criterion: str) -> str:
+    """A reader's name for a metric id (the id itself when unknown)."""
+    return _LABELS.get(str(criterion), str(criterion))
+
+
 def lit(s: Any) -> str:
     """A user string as literal matplotlib text (``$`` would otherwise start mathtext)."""
     return str(s).replace("$", r"\$")
@@ -76,18 +83,18 @@ def _f(x: Any) -> float:
         return math.nan
 
 
+def _num(s: Any, spec: str = "g") -> str:
+    """``s`` formatted as a number when it is one (``"800.0"`` -> ``"800"``), else as given."""
+    return format(_f(s), spec) if _finite(s) else str(s)
+
+
 def _finite(*xs: Any) -> bool:
     return all(math.isfinite(_f(x)) for x in xs)
 
 
 def _flag(x: Any) -> bool:
-    """True for True / 1 / "true" (tables read back from JSON or CSV), else False."""
-    if isinstance(x, str):
-        return x.strip().lower() == "true"
-    try:
-        return bool(x) and not (isinstance(x, float) and math.isnan(x))
-    except (TypeError, ValueError):
-        return False
+    """True for True / 1 / "true" (also as read back from JSON or CSV); False for NA."""
+    return str(x).strip().lower() in ("true", "1", "1.0")
 
 
 def _exposed(row: Any) -> bool:
@@ -96,9 +103,7 @@ def _exposed(row: Any) -> bool:
 
 def _uniq(values: Any) -> list:
     """Distinct values in order of first appearance, NaN/None dropped."""
-    out = [v for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float)
-                                                                      and math.isnan(v))]
-    return out
+    return [v for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float) and v != v)]
 
 
 def _one(df: pd.DataFrame, col: str) -> str:
@@ -106,23 +111,19 @@ def _one(df: pd.DataFrame, col: str) -> str:
     return ", ".join(str(v) for v in vals)
 
 
-def _need(table: pd.DataFrame | None, cols: Sequence[str], what: str) -> pd.DataFrame:
+def _rows(table: pd.DataFrame | None, cols: Sequence[str], what: str, **eq: Any) -> pd.DataFrame:
+    """The table's rows with ``column == value`` for every ``eq`` value given (not None)."""
     if table is None or table.empty:
         raise ValueError(f"{what}: the table is empty; nothing to draw.")
-    missing = [c for c in cols if c not in table.columns]
-    if missing:
+    if missing := [c for c in cols if c not in table.columns]:
         raise ValueError(f"{what}: the table lacks column(s) {missing}; pass the block table "
                          f"itself (columns present: {list(table.columns)}).")
+    sel = {k: v for k, v in eq.items() if v is not None}
+    for col, val in sel.items():
+        table = table[table[col].astype(str) == str(val)] if col in table.columns else table
+    if table.empty:
+        raise ValueError(f"{what}: no rows for {', '.join(f'{k}={v!r}' for k, v in sel.items())}.")
     return table
-
-
-def _select(df: pd.DataFrame, what: str, **eq: Any) -> pd.DataFrame:
-    for col, val in eq.items():
-        if val is not None and col in df.columns:
-            df = df[df[col].astype(str) == str(val)]
-    if df.empty:
-        raise ValueError(f"{what}: no rows for {', '.join(f'{k}={v!r}' for k, v in eq.items() if v is not None)}.")
-    return df
 
 
 def model_styles(models: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -135,13 +136,6 @@ def model_styles(models: Sequence[str]) -> dict[str, tuple[str, str]]:
 def _dash(m: str, models: Sequence[str]) -> Any:
     """A line style per model (with colour, so that lines differ without colour too)."""
     return ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))[sorted(models).index(m) % 5]
-
-
-def _line_handles(styles: dict[str, tuple[str, str]], models: Sequence[str]) -> tuple[list, list[str]]:
-    from matplotlib.lines import Line2D
-
-    return ([Line2D([], [], color=styles[m][0], ls=_dash(m, models), lw=1.3) for m in models],
-            [lit(m) for m in models])
 
 
 def _offsets(n: int, width: float = 0.72) -> list[float]:
@@ -176,11 +170,11 @@ class _Points:
 
 
 def _model_handles(styles: dict[str, tuple[str, str]], models: Sequence[str], *, line: bool = False,
-                   exposure: bool = False) -> tuple[list, list[str]]:
+                   exposure: bool = False, dashed: bool = False) -> tuple[list, list[str]]:
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=styles[m][0], marker=styles[m][1], markersize=5,
-                      linestyle="-" if line else "none") for m in models]
+    handles = [Line2D([], [], color=styles[m][0], marker="none" if dashed else styles[m][1], markersize=5,
+                      linestyle=_dash(m, models) if dashed else "-" if line else "none") for m in models]
     labels = [lit(m) for m in models]
     if exposure:
         handles.append(Line2D([], [], color=GREY, marker="o", markerfacecolor="white", linestyle="none"))
@@ -208,11 +202,15 @@ def _panels(df: pd.DataFrame, keys: Sequence[str], ax: Any, draw: Callable[..., 
     if n > 1 and ax is not None:
         raise ValueError(f"{what}: the table spans {n} panels ({', '.join(keys)}); select one "
                          f"(e.g. {keys[-1]}=...) to draw into a given ax, or pass ax=None.")
-    if ax is not None:
+    if n == 1:  # one panel: the legend goes beside it (and the figure title above, if ours)
+        if own := ax is None:
+            ax = _new_figure(size[0] + legend_w + 0.4, size[1] + 0.6).add_subplot()
         handles, labels = draw(ax, groups[0][0], groups[0][1])
         if handles:
             ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                       borderaxespad=0.0, frameon=False)
+        if own:
+            ax.figure.suptitle(lit(title))
         return ax
     nc = min(ncols, n)
     nr = math.ceil(n / nc)
@@ -263,8 +261,7 @@ def plot_discrimination(table: pd.DataFrame, *, ax: Any = None, criterion: str =
     pretraining exposure.  The x tick labels give each cohort's resampling ``design``.
     """
     what = "plot_discrimination"
-    df = _need(table, ["model", "cohort", "criterion", "estimate", "ci_low", "ci_high"], what)
-    df = _select(df, what, criterion=criterion, prompt=prompt)
+    df = _rows(table, ["model", "cohort", "criterion", *_EST], what, criterion=criterion, prompt=prompt)
     cohorts, models = _uniq(df["cohort"]), sorted(_uniq(df["model"]))
     styles, offs = model_styles(models), _offsets(len(models))
     label = criterion_label(criterion)
@@ -282,8 +279,8 @@ def plot_discrimination(table: pd.DataFrame, *, ax: Any = None, criterion: str =
     if criterion == "roc_auc":
         ax.axhline(0.5, color=GREY, lw=0.8, ls=":", zorder=1)
         _ylim_from(ax, df, 0.45, 1.0)
-    ax.set_ylabel(f"{label} with interval")
-    ax.set_xlabel("cohort" + ("" if len(set(designs)) > 1 else f" (design {lit(designs[0])})"))
+    ax.set(ylabel=f"{label} with interval",
+           xlabel="cohort" + ("" if len(set(designs)) > 1 else f" (design {lit(designs[0])})"))
     ax.set_title(lit(f"{label} ({criterion}) by cohort and model, prompt {_one(df, 'prompt')}"))
     handles, labels = _model_handles(styles, models, exposure=exposure)
     ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
@@ -302,11 +299,11 @@ def plot_prompt_heatmap(table: pd.DataFrame, *, ax: Any = None,
     family, ``family == "descriptive"``).  Diverging colour map centred at 0.
     """
     from matplotlib.colors import Normalize
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
 
     what = "plot_prompt_heatmap"
-    df = _need(table, ["model", "cohort", "prompt_a", "prompt_b", "estimate"], what)
-    df = _select(df, what, criterion=criterion)
+    df = _rows(table, ["model", "cohort", "prompt_a", "prompt_b", "estimate"], what, criterion=criterion)
     cohorts, models, cols = _uniq(df["cohort"]), sorted(_uniq(df["model"])), _uniq(df["prompt_a"])
     rows = [(c, m) for c in cohorts for m in models
             if ((df["cohort"] == c) & (df["model"] == m)).any()]
@@ -338,24 +335,21 @@ def plot_prompt_heatmap(table: pd.DataFrame, *, ax: Any = None,
     for k in range(1, len(rows)):
         if rows[k][0] != rows[k - 1][0]:
             ax.axhline(k, color="black", lw=1.2)
-    ax.set_xlim(0, len(cols))
-    ax.set_ylim(len(rows), 0)
-    ax.set_xticks(np.arange(len(cols)) + 0.5)
+    ax.set(xlim=(0, len(cols)), ylim=(len(rows), 0), xticks=np.arange(len(cols)) + 0.5,
+           yticks=np.arange(len(rows)) + 0.5, xlabel="alternative prompt family", ylabel="cohort · model")
     ax.set_xticklabels([lit(c) for c in cols])
-    ax.set_yticks(np.arange(len(rows)) + 0.5)
     ax.set_yticklabels([lit(f"{c} · {m}") for c, m in rows])
     ax.tick_params(length=0)
     ax.grid(False)
     for s in ax.spines.values():
         s.set_visible(False)
     primary = _one(df, "prompt_b")
-    ax.set_xlabel("alternative prompt family")
-    ax.set_ylabel("cohort · model")
     ax.set_title(lit(f"Δ{criterion_label(criterion.removesuffix('_difference'))} vs primary prompt "
                      f"{primary} (design {_one(df, 'design')})"))
     cb = ax.figure.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
     cb.set_label(lit(f"{criterion}: alternative − {primary}"))
-    handles = [Patch(facecolor="white", edgecolor="black", label="* significant after BH")]
+    handles: list = [Line2D([], [], linestyle="none", marker="$*$", color="black", markersize=6,
+                            label="significant after BH")]
     if descriptive:
         handles.append(Patch(facecolor="white", edgecolor="#9a9a9a", hatch="////",
                              label="hatched: descriptive (not tested)"))
@@ -374,8 +368,8 @@ def plot_spectrum(table: pd.DataFrame, *, ax: Any = None, criterion: str = "roc_
     positives); intervals per point; the x labels give each group's ``n_neg``.
     """
     what = "plot_spectrum"
-    df = _need(table, ["model", "cohort", "group", "criterion", "estimate", "ci_low", "ci_high"], what)
-    df = _select(df, what, criterion=criterion, entry=entry, cohort=cohort)
+    df = _rows(table, ["model", "cohort", "group", "criterion", *_EST], what, criterion=criterion,
+               entry=entry, cohort=cohort)
     models = sorted(_uniq(df["model"]))
     styles, offs = model_styles(models), _offsets(len(models), 0.4)
     keys = [k for k in ("entry", "cohort") if k in df.columns]
@@ -395,24 +389,16 @@ def plot_spectrum(table: pd.DataFrame, *, ax: Any = None, criterion: str = "roc_
                             hollow="exposure" in str(r.get("qualification", "")).lower())
         pts.draw(a)
         nneg = [_one(g[g["group"] == grp], "n_neg") if "n_neg" in g else "" for grp in groups]
-        _group_axis(a, groups, [f"n_neg={_fmt_n(n)}" for n in nneg] if any(nneg) else None)
+        _group_axis(a, groups, [f"n_neg={_num(n)}" for n in nneg] if any(nneg) else None)
         if criterion == "roc_auc":
             a.axhline(0.5, color=GREY, lw=0.8, ls=":", zorder=1)
-        a.set_ylim(-0.03, 1.03)
-        a.set_xlabel("negative (control) group")
-        a.set_ylabel(f"{criterion_label(criterion)} (positives vs group)")
+        a.set(ylim=(-0.03, 1.03), xlabel="negative (control) group",
+              ylabel=f"{criterion_label(criterion)} (positives vs group)")
         a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')} · design {_one(g, 'design')}"))
         return _model_handles(styles, models, line=True, exposure=exposure)
 
     return _panels(df, keys, ax, draw, title=f"{criterion_label(criterion)} by negative group "
                    "(shared positives)", ncols=2, size=(4.2, 3.2), what=what)
-
-
-def _fmt_n(s: str) -> str:
-    try:
-        return f"{float(s):.0f}"
-    except ValueError:
-        return s
 
 
 # ----------------------------------------------------------------------------- Fig. 4
@@ -429,8 +415,7 @@ def plot_reliability(table: pd.DataFrame, *, ax: Any = None, cohort: str | None 
     from matplotlib.lines import Line2D
 
     what = "plot_reliability"
-    df = _need(table, ["model", "cohort", "mean_score", "fraction_positive", "count"], what)
-    df = _select(df, what, cohort=cohort)
+    df = _rows(table, ["model", "cohort", "mean_score", "fraction_positive", "count"], what, cohort=cohort)
     models = sorted(_uniq(df["model"]))
     styles = model_styles(models)
 
@@ -447,11 +432,8 @@ def plot_reliability(table: pd.DataFrame, *, ax: Any = None, cohort: str | None 
             a.plot(x, y, color=styles[m][0], lw=0.9, alpha=0.7, zorder=2, label="_nolegend_")
             a.scatter(x, y, s=n * (max_marker_area / nmax), color=styles[m][0], marker=styles[m][1],
                       alpha=0.7, edgecolors=styles[m][0], linewidths=0.6, zorder=3, label=lit(m))
-        a.set_xlim(-0.02, 1.02)
-        a.set_ylim(-0.02, 1.02)
-        a.set_aspect("equal")
-        a.set_xlabel("mean score in bin")
-        a.set_ylabel("fraction positive in bin")
+        a.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), aspect="equal", xlabel="mean score in bin",
+              ylabel="fraction positive in bin")
         a.set_title(lit(f"{_one(g, 'cohort')}, prompt {_one(g, 'prompt')}\n"
                         f"largest marker: {nmax:.0f} images"))
         h, lab = _model_handles(styles, models)
@@ -476,8 +458,8 @@ def plot_prevalence(table: pd.DataFrame, *, ax: Any = None, cohort: str | None =
     from matplotlib.patches import Patch
 
     what = "plot_prevalence"
-    df = _need(table, ["model", "cohort", "prevalence", "criterion", "estimate", "ci_low", "ci_high"], what)
-    df = _select(df, what, criterion=criterion, cohort=cohort, family=family)
+    df = _rows(table, ["model", "cohort", "prevalence", "criterion", *_EST], what, criterion=criterion,
+               cohort=cohort, family=family)
     models = sorted(_uniq(df["model"]))
     styles = model_styles(models)
     keys = [k for k in ("family", "cohort") if k in df.columns]
@@ -497,8 +479,7 @@ def plot_prevalence(table: pd.DataFrame, *, ax: Any = None, cohort: str | None =
                 a.axvline(_f(p), color=GREY, lw=0.9, ls=":", zorder=1)
         a.set_xticks(pis)
         a.set_xticklabels([f"{p:g}" for p in pis])
-        a.set_xlabel("π (weight of the positives)")
-        a.set_ylabel(f"{criterion_label(criterion)} at π")
+        a.set(xlabel="π (weight of the positives)", ylabel=f"{criterion_label(criterion)} at π")
         a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')} · design {_one(g, 'design')}"))
         h, lab = _model_handles(styles, models, line=True)
         h += [Patch(color=GREY, alpha=0.3), Line2D([], [], color=GREY, ls=":")]
@@ -522,9 +503,8 @@ def plot_transport(table: pd.DataFrame, *, ax: Any = None, source: str | None = 
     from matplotlib.lines import Line2D
 
     what = "plot_transport"
-    df = _need(table, ["model", "cohort", "criterion", "estimate", "ci_low", "ci_high", "rule",
-                       "source", "target_value"], what)
-    df = _select(df, what, source=source, rule=rule, criterion=criterion)
+    df = _rows(table, ["model", "cohort", "criterion", "estimate", "ci_low", "ci_high", "rule",
+                       "source", "target_value"], what, source=source, rule=rule, criterion=criterion)
     models = sorted(_uniq(df["model"]))
     styles, offs = model_styles(models), _offsets(len(models))
     exposure = any(_exposed(r) for r in df.itertuples())
@@ -541,9 +521,7 @@ def plot_transport(table: pd.DataFrame, *, ax: Any = None, source: str | None = 
         _group_axis(a, targets, fixed if any(fixed) else None)
         if str(crit) == str(rl) and _finite(tv):
             a.axhline(_f(tv), color="black", lw=0.9, ls="--", zorder=1)
-        a.set_ylim(-0.03, 1.05)
-        a.set_xlabel("target cohort")
-        a.set_ylabel(f"target {lit(crit)}")
+        a.set(ylim=(-0.03, 1.05), xlabel="target cohort", ylabel=f"target {lit(crit)}")
         a.set_title(lit(f"{crit} on the targets\nτ from {src}, {rl} rule ({rl} ≥ {_f(tv):g})"))
         h, lab = _model_handles(styles, models, exposure=exposure)
         return h + [Line2D([], [], color="black", lw=0.9, ls="--")], lab + ["dashed: the rule's constraint"]
@@ -553,123 +531,12 @@ def plot_transport(table: pd.DataFrame, *, ax: Any = None, source: str | None = 
                    what=what)
 
 
-# ----------------------------------------------------------------------------- Fig. 7
-@_styled
-def plot_seeds(table: pd.DataFrame, *, ax: Any = None, comparisons: pd.DataFrame | None = None,
-               criterion: str = "roc_auc") -> Any:
-    """Per-seed AUROC (small points), mean ± SD over seeds and the seed ensemble with its interval.
-
-    Reads ``retained.seeds`` (``kind`` = seed / seed_summary / ensemble).  With ``ax=None``
-    and a non-empty ``comparisons`` table (``retained.comparisons``), or seed-paired
-    difference rows, a second panel shows the retained-target difference (see
-    :func:`plot_retained_delta`).
-    """
-    from matplotlib.lines import Line2D
-
-    what = "plot_seeds"
-    df = _need(table, ["model", "cohort", "criterion", "kind", "estimate"], what)
-    diffs = df[df["criterion"] != criterion]
-    df = _select(df, what, criterion=criterion)
-    has_delta = (comparisons is not None and not comparisons.empty) or not diffs.empty
-    own = ax is None
-    if ax is None:
-        fig = _new_figure(9.2 if has_delta else 6.2, 3.8)
-        axes = fig.subplots(1, 2, width_ratios=[2, 1]) if has_delta else [fig.add_subplot()]
-        ax = axes[0]
-        if has_delta:
-            plot_retained_delta(comparisons if comparisons is not None else pd.DataFrame(),
-                                ax=axes[1], seeds=diffs)
-    elif comparisons is not None and not comparisons.empty:
-        raise ValueError(f"{what}: comparisons need a second panel; pass ax=None or call "
-                         "plot_retained_delta(comparisons, ax=...).")
-    cohorts, models = _uniq(df["cohort"]), sorted(_uniq(df["model"]))
-    styles, offs = model_styles(models), _offsets(len(models))
-    xpos = {c: i for i, c in enumerate(cohorts)}
-    pts = _Points()
-    for j, m in enumerate(models):
-        g = df[df["model"] == m]
-        _seed_marks(ax, g, [xpos[c] + offs[j] for c in g["cohort"]], styles[m][0])
-        for r in g[g["kind"] == "ensemble"].itertuples():
-            pts.add(xpos[r.cohort] + offs[j] + 0.08, r.estimate, getattr(r, "ci_low", None),
-                    getattr(r, "ci_high", None), styles[m][0], "D", hollow=_exposed(r), ms=4.5)
-    pts.draw(ax)
-    _group_axis(ax, cohorts)
-    _ylim_from(ax, df, 0.5, 1.0)
-    ax.set_xlabel("cohort")
-    ax.set_ylabel(f"{criterion_label(criterion)} at prompt {lit(_one(df, 'prompt'))}")
-    ax.set_title(lit(f"{criterion_label(criterion)} per optimisation seed and of the seed ensemble\n"
-                     f"prompt {_one(df, 'prompt')} · ensemble interval: {_one(df[df['kind'] == 'ensemble'], 'design')}"))
-    h, lab = _model_handles(styles, models)
-    h += [Line2D([], [], color=GREY, marker=".", linestyle="none"),
-          Line2D([], [], color=GREY, marker="|", markersize=11, markeredgewidth=4, alpha=0.5,
-                 linestyle="none"),
-          Line2D([], [], color=GREY, marker="D", markersize=4.5)]
-    lab += ["one seed", "mean ± SD over seeds", "ensemble with interval"]
-    if own and has_delta:
-        ax.figure.legend(h, lab, loc="outside right upper", frameon=False)
-        ax.figure.suptitle("Optimisation seeds and retained-target comparison")
-    else:
-        ax.legend(h, lab, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
-    return ax
-
-
-def _seed_marks(ax: Any, g: pd.DataFrame, x: Sequence[float], color: str) -> None:
-    """Rows of kind ``seed`` as small dots left of x, ``seed_summary`` as a bar mean ± ``sd``."""
-    x = np.asarray(x, dtype=float)
-    est = pd.to_numeric(g["estimate"], errors="coerce").to_numpy(float)
-    kind = g["kind"].astype(str).to_numpy()
-    seed = kind == "seed"
-    if seed.any():
-        ax.plot(x[seed] - 0.06, est[seed], linestyle="none", marker=".", markersize=4, color=color,
-                alpha=0.6, label="_nolegend_")
-    sd = pd.to_numeric(g["sd"], errors="coerce").to_numpy(float) if "sd" in g else np.full(len(g), np.nan)
-    summ = (kind == "seed_summary") & np.isfinite(est) & np.isfinite(sd)
-    if summ.any():
-        ax.errorbar(x[summ], est[summ], yerr=sd[summ], fmt="_", color=color, markersize=10, capsize=0,
-                    elinewidth=4, alpha=0.5, label="_nolegend_")
-
-
-@_styled
-def plot_retained_delta(table: pd.DataFrame, *, ax: Any = None, seeds: pd.DataFrame | None = None) -> Any:
-    """AUROC(b) - AUROC(a) on the retained targets per cohort (``retained.comparisons``), with the
-    bootstrap interval, and the seed-paired differences (``retained.seeds`` rows with
-    ``criterion == "roc_auc_difference"``) as small points with mean ± SD."""
-    parts = [t for t in (table, seeds) if t is not None and not t.empty]
-    if not parts:
-        raise ValueError("plot_retained_delta: the tables are empty; nothing to draw.")
-    if ax is None:
-        ax = _new_figure(3.8, 3.4).add_subplot()
-    cohorts = _uniq(pd.concat([p["cohort"] for p in parts]))
-    pairs = sorted(_uniq(pd.concat([p["model"] for p in parts])))
-    # differences get their own colours (black first), not those of the models they compare
-    styles = {p: (("#000000", "#CC79A7", "#D55E00", "#0072B2")[i % 4], "D") for i, p in enumerate(pairs)}
-    offs = _offsets(len(pairs), 0.5)
-    xpos, pts = {c: i for i, c in enumerate(cohorts)}, _Points()
-    for j, pr in enumerate(pairs):
-        if table is not None and not table.empty:
-            for r in table[table["model"] == pr].itertuples():
-                pts.add(xpos[r.cohort] + offs[j] + 0.04, r.estimate, r.ci_low, r.ci_high, styles[pr][0],
-                        "D", ms=4.5)
-        if seeds is not None and not seeds.empty:
-            g = seeds[seeds["model"] == pr]
-            _seed_marks(ax, g, [xpos[c] + offs[j] - 0.1 for c in g["cohort"]], styles[pr][0])
-    pts.draw(ax)
-    ax.axhline(0.0, color=GREY, lw=0.8, ls=":")
-    _group_axis(ax, cohorts)
-    ax.set_xlabel("cohort (retained targets)")
-    ax.set_ylabel("ΔAUROC (b − a)")
-    design = _one(table, "design") if table is not None and not table.empty else "seed-paired"
-    ax.set_title(lit(f"ΔAUROC on the retained targets\n{', '.join(pairs)} · design {design}"))
-    return ax
-
-
 # ----------------------------------------------------------------------------- Fig. 8
 @_styled
 def plot_risk_coverage(table: pd.DataFrame, *, ax: Any = None, cohort: str | None = None) -> Any:
     """Selective risk vs coverage per model (``operating_points.risk_coverage``), one panel per cohort."""
     what = "plot_risk_coverage"
-    df = _need(table, ["model", "cohort", "coverage", "estimate"], what)
-    df = _select(df, what, cohort=cohort)
+    df = _rows(table, ["model", "cohort", "coverage", "estimate"], what, cohort=cohort)
     models = sorted(_uniq(df["model"]))
     styles = model_styles(models)
 
@@ -679,31 +546,13 @@ def plot_risk_coverage(table: pd.DataFrame, *, ax: Any = None, cohort: str | Non
             a.plot(pd.to_numeric(gm["coverage"], errors="coerce").to_numpy(float),
                    pd.to_numeric(gm["estimate"], errors="coerce").to_numpy(float),
                    color=styles[m][0], lw=1.3, ls=_dash(m, models), label=lit(m))
-        a.set_xlim(0, 1.01)
+        a.set(xlim=(0, 1.01), xlabel="coverage (fraction of images accepted)",
+              ylabel="selective risk (error rate)")
         a.set_ylim(bottom=0)
-        a.set_xlabel("coverage (fraction of images accepted)")
-        a.set_ylabel("selective risk (error rate)")
         thr = _one(g, "threshold")
         a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')}"
-                        + (f" · decision s ≥ {_fmt_g(thr)}" if thr else "")))
-        return _line_handles(styles, models)
+                        + (f" · decision s ≥ {_num(thr)}" if thr else "")))
+        return _model_handles(styles, models, dashed=True)
 
     return _panels(df, ["cohort"], ax, draw, title="Risk-coverage curves (confidence max(s, 1 − s))",
                    ncols=3, size=(3.1, 2.7), what=what, sharey=False)
-
-
-def _fmt_g(s: str) -> str:
-    try:
-        return f"{float(s):g}"
-    except ValueError:
-        return s
-
-
-_LABELS = {"roc_auc": "AUROC", "average_precision": "AUPRC", "brier_score": "Brier score",
-           "ece[n_bins=15]": "ECE15", "aurc": "AURC", "log_loss": "log loss",
-           "sensitivity": "sensitivity", "specificity": "specificity"}
-
-
-def criterion_label(criterion: str) -> str:
-    """A reader's name for a metric id (the id itself when unknown)."""
-    return _LABELS.get(str(criterion), str(criterion))

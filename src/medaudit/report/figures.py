@@ -17,18 +17,18 @@ Colours are the Okabe-Ito palette (colour-blind safe); the heatmap uses the dive
 ``PuOr`` map centred at 0.  Captions contain user strings (model and cohort names)
 verbatim: HTML output must escape them (the SVG writer escapes text itself).
 
-=====================  ========================  =====================================
-figure                 block table               function
-=====================  ========================  =====================================
-fig1_discrimination    discrimination.metrics    :func:`plot_discrimination`
-fig2_prompt_contrasts  prompts.contrasts         :func:`plot_prompt_heatmap`
-fig3_spectrum          spectrum.groups           :func:`plot_spectrum`
-fig4_reliability       discrimination.reliability :func:`plot_reliability`
-fig5_prevalence        prevalence.metrics        :func:`plot_prevalence`
-fig6_transport         transport.transport       :func:`plot_transport`
-fig7_seeds             retained.seeds (+ .comparisons) :func:`plot_seeds`
-fig8_risk_coverage     operating_points.risk_coverage :func:`plot_risk_coverage`
-=====================  ========================  =====================================
+Figures, their source tables and drawing functions:
+
+* ``fig1_discrimination``: ``discrimination.metrics`` (roc_auc), :func:`plot_discrimination`
+* ``fig2_prompt_contrasts``: ``prompts.contrasts``, :func:`plot_prompt_heatmap`
+* ``fig3_spectrum``: ``spectrum.groups`` (roc_auc), :func:`plot_spectrum`
+* ``fig4_reliability``: ``discrimination.reliability``, :func:`plot_reliability`
+* ``fig5_prevalence``: ``prevalence.metrics`` (brier_score), :func:`plot_prevalence`
+* ``fig6_transport``: ``transport.transport``, :func:`plot_transport`
+* ``fig7_seeds``: ``retained.seeds`` and ``retained.comparisons``, :func:`plot_seeds`
+  (with :func:`plot_retained_delta`; both drawn in this module, the others in
+  ``_figures_blocks``)
+* ``fig8_risk_coverage``: ``operating_points.risk_coverage``, :func:`plot_risk_coverage`
 """
 
 from __future__ import annotations
@@ -39,18 +39,31 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from medaudit.report._figures_blocks import (
     DPI,
+    GREY,
+    _exposed,
+    _group_axis,
+    _model_handles,
+    _new_figure,
+    _offsets,
+    _one,
+    _Points,
+    _rows,
+    _styled,
+    _uniq,
+    _ylim_from,
     criterion_label,
+    lit,
+    model_styles,
     plot_discrimination,
     plot_prevalence,
     plot_prompt_heatmap,
     plot_reliability,
-    plot_retained_delta,
     plot_risk_coverage,
-    plot_seeds,
     plot_spectrum,
     plot_transport,
     style,
@@ -60,6 +73,118 @@ from medaudit.report._types import RenderedFigure, Tables
 __all__ = ["plot_discrimination", "plot_prompt_heatmap", "plot_spectrum", "plot_reliability",
            "plot_prevalence", "plot_transport", "plot_seeds", "plot_retained_delta",
            "plot_risk_coverage", "render_all", "render_figure", "save_figures", "FIGURES", "DPI"]
+
+
+# ----------------------------------------------------------------------------- Fig. 7 (drawing)
+# (figures 1-6 and 8 are drawn in _figures_blocks, with the helpers used here)
+@_styled
+def plot_seeds(table: pd.DataFrame, *, ax: Any = None, comparisons: pd.DataFrame | None = None,
+               criterion: str = "roc_auc") -> Any:
+    """Per-seed AUROC (small points), mean ± SD over seeds and the seed ensemble with its interval.
+
+    Reads ``retained.seeds`` (``kind`` = seed / seed_summary / ensemble).  With ``ax=None``
+    and a non-empty ``comparisons`` table (``retained.comparisons``), or seed-paired
+    difference rows, a second panel shows the retained-target difference (see
+    :func:`plot_retained_delta`).
+    """
+    from matplotlib.lines import Line2D
+
+    what = "plot_seeds"
+    diffs = _rows(table, ["model", "cohort", "criterion", "kind", "estimate"], what)
+    df = _rows(diffs, [], what, criterion=criterion)
+    diffs = diffs[diffs["criterion"] != criterion]
+    has_delta = (comparisons is not None and not comparisons.empty) or not diffs.empty
+    own = ax is None
+    if ax is None:
+        fig = _new_figure(9.2 if has_delta else 6.2, 3.8)
+        axes = fig.subplots(1, 2, width_ratios=[2, 1]) if has_delta else [fig.add_subplot()]
+        ax = axes[0]
+        if has_delta:
+            plot_retained_delta(comparisons if comparisons is not None else pd.DataFrame(),
+                                ax=axes[1], seeds=diffs)
+    elif comparisons is not None and not comparisons.empty:
+        raise ValueError(f"{what}: comparisons need a second panel; pass ax=None or call "
+                         "plot_retained_delta(comparisons, ax=...).")
+    cohorts, models = _uniq(df["cohort"]), sorted(_uniq(df["model"]))
+    styles, offs = model_styles(models), _offsets(len(models))
+    xpos = {c: i for i, c in enumerate(cohorts)}
+    pts = _Points()
+    for j, m in enumerate(models):
+        g = df[df["model"] == m]
+        _seed_marks(ax, g, [xpos[c] + offs[j] for c in g["cohort"]], styles[m][0])
+        for r in g[g["kind"] == "ensemble"].itertuples():
+            pts.add(xpos[r.cohort] + offs[j] + 0.08, r.estimate, getattr(r, "ci_low", None),
+                    getattr(r, "ci_high", None), styles[m][0], "D", hollow=_exposed(r), ms=4.5)
+    pts.draw(ax)
+    _group_axis(ax, cohorts)
+    _ylim_from(ax, df, 0.5, 1.0)
+    ax.set_xlabel("cohort")
+    ax.set_ylabel(f"{criterion_label(criterion)} at prompt {lit(_one(df, 'prompt'))}")
+    ens_design = _one(df[df["kind"] == "ensemble"], "design")
+    ax.set_title(lit(f"{criterion_label(criterion)} per optimisation seed and of the seed ensemble\n"
+                     f"prompt {_one(df, 'prompt')} · ensemble interval: {ens_design}"))
+    h, lab = _model_handles(styles, models)
+    h += [Line2D([], [], color=GREY, marker=".", linestyle="none"),
+          Line2D([], [], color=GREY, marker="|", markersize=11, markeredgewidth=4, alpha=0.5,
+                 linestyle="none"),
+          Line2D([], [], color=GREY, marker="D", markersize=4.5)]
+    lab += ["one seed", "mean ± SD over seeds", "ensemble with interval"]
+    if own and has_delta:
+        ax.figure.legend(h, lab, loc="outside right upper", frameon=False)
+        ax.figure.suptitle("Optimisation seeds and retained-target comparison")
+    else:
+        ax.legend(h, lab, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+    return ax
+
+
+def _seed_marks(ax: Any, g: pd.DataFrame, x: Sequence[float], color: str) -> None:
+    """Rows of kind ``seed`` as small dots left of x, ``seed_summary`` as a bar mean ± ``sd``."""
+    x = np.asarray(x, dtype=float)
+    est = pd.to_numeric(g["estimate"], errors="coerce").to_numpy(float)
+    kind = g["kind"].astype(str).to_numpy()
+    seed = kind == "seed"
+    if seed.any():
+        ax.plot(x[seed] - 0.06, est[seed], linestyle="none", marker=".", markersize=4, color=color,
+                alpha=0.6, label="_nolegend_")
+    sd = pd.to_numeric(g["sd"], errors="coerce").to_numpy(float) if "sd" in g else np.full(len(g), np.nan)
+    summ = (kind == "seed_summary") & np.isfinite(est) & np.isfinite(sd)
+    if summ.any():
+        ax.errorbar(x[summ], est[summ], yerr=sd[summ], fmt="_", color=color, markersize=10, capsize=0,
+                    elinewidth=4, alpha=0.5, label="_nolegend_")
+
+
+@_styled
+def plot_retained_delta(table: pd.DataFrame, *, ax: Any = None, seeds: pd.DataFrame | None = None) -> Any:
+    """AUROC(b) - AUROC(a) on the retained targets per cohort (``retained.comparisons``), with the
+    bootstrap interval, and the seed-paired differences (``retained.seeds`` rows with
+    ``criterion == "roc_auc_difference"``) as small points with mean ± SD."""
+    parts = [t for t in (table, seeds) if t is not None and not t.empty]
+    if not parts:
+        raise ValueError("plot_retained_delta: the tables are empty; nothing to draw.")
+    if ax is None:
+        ax = _new_figure(3.8, 3.4).add_subplot()
+    cohorts = _uniq(pd.concat([p["cohort"] for p in parts]))
+    pairs = sorted(_uniq(pd.concat([p["model"] for p in parts])))
+    # differences get their own colours (black first), not those of the models they compare
+    styles = {p: (("#000000", "#CC79A7", "#D55E00", "#0072B2")[i % 4], "D") for i, p in enumerate(pairs)}
+    offs = _offsets(len(pairs), 0.5)
+    xpos, pts = {c: i for i, c in enumerate(cohorts)}, _Points()
+    for j, pr in enumerate(pairs):
+        if table is not None and not table.empty:
+            for r in table[table["model"] == pr].itertuples():
+                pts.add(xpos[r.cohort] + offs[j] + 0.04, r.estimate, r.ci_low, r.ci_high, styles[pr][0],
+                        "D", ms=4.5)
+        if seeds is not None and not seeds.empty:
+            g = seeds[seeds["model"] == pr]
+            _seed_marks(ax, g, [xpos[c] + offs[j] - 0.1 for c in g["cohort"]], styles[pr][0])
+    pts.draw(ax)
+    ax.axhline(0.0, color=GREY, lw=0.8, ls=":")
+    _group_axis(ax, cohorts)
+    ax.set_xlabel("cohort (retained targets)")
+    ax.set_ylabel("ΔAUROC (b − a)")
+    design = _one(table, "design") if table is not None and not table.empty else "seed-paired"
+    ax.set_title(lit(f"ΔAUROC on the retained targets\n{', '.join(pairs)} · design {design}"))
+    return ax
 
 
 # ----------------------------------------------------------------------------- caption parts
@@ -72,7 +197,7 @@ def _table(tables: Tables, block: str, name: str) -> pd.DataFrame | None:
     return None if t.empty else t
 
 
-def _rows(t: pd.DataFrame | None, **eq: Any) -> pd.DataFrame | None:
+def _where(t: pd.DataFrame | None, **eq: Any) -> pd.DataFrame | None:
     if t is None:
         return None
     for col, val in eq.items():
@@ -82,7 +207,7 @@ def _rows(t: pd.DataFrame | None, **eq: Any) -> pd.DataFrame | None:
     return None if t.empty else t
 
 
-def _uniq(values: Any) -> list[str]:
+def _names(values: Any) -> list[str]:
     return [str(v) for v in dict.fromkeys(values)
             if v is not None and not (isinstance(v, float) and math.isnan(v))]
 
@@ -112,11 +237,11 @@ def _b(df: pd.DataFrame) -> str:
     return f"B = {', '.join(str(b) for b in bs)} resamples." if bs else ""
 
 
-def _exposed(df: pd.DataFrame) -> str:
+def _exposure_note(df: pd.DataFrame) -> str:
     if "qualification" not in df.columns:
         return ""
     q = df[df["qualification"].astype(str).str.lower().str.contains("exposure", regex=False)]
-    cells = _uniq(f"{m} on {c}" for m, c in zip(q["model"], q["cohort"], strict=True))
+    cells = _names(f"{m} on {c}" for m, c in zip(q["model"], q["cohort"], strict=True))
     return (f"Hollow markers: exposure qualification ({', '.join(cells)}); see the table's "
             "qualification column.") if cells else ""
 
@@ -130,27 +255,27 @@ Built = tuple[Any, str, str]  # (axes, title, caption)
 
 
 def _fig1(tables: Tables) -> Built | None:
-    t = _rows(_table(tables, "discrimination", "metrics"), criterion="roc_auc")
+    t = _where(_table(tables, "discrimination", "metrics"), criterion="roc_auc")
     if t is None:
         return None
     ax = plot_discrimination(t)
-    prompt = ", ".join(_uniq(t["prompt"]))
+    prompt = ", ".join(_names(t["prompt"]))
     return ax, "AUROC by cohort and model", _caption(
         f"AUROC (criterion roc_auc) of every model on every cohort at prompt {prompt}: point "
         "estimate and interval [ci_low, ci_high] from table discrimination.metrics.",
-        _designs(t), _b(t), _exposed(t), "Dotted line: AUROC 0.5.")
+        _designs(t), _b(t), _exposure_note(t), "Dotted line: AUROC 0.5.")
 
 
 def _fig2(tables: Tables) -> Built | None:
-    t = _rows(_table(tables, "prompts", "contrasts"), criterion="roc_auc_difference")
+    t = _where(_table(tables, "prompts", "contrasts"), criterion="roc_auc_difference")
     if t is None:
         return None
     ax = plot_prompt_heatmap(t)
-    fams = _uniq(f for f in t["family"] if str(f) != "descriptive") if "family" in t else []
+    fams = _names(f for f in t["family"] if str(f) != "descriptive") if "family" in t else []
     n_sig = int(t["significant"].map(lambda v: v is True or str(v).lower() == "true").sum()) \
         if "significant" in t else 0
     return ax, "ΔAUROC vs the primary prompt family", _caption(
-        f"AUROC(alternative) − AUROC({', '.join(_uniq(t['prompt_b']))}) per cohort and model "
+        f"AUROC(alternative) − AUROC({', '.join(_names(t['prompt_b']))}) per cohort and model "
         "(criterion roc_auc_difference, column estimate) from table prompts.contrasts.",
         _designs(t, by="family"),
         f"* = significant after Benjamini-Hochberg within family {', '.join(fams) or 'n/a'} "
@@ -158,14 +283,14 @@ def _fig2(tables: Tables) -> Built | None:
 
 
 def _fig3(tables: Tables) -> Built | None:
-    t = _rows(_table(tables, "spectrum", "groups"), criterion="roc_auc")
+    t = _where(_table(tables, "spectrum", "groups"), criterion="roc_auc")
     if t is None:
         return None
     ax = plot_spectrum(t)
     return ax, "AUROC by negative group", _caption(
         "AUROC of the positives against each negative (control) group, per model (criterion "
         "roc_auc), with intervals [ci_low, ci_high], from table spectrum.groups; lines join the "
-        "groups of one model, which share the positives.", _designs(t), _b(t), _exposed(t))
+        "groups of one model, which share the positives.", _designs(t), _b(t), _exposure_note(t))
 
 
 def _fig4(tables: Tables) -> Built | None:
@@ -173,16 +298,16 @@ def _fig4(tables: Tables) -> Built | None:
     if t is None:
         return None
     ax = plot_reliability(t)
-    crit = ", ".join(_uniq(t["criterion"])) if "criterion" in t else "reliability"
+    crit = ", ".join(_names(t["criterion"])) if "criterion" in t else "reliability"
     return ax, "Reliability diagrams", _caption(
         f"Mean score vs observed fraction positive per equal-width bin ({crit}) at prompt "
-        f"{', '.join(_uniq(t['prompt']))}, from table discrimination.reliability; marker area "
+        f"{', '.join(_names(t['prompt']))}, from table discrimination.reliability; marker area "
         "proportional to the number of images in the bin; empty bins omitted; dotted diagonal = "
         "perfect calibration.", _designs(t))
 
 
 def _fig5(tables: Tables) -> Built | None:
-    t = _rows(_table(tables, "prevalence", "metrics"), criterion="brier_score")
+    t = _where(_table(tables, "prevalence", "metrics"), criterion="brier_score")
     if t is None:
         return None
     ax = plot_prevalence(t)
@@ -202,13 +327,13 @@ def _fig6(tables: Tables) -> Built | None:
         "source cohort (criterion sensitivity / specificity, rule in the panel title), with "
         "intervals [ci_low, ci_high], from table transport.transport; dashed line: the rule's "
         "constraint (target_value) on the constrained metric; 'τ fixed' marks targets resampled "
-        "with τ held fixed.", _designs(t), _b(t), _exposed(t))
+        "with τ held fixed.", _designs(t), _b(t), _exposure_note(t))
 
 
 def _fig7(tables: Tables) -> Built | None:
     t = _table(tables, "retained", "seeds")
     comp = _table(tables, "retained", "comparisons")
-    if _rows(t, criterion="roc_auc") is None:
+    if _where(t, criterion="roc_auc") is None:
         return None
     ax = plot_seeds(t, comparisons=comp)
     extra = ""
@@ -231,7 +356,7 @@ def _fig8(tables: Tables) -> Built | None:
     return ax, "Risk-coverage curves", _caption(
         "Selective risk (error rate of the decision s ≥ threshold among the most confident "
         "images, confidence max(s, 1 − s)) against coverage k/n, per model (criterion "
-        f"{', '.join(_uniq(t['criterion']))}; point estimates), from table "
+        f"{', '.join(_names(t['criterion']))}; point estimates), from table "
         "operating_points.risk_coverage.", _designs(t))
 
 
@@ -252,6 +377,7 @@ def _render(fig: Any) -> tuple[bytes, str]:
     with style():
         png, svg = io.BytesIO(), io.BytesIO()
         fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None})
+        fig.set_layout_engine("none")  # keep the layout just computed: the SVG matches the PNG
         fig.savefig(svg, format="svg", metadata={"Date": None})
     return png.getvalue(), svg.getvalue().decode("utf-8")
 
