@@ -20,6 +20,7 @@ import gc
 import math
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -525,6 +526,18 @@ def render(quick: bool, machine, auroc_rows, delong_rows, soft_rows, multi_rows,
     return "\n".join(out)
 
 
+_FOREIGN = re.compile(r"<!-- ([\w.-]+):start -->.*?<!-- \1:end -->", re.DOTALL)
+
+
+def keep_foreign_sections(path: Path, text: str) -> str:
+    """Carry over sections other scripts own (``<!-- name:start -->`` ... ``<!-- name:end -->``,
+    e.g. benchmarks/bench_audit.py's), so that rerunning this script does not erase them."""
+    if not path.exists():
+        return text
+    blocks = [m.group(0) for m in _FOREIGN.finditer(path.read_text(encoding="utf-8"))]
+    return text.rstrip() + "\n\n" + "\n\n".join(blocks) + "\n" if blocks else text
+
+
 def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -587,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     if out is None:
         print(text)
     else:
-        write_atomic(out, text)
+        write_atomic(out, keep_foreign_sections(out, text))
         print(text)
         log(f"wrote {out}")
     rss = max_rss_mb()
