@@ -84,8 +84,13 @@ def auroc(w: NDArray[np.float64], r: Ranked) -> NDArray[np.float64]:
 class Placement:
     """Static index sets for the AUROC of hard labels without sorting the weights.
 
-    ``neg_order`` lists the negatives by ascending score; for each positive,
-    ``lo``/``hi`` count the negatives scored strictly below / at most its score.
+    ``neg_order`` lists the negatives by ascending score and ``pos`` the positives
+    by ascending score; for each positive, ``lo``/``hi`` count the negatives scored
+    strictly below / at most its score.  Only those counts matter, so the sorted
+    negatives fall into segments cut at every distinct ``lo``/``hi`` (``starts``,
+    ending with ``n_neg``), and ``lo_col``/``hi_col`` locate each positive's cut.
+    ``bins`` maps every item to a column of the binned counts :func:`auroc_binned`
+    reads: negatives to their segment, positives to a column each, after the segments.
     """
 
     neg_order: NDArray[np.intp]
@@ -93,38 +98,69 @@ class Placement:
     lo: NDArray[np.intp]
     hi: NDArray[np.intp]
     ties: bool
+    starts: NDArray[np.intp]
+    lo_col: NDArray[np.intp]
+    hi_col: NDArray[np.intp]
+    bins: NDArray[np.intp]
 
 
 def placement(y: NDArray[np.float64], s: NDArray[np.float64]) -> Placement:
-    """Prepare :func:`auroc_placement` (one sort of the negatives, two searchsorted)."""
+    """Prepare :func:`auroc_placement` and :func:`auroc_binned` (one sort per class)."""
     neg = np.flatnonzero(y == 0.0)
     neg_order = neg[np.argsort(s[neg])]  # order within ties is irrelevant here
     sn = s[neg_order]
     pos = np.flatnonzero(y == 1.0)
+    pos = pos[np.argsort(s[pos], kind="stable")]  # in score order the gathers read in order
     lo = np.searchsorted(sn, s[pos], side="left")
     hi = np.searchsorted(sn, s[pos], side="right")
-    return Placement(neg_order, pos, lo, hi, bool(np.any(lo != hi)))
+    starts = np.unique(np.concatenate([[0], lo, hi, [neg.size]])).astype(np.intp)
+    n_seg = starts.size - 1
+    bins = np.empty(y.size, dtype=np.intp)
+    bins[neg_order] = np.searchsorted(starts, np.arange(neg.size), side="right") - 1
+    bins[pos] = n_seg + np.arange(pos.size)
+    return Placement(neg_order, pos, lo, hi, bool(np.any(lo != hi)), starts,
+                     np.searchsorted(starts, lo), np.searchsorted(starts, hi), bins)
+
+
+def _auroc_from_below(wp, c, lo, hi, ties: bool) -> NDArray[np.float64]:
+    """``sum_i w_i (N_below(i) + N_tied(i)/2) / (W_P W_N)`` from the positives' weights
+    ``wp`` and cumulative negative weights ``c`` (last column: W_N) read at ``lo``/``hi``.
+
+    With integer counts the numerator is exact integer arithmetic (whatever the
+    summation order) until the final division.
+    """
+    below2 = np.take(c, lo, axis=1)  # twice the negative weight below (ties count 1/2)
+    below2 += np.take(c, hi, axis=1) if ties else below2
+    num = np.einsum("ij,ij->i", wp, below2) * 0.5
+    return _safe_div(num, _rowsum(wp) * c[:, -1].astype(np.float64))
 
 
 def auroc_placement(w: NDArray[np.float64], pl: Placement) -> NDArray[np.float64]:
     """Mid-rank AUROC of hard labels on weight rows, touching each column about once.
 
-    ``sum_i w_i (N_below(i) + N_tied(i)/2) / (W_P W_N)`` with the negative weight
-    below each positive read from one cumulative sum over the negatives.
+    The negative weight below each positive is read from one cumulative sum over
+    the negatives (weights in original item order).
     """
     w2 = np.atleast_2d(w)
     wn = np.take(w2, pl.neg_order, axis=1)
     c = np.empty((w2.shape[0], wn.shape[1] + 1), dtype=wn.dtype)
     c[:, 0] = 0
     np.cumsum(wn, axis=1, out=c[:, 1:])
-    wp = np.take(w2, pl.pos, axis=1)
-    # twice the negative weight below each positive (ties count one half): with integer
-    # counts the whole numerator is exact integer arithmetic
-    below2 = np.take(c, pl.lo, axis=1)
-    below2 += np.take(c, pl.hi, axis=1) if pl.ties else below2
-    num = np.einsum("ij,ij->i", wp, below2) * 0.5
-    out = _safe_div(num, _rowsum(wp) * c[:, -1].astype(np.float64))
+    out = _auroc_from_below(np.take(w2, pl.pos, axis=1), c, pl.lo, pl.hi, pl.ties)
     return out[0] if np.ndim(w) == 1 else out
+
+
+def auroc_binned(counts: NDArray[np.intp], pl: Placement) -> NDArray[np.float64]:
+    """:func:`auroc_placement` on counts binned by ``pl.bins`` (``WeightPlan.batches``
+    with ``columns=pl.bins``): per row, the negative count of each segment, then each
+    positive's count.  A cumulative sum over the few segment totals replaces the one
+    over all negatives and no column is gathered, so the work per replicate is
+    O(n_pos) instead of O(n).
+    """
+    n_seg = pl.starts.size - 1
+    c = np.zeros((counts.shape[0], n_seg + 1), dtype=counts.dtype)
+    np.cumsum(counts[:, :n_seg], axis=1, out=c[:, 1:])  # c[:, j]: negatives below starts[j]
+    return _auroc_from_below(counts[:, n_seg:], c, pl.lo_col, pl.hi_col, pl.ties)
 
 
 def soft_auroc_stable(

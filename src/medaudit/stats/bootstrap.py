@@ -29,6 +29,7 @@ from medaudit._validation import (
     check_same_length,
 )
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
+from medaudit.stats import _kernels as K
 from medaudit.stats import _metricspec as MS
 from medaudit.stats._results import BootstrapResult
 from medaudit.stats.designs import WeightPlan, make_plan
@@ -145,6 +146,17 @@ class _Engine:
         return {k: float(v[0]) for k, v in self._eval_all(self.plan.base[None, :]).items()}
 
     def replicates(self, n_resamples, rng, batch) -> dict[tuple[str, str], NDArray[np.float64]]:
+        name, p = next(iter(self.prepared.items()))
+        if (len(self.prepared) == 1 and p.placement is not None
+                and self.plan.unit_of_item is None and [m.id for m in self.specs] == ["roc_auc"]):
+            # the hard-label AUROC of one score vector alone needs only per-segment counts:
+            # draw them binned (the same draws, so the same replicates) and skip every
+            # gather; with several score vectors or metrics each needs its own order, and
+            # cluster counts are per cluster, so those take the general path below
+            pl = p.placement
+            return {(name, "roc_auc"): np.concatenate([
+                K.auroc_binned(w, pl)
+                for w in self.plan.batches(n_resamples, rng, batch, columns=pl.bins)])}
         chunks: dict[tuple[str, str], list] = {}
         for w in self.plan.batches(n_resamples, rng, batch):
             for k, v in self._eval_all(w).items():

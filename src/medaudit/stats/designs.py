@@ -52,33 +52,67 @@ class WeightPlan:
     col_size: NDArray[np.intp]  # for draw slot k: its stratum's number of units
     base: NDArray[np.float64]  # weights of the full sample (1 for every item in the analysis)
 
-    def batches(self, n_resamples: int, rng: np.random.Generator,
-                batch: int | None = None) -> Iterator[NDArray[np.float64]]:
-        """Yield ``(b, n_items)`` integer count matrices summing to ``n_resamples`` rows."""
+    def batches(self, n_resamples: int, rng: np.random.Generator, batch: int | None = None,
+                columns: NDArray[np.intp] | None = None) -> Iterator[NDArray[np.float64]]:
+        """Yield ``(b, n_items)`` integer count matrices summing to ``n_resamples`` rows.
+
+        ``columns`` (item -> output column, many-to-one allowed; units must be the items,
+        not clusters) yields ``(b, columns.max() + 1)`` matrices whose column ``c`` holds
+        the total count of the items mapped to ``c``: the same draws, so the same
+        replicates, summed or reordered while counting, at no extra pass over the
+        ``(b, n)`` counts (a kernel that only needs sums over fixed runs of items, in
+        its own order, then never gathers or cumulates the full matrix).
+        """
         size = batch or max(1, min(n_resamples, _BATCH_ELEMENTS // max(self.n_items, 1)))
         single = bool(np.all(self.col_offset == 0)) and np.array_equal(
             self.units_by_stratum, np.arange(self.n_units))
         # (1 - 2**-52) keeps u * m < m for every u < 1, so floor() never reaches m (a power
         # of two m could otherwise round up); the bias is 2**-52 relative, far below noise
         scale = (self.col_size[0] if single else self.col_size) * (1.0 - 2.0**-52)
-        masked = not bool(np.all(self.base > 0))
+        keep = self.base > 0
+        masked = not bool(np.all(keep))
+        # draw slot k -> the bincount bin of the unit drawn: units_by_stratum[k + offset]
+        # (the identity for one stratum), relabelled to output columns when asked
+        table = None if single else self.units_by_stratum
+        n_cols = self.n_units
+        if columns is not None:
+            if self.unit_of_item is not None:
+                raise ValueError("columns= needs units that are items (not a cluster design).")
+            columns = np.asarray(columns, dtype=np.intp)
+            n_cols = int(columns.max()) + 1 if columns.size else 0
+            if masked:  # excluded items count into one extra column, dropped below
+                columns = np.where(keep, columns, n_cols)
+            table = columns if single else columns[self.units_by_stratum]
+        n_bins = n_cols + (columns is not None and masked)
+        # work buffers reused across batches: fresh (b, n) arrays each batch would pay for
+        # page faults on every batch; rng.random(out=...) draws exactly the same stream
+        u_buf = np.empty((size, self.n_units))
+        k_buf = np.empty((size, self.n_units), dtype=np.intp)
+        t_buf = u_buf.view(np.intp)  # the relabelled draws overwrite the dead uniforms
         done = 0
         while done < n_resamples:
             b = min(size, n_resamples - done)
-            u = rng.random((b, self.n_units))
+            u = rng.random(out=u_buf[:b])
             np.multiply(u, scale, out=u)
-            k = u.astype(np.intp)
-            if not single:
-                k += self.col_offset
-                k = self.units_by_stratum[k]
-            k += (np.arange(b, dtype=np.intp) * self.n_units)[:, None]
-            counts = np.bincount(k.ravel(), minlength=b * self.n_units).reshape(b, self.n_units)
+            k = k_buf[:b]
+            np.copyto(k, u, casting="unsafe")  # truncation = floor, as u >= 0
+            if table is not None:
+                if not single:
+                    k += self.col_offset
+                # every index is in range, so mode="clip" only skips the bounds check (and
+                # the defensive copy numpy makes of `out` under the default mode)
+                k = np.take(table, k, out=t_buf[:b], mode="clip")
+            k += (np.arange(b, dtype=np.intp) * n_bins)[:, None]
+            counts = np.bincount(k.ravel(), minlength=b * n_bins).reshape(b, n_bins)
             # integer counts: gathers and cumulative sums stay exact and skip a float pass;
             # kernels promote to float where they divide or mix with scores
-            w = counts if self.unit_of_item is None else counts[:, self.unit_of_item]
-            if masked:
-                w *= self.base > 0
-            yield w
+            if columns is not None:
+                yield counts[:, :n_cols] if masked else counts
+            else:
+                w = counts if self.unit_of_item is None else counts[:, self.unit_of_item]
+                if masked:
+                    w *= keep
+                yield w
             done += b
 
     def jackknife(self, batch: int | None = None) -> Iterator[NDArray[np.float64]]:

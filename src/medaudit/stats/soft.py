@@ -83,14 +83,36 @@ def soft_roc_auc(
     if ties == "grouped":
         return float(K.auroc(np.ones(p.size), K.rank(p, s)))
     # point estimate without weights: one sort, one gather, one cumulative sum
-    order, _ = K.order_desc(s)
-    ps = p[order]
-    cum = np.cumsum(ps)
+    ps, cum = _labels_by_score(p, s)
+    np.cumsum(ps, out=cum)
     n_pos = cum[-1]
     self_term = {"inclusive": 1.0, "strict": 0.0, "trapezoid": 0.5}[variant]
-    # sum_i (1 - p_i) * (C_before_i + self_term * p_i), C_before_i = cum_i - p_i
-    num = np.dot(1.0 - ps, cum - (1.0 - self_term) * ps)
+    # sum_i (1 - p_i) * (C_before_i + self_term * p_i), C_before_i = cum_i - p_i, formed
+    # in place (the same floating-point operations, so the same value): at n = 10^7
+    # every fresh temporary costs a pass plus its page faults
+    if self_term != 1.0:  # inclusive: cum - 0 * ps is cum itself
+        cum -= (1.0 - self_term) * ps
+    num = np.dot(np.subtract(1.0, ps, out=ps), cum)
     return float(num / (n_pos * (p.size - n_pos)))
+
+
+def _labels_by_score(p: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Soft labels in descending score order, ties in input order (as ``K.order_desc``),
+    and a free scratch array of the same size.
+
+    Untied data takes numpy's fastest sort, read backwards; only with ties is the
+    order redone with a stable sort.  The sorted scores are needed only to look for
+    ties, so they go to the scratch array the caller reuses, and the reversed order
+    is read through a view rather than copied.
+    """
+    order = np.argsort(s)
+    scratch = np.empty(s.size)
+    # every index is valid: mode="clip" skips the bounds check and the copy of `out`
+    # that numpy's default mode makes
+    ss = np.take(s, order, out=scratch, mode="clip")
+    if ss.size > 1 and np.any(ss[1:] == ss[:-1]):
+        return p[np.argsort(-s, kind="stable")], scratch
+    return p[order[::-1]], scratch
 
 
 def soft_average_precision(p_true: ArrayLike, y_score: ArrayLike, *, ties: str = "stable") -> float:
@@ -121,7 +143,8 @@ def soft_average_precision(p_true: ArrayLike, y_score: ArrayLike, *, ties: str =
     if ties == "grouped":
         return float(K.average_precision_grouped(np.ones(p.size), K.rank(p, s)))
     # point estimate without weights: precision at rank i is cum_i / i
-    order, _ = K.order_desc(s)
-    ps = p[order]
-    cum = np.cumsum(ps)
-    return float(np.dot(ps, cum / np.arange(1.0, p.size + 1.0)) / cum[-1])
+    ps, cum = _labels_by_score(p, s)
+    np.cumsum(ps, out=cum)
+    prec = np.arange(1.0, p.size + 1.0)
+    np.divide(cum, prec, out=prec)
+    return float(np.dot(ps, prec) / cum[-1])
