@@ -114,7 +114,9 @@ def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = F
         outcome.claims.to_csv(tmp / "portability.csv", index=False, float_format="%.17g")
         _to_parquet(outcome.claims, tmp / "portability.parquet")
         write_json(tmp / "results.json", {"provenance": outcome.provenance, "blocks": blocks_json,
-                                          "portability": outcome.claims.to_dict("records")})
+                                          "portability": outcome.claims.to_dict("records"),
+                                          # sorted keys lose the spec's declared cohort order
+                                          "key_order": {"cohorts": list(outcome.spec.cohorts)}})
         (tmp / "summary.md").write_text(audit_summary(outcome), encoding="utf-8")
         write_report(load_outcome(tmp), tmp)
     return out
@@ -161,18 +163,21 @@ def load_outcome(directory: str | Path) -> AuditOutcome:
                           f"{missing or ['provenance.spec']}); `medaudit demo` and `medaudit "
                           "summarize` outputs have no portability report.")
     prov = data["provenance"]
+    order = (data.get("key_order") or {}).get("cohorts") or []
+    cohorts = prov["spec"].get("cohorts") or {}
+    prov["spec"]["cohorts"] = {c: cohorts[c] for c in [*order, *cohorts] if c in cohorts}
     spec = AuditSpec.model_validate(prov["spec"])
     blocks = data["blocks"]
-    order = [b for b in spec.blocks if b in blocks] + sorted(b for b in blocks if b not in spec.blocks)
+    names = [b for b in spec.blocks if b in blocks] + sorted(b for b in blocks if b not in spec.blocks)
     results: dict[str, BlockResult] = {}
-    for name in order:
+    for name in names:
         b = blocks[name]
         tables = b.get("tables", {})
-        names = [t for t in b.get("table_names", []) if t in tables]
-        names += sorted(t for t in tables if t not in names)
+        tnames = [t for t in b.get("table_names", []) if t in tables]
+        tnames += sorted(t for t in tables if t not in tnames)
         cols = b.get("columns", {})
         results[name] = BlockResult(name=name,
-                                    tables={t: _records_frame(tables[t], cols.get(t)) for t in names},
+                                    tables={t: _records_frame(tables[t], cols.get(t)) for t in tnames},
                                     notes=tuple(b.get("notes", ())))
     claims = _records_frame(data["portability"], list(CLAIM_COLUMNS))
     return AuditOutcome(spec, results, claims, prov)

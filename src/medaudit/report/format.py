@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MISSING", "is_missing", "as_float", "full_precision", "fmt_estimate", "fmt_ci",
-           "fmt_p", "fmt_pct", "fmt_int", "fmt_grid", "fmt_cell", "column_kind"]
+           "fmt_interval", "fmt_p", "fmt_pct", "fmt_int", "fmt_grid", "fmt_cell", "column_kind"]
 
 #: how a missing or undefined value is shown
 MISSING = "—"
@@ -102,13 +102,17 @@ def fmt_estimate(v: Any, digits: int = _DIGITS) -> str:
     return MISSING if f is None else _num(f, digits)
 
 
+def fmt_interval(low: Any, high: Any, digits: int = _DIGITS) -> str:
+    """``[0.889, 0.933]``; empty when both ends are undefined."""
+    if as_float(low) is None and as_float(high) is None:
+        return ""
+    return f"[{fmt_estimate(low, digits)}, {fmt_estimate(high, digits)}]"
+
+
 def fmt_ci(estimate: Any, low: Any, high: Any, digits: int = _DIGITS) -> str:
     """``0.912 [0.889, 0.933]``; the estimate alone when the interval is undefined."""
-    est = fmt_estimate(estimate, digits)
-    lo, hi = as_float(low), as_float(high)
-    if lo is None and hi is None:
-        return est
-    return f"{est} [{fmt_estimate(low, digits)}, {fmt_estimate(high, digits)}]"
+    interval = fmt_interval(low, high, digits)
+    return fmt_estimate(estimate, digits) + (f" {interval}" if interval else "")
 
 
 def fmt_p(v: Any) -> str:
@@ -159,7 +163,7 @@ def column_kind(name: str) -> str:
     """How a table column is displayed: ``p``, ``int``, ``grid``, ``pct`` or ``num``."""
     if name in _P_COLUMNS or name.startswith("pvalue"):
         return "p"
-    if name in _INT_COLUMNS or name.startswith("n_"):
+    if name in _INT_COLUMNS or name.startswith("n_") or name.endswith(("seed", "ddof", "_count")):
         return "int"
     if name in _GRID_COLUMNS:
         return "grid"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import functools
 import html as _html
+import importlib
 import json
 import logging
 import os
@@ -44,15 +45,15 @@ MAX_ROWS = 300
 _E = ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion")
 _PROV = ("design", "n_resamples", "seed", "family")
 
-#: changed element of E -> (column heading, what changes)
-CHANGES: dict[str, tuple[str, str]] = {
-    "at E": ("at E", "the claim at its own specification E"),
-    "C": ("C · cohort", "another cohort"),
-    "p": ("p · prompt", "another prompt family"),
-    "N": ("N · negatives", "another negative (control) class"),
-    "π": ("π · prevalence", "another prevalence"),
-    "r": ("r · criterion", "another criterion (score error instead of ranking)"),
-    "r, π": ("r + π", "another criterion at each prevalence of the grid"),
+#: changed element of E -> (symbol, element, what it changes to)
+CHANGES: dict[str, tuple[str, str, str]] = {
+    "at E": ("at E", "", "the claim at its own specification E"),
+    "C": ("C", "cohort", "another cohort"),
+    "p": ("p", "prompt", "another prompt family"),
+    "N": ("N", "negatives", "another negative (control) class"),
+    "π": ("π", "prevalence", "another prevalence"),
+    "r": ("r", "criterion", "another criterion (score error instead of ranking)"),
+    "r, π": ("r + π", "criterion at π", "another criterion at each prevalence of the grid"),
 }
 
 #: verdict -> (css class, meaning); the legend lists them in this order
@@ -74,7 +75,8 @@ _NOT_SURVIVING = {"reversed", "unresolved", "does not hold", "not defined", "not
 QUALIFICATIONS: dict[str, tuple[str, str, str]] = {
     "exposure": ("E", "documented exposure of the model to this cohort", "exposure"),
     "small": ("S", "small stratum (few images in a group)", "small group"),
-    "degenerate": ("D", "degenerate bootstrap replicates (metric undefined in some)", "degenerate"),
+    "degenerate": ("D", "degenerate bootstrap replicates (marked on the claim; cells in its details)",
+                   "degenerate"),
     "useless": ("U", "useless operating point (the other rate is near zero)", "useless"),
 }
 
@@ -139,8 +141,12 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
 
 
 def _qualifications(text: Any) -> list[dict[str, str]]:
-    """Split a qualification string into parts, each tagged with its kind and mark."""
-    out = []
+    """Split a qualification string into parts, each tagged with its kind and mark.
+
+    Parts are joined with "; " upstream, and a part may itself contain "; " ("... undefined);
+    interval from the rest"): a piece that names no kind stays with the piece before it.
+    """
+    out: list[dict[str, str]] = []
     for part in (p.strip() for p in _s(text).split(";")):
         if not part:
             continue
@@ -149,6 +155,9 @@ def _qualifications(text: Any) -> list[dict[str, str]]:
             if key in part:
                 kind, mark = k, m
                 break
+        if kind == "other" and out:
+            out[-1]["text"] += "; " + part
+            continue
         out.append({"kind": kind, "mark": mark, "text": part})
     return out
 
@@ -165,8 +174,10 @@ def _entry(r: dict[str, Any]) -> dict[str, Any]:
     verdict = _s(r.get("verdict")) or "not assessed"
     cls = VERDICTS.get(verdict, ("v-na", ""))[0]
     change = _s(r.get("change"))
-    est = "" if fmt.as_float(r.get("estimate")) is None else fmt.fmt_ci(
-        r.get("estimate"), r.get("ci_low"), r.get("ci_high"))
+    defined = fmt.as_float(r.get("estimate")) is not None
+    est = fmt.fmt_ci(r.get("estimate"), r.get("ci_low"), r.get("ci_high")) if defined else ""
+    point = fmt.fmt_estimate(r.get("estimate")) if defined else ""
+    interval = fmt.fmt_interval(r.get("ci_low"), r.get("ci_high")) if defined else ""
     crit = _s(r.get("criterion"))
     if _s(r.get("kind")) == "ranking":
         what = f"{crit} difference ({_s(r.get('model')).replace(' vs ', ' - ')})"
@@ -174,7 +185,17 @@ def _entry(r: dict[str, Any]) -> dict[str, Any]:
         what = crit
     quals = _qualifications(r.get("qualification"))
     marks = "".join(dict.fromkeys(q["mark"] for q in quals if q["mark"]))
-    label = CHANGES.get(change, (change, ""))[0]
+    # degenerate replicates are common in small strata: named on the claim and in its details,
+    # not on every badge
+    cell_marks = "".join(m for m in marks if m != QUALIFICATIONS["degenerate"][0])
+    label = " ".join(x for x in CHANGES.get(change, (change, "", ""))[:2] if x)
+    shown = _s(r.get("changed_to"))
+    m = re.fullmatch(r"(.+) at (π=.+)", shown) if change == "r, π" else None
+    if m:  # the criterion is the r column's; the cell names the prevalence
+        shown = m.group(2)
+    group = ""
+    if change == "N" and ": " in shown:  # "cohort: negative group" -> grouped by cohort
+        group, shown = shown.split(": ", 1)
     head = f"{label}: {_s(r.get('changed_to'))}" if _s(r.get("changed_to")) else label
     lines = [f"{head} → {verdict}"]
     if est:
@@ -182,11 +203,12 @@ def _entry(r: dict[str, Any]) -> dict[str, Any]:
     lines += [f"• {q['text']}" for q in quals]
     if _s(r.get("source_table")):
         lines.append(f"from {_s(r.get('source_table'))}")
-    return {"change": change, "changed_to": _s(r.get("changed_to")), "verdict": verdict,
-            "cls": cls, "estimate": est, "what": what, "quals": quals, "marks": marks,
+    return {"change": change, "changed_to": _s(r.get("changed_to")), "shown": shown,
+            "group": group, "verdict": verdict, "cls": cls, "estimate": est, "point": point,
+            "interval": interval, "what": what, "quals": quals, "marks": marks,
+            "cell_marks": cell_marks,
             "title": "\n".join(lines), "source": _s(r.get("source_table")),
-            "cohort": _s(r.get("cohort")), "prompt": _s(r.get("prompt")),
-            "negatives": _s(r.get("negatives")), "prevalence": _s(r.get("prevalence"))}
+            "inline": bool(est) and change == "at E"}
 
 
 def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
@@ -194,8 +216,8 @@ def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
         return {"columns": [], "rows": [], "n_claims": 0, "summary": []}
     present = _unique(claims["change"])
     order = [c for c in CHANGES if c in present] + [c for c in present if c not in CHANGES]
-    columns = [{"key": c, "label": CHANGES.get(c, (c, ""))[0], "help": CHANGES.get(c, ("", c))[1]}
-               for c in order]
+    columns = [{"key": c, "sym": CHANGES.get(c, (c, "", ""))[0], "word": CHANGES.get(c, (c, "", ""))[1],
+                "help": CHANGES.get(c, ("", "", c))[2]} for c in order]
     records = claims.to_dict("records")
     rows = []
     for cid in _unique(claims["claim_id"]):
@@ -203,11 +225,11 @@ def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
         at_e = next((r for r in recs if _s(r.get("change")) == "at E"), recs[0])
         entries = [_entry(r) for r in recs]
         thr = fmt.as_float(at_e.get("threshold"))
-        e = [("model", _s(at_e.get("model"))), ("prompt", _s(at_e.get("prompt"))),
-             ("cohort", _s(at_e.get("cohort"))), ("negatives", _s(at_e.get("negatives"))),
-             ("prevalence", _s(at_e.get("prevalence"))),
-             ("threshold", "none" if thr is None else fmt.fmt_estimate(thr)),
-             ("criterion", _s(at_e.get("criterion")))]
+        e = [("m", "model", _s(at_e.get("model"))), ("p", "prompt", _s(at_e.get("prompt"))),
+             ("C", "cohort", _s(at_e.get("cohort"))), ("N", "negatives", _s(at_e.get("negatives"))),
+             ("π", "prevalence", _s(at_e.get("prevalence"))),
+             ("τ", "threshold", "none" if thr is None else fmt.fmt_estimate(thr)),
+             ("r", "criterion", _s(at_e.get("criterion")))]
         verdict_e = next((x["verdict"] for x in entries if x["change"] == "at E"), "not assessed")
         others = [x["verdict"] for x in entries if x["change"] != "at E"]
         if verdict_e != "holds":
@@ -223,11 +245,13 @@ def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
                      "marks": "".join(dict.fromkeys(m for x in entries for m in x["marks"]))})
     status = Counter(r["status"] for r in rows)
     at_e = Counter(r["verdict_e"] for r in rows)
-    summary = [f"{_plural(len(rows), 'claim')}: at E "
-               + ", ".join(f"{n} {v}" for v, n in sorted(at_e.items(), key=lambda kv: (-kv[1], kv[0]))),
-               f"{status['survives']} of the {at_e['holds']} that hold at E keep a verdict that is "
-               "not reversed, unresolved, failed or undefined under every change assessed; "
-               f"{status['changes']} do not."]
+    summary = [f"{_plural(len(rows), 'claim')}; at E: "
+               + ", ".join(f"{n} {v}" for v, n in sorted(at_e.items(), key=lambda kv: (-kv[1], kv[0])))
+               + "."]
+    if at_e["holds"]:
+        summary.append(f"Of the {at_e['holds']} holding at E, {status['survives']} survive every "
+                       f"change assessed and {status['changes']} become reversed, unresolved, "
+                       "failed or undefined under at least one.")
     kinds = Counter(r["kind"] for r in rows)
     return {"columns": columns, "rows": rows, "n_claims": len(rows), "summary": summary,
             "status": dict(status), "kinds": sorted(kinds.items())}
@@ -296,6 +320,7 @@ def _families(outcome: Any) -> list[dict[str, Any]]:
 
 
 def _provenance(outcome: Any) -> dict[str, Any]:
+    o = outcome
     prov = outcome.provenance
     spec = outcome.spec
     inputs = prov.get("inputs", {}) or {}
@@ -335,7 +360,9 @@ def _provenance(outcome: Any) -> dict[str, Any]:
     return {"files": files, "inputs": other_inputs, "cohorts": cohorts, "cards": cards,
             "versions": sorted((k, _text(v)) for k, v in (prov.get("versions") or {}).items()),
             "randomness": randomness,
-            "multiplicity": sorted((k, _text(v)) for k, v in (prov.get("multiplicity") or {}).items()),
+            "multiplicity": sorted((k, _text(v) + (" (block not run in this audit)"
+                                                   if k in BLOCK_TITLES and k not in o.results else ""))
+                                   for k, v in (prov.get("multiplicity") or {}).items()),
             "families": _families(outcome),
             "other": [(k, _text(prov[k])) for k in sorted(prov) if k not in known],
             "spec_json": _json(prov.get("spec", {}))}
@@ -344,18 +371,13 @@ def _provenance(outcome: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- checklist
 
 def _models(outcome: Any) -> list[str]:
-    names: set[str] = set()
-    for res in outcome.results.values():
-        for df in res.tables.values():
-            if df.empty:
-                continue
-            if "model_a" in df.columns:
-                names |= {_s(v) for v in df["model_a"]} | {_s(v) for v in df["model_b"]}
-            elif "model" in df.columns and "prompt_a" not in df.columns:
-                names |= {_s(v) for v in df["model"]}
-    names -= {"", "all"}
-    names = {n for n in names if " - " not in n} or names
-    return sorted(names | {m.name for m in outcome.spec.models})
+    """Model names: the spec's cards plus the ``model`` column of the per-model tables."""
+    names: set[str] = {m.name for m in outcome.spec.models}
+    for block, table in (("discrimination", "metrics"), ("prompts", "auroc_matrix"),
+                         ("operating_points", "operating_points"), ("transport", "thresholds"),
+                         ("retained", "seeds")):
+        names |= set(_unique(_table(outcome, block, table).get("model", [])))
+    return sorted(names - {"all"})
 
 
 def _verdicts(claims: pd.DataFrame, change: str, kind: str | None = None) -> Counter:
@@ -403,11 +425,14 @@ def _checklist(outcome: Any) -> list[dict[str, Any]]:
     no_rev = [m for m in models if not (cards.get(m) and cards[m].revision)]
     if no_rev:
         a.append(f"No immutable revision recorded for {_and(no_rev)}.")
-    prompts = _unique(_table(outcome, "prompts", "auroc_matrix").get("prompt", [])) or \
-        list(spec.prompts.families or []) or [spec.primary_prompt]
-    a.append(f"Prompt families: {_and(prompts)} (primary: {spec.primary_prompt}). Only family "
-             "identifiers are recorded in the results; the exact positive and negative texts "
-             "must be reported beside them.")
+    prompts = _unique(_table(outcome, "prompts", "auroc_matrix").get("prompt", []))
+    if prompts:
+        a.append(f"Prompt families: {_and(prompts)} (primary: {spec.primary_prompt}). Only family "
+                 "identifiers are recorded in the results; the exact positive and negative texts "
+                 "must be reported beside them.")
+    else:
+        a.append(f"One prompt / score rule ({spec.primary_prompt}); prompt variation was not "
+                 "audited (no prompts block).")
     a.append(f"Scores are read as {spec.score_scale}.")
     items.append({"links": [("#block-prompts", "prompts")] if "prompts" in blocks else [],
                   "answers": a})
@@ -505,7 +530,7 @@ def _checklist(outcome: Any) -> list[dict[str, Any]]:
         a.append(f"{_plural(len(useless), 'matrix cell')} flagged as a useless operating point "
                  "(the other rate near zero): "
                  + "; ".join(f"{_s(r['claim_id'])} {_s(r['changed_to'])}" for r in useless[:8])
-                 + (" …" if len(useless) > 8 else "") + ".")
+                 + ("; …" if len(useless) > 8 else "."))
     if not spec.transport:
         a.append("No threshold transport was declared; no operating-rule claim is made.")
     items.append({"links": [("#block-transport", "transport")] if "transport" in blocks else [],
@@ -518,10 +543,16 @@ def _checklist(outcome: Any) -> list[dict[str, Any]]:
          f"{_text(prov.get('seed_derivation'))}."]
     designs = prov.get("designs", {}) or {}
     if designs:
-        a.append("Resampled within each cohort by design: " + ", ".join(
-            f"{c} {_text(d)}" for c, d in designs.items()) + "; model scores, prompts and "
-            "source thresholds (fixed designs) are held fixed.")
+        a.append("Images are resampled within each cohort by its design: " + ", ".join(
+            f"{c} {_text(designs[c])}" for c in dict.fromkeys([*spec.cohorts, *sorted(designs)])
+            if c in designs) + ".")
+    fixed = [f"{t.source} → {_and(t.fixed_targets if t.design == 'reestimate' else t.targets)}"
+             for t in spec.transport if t.design == "fixed" or t.fixed_targets]
+    a.append("Held fixed: the models and their scores (no model is refit), the prompts"
+             + (f", and the source threshold for {'; '.join(fixed)}" if fixed else "") + ".")
     for k, v in sorted((prov.get("multiplicity") or {}).items()):
+        if k in BLOCK_TITLES and k not in outcome.results:
+            continue  # a family of a block this audit did not run
         a.append(f"Multiplicity ({k}): {_text(v)}.")
     n_deg = 0
     for res in outcome.results.values():
@@ -541,7 +572,8 @@ def _checklist(outcome: Any) -> list[dict[str, Any]]:
                  "independent.")
     seeds = _table(outcome, "retained", "seeds")
     if not seeds.empty:
-        a.append(f"Training-seed variability reported for {_plural(len(_unique(seeds.get('model', []))), 'model')}.")
+        n_models = len(_unique(seeds.get("model", [])))
+        a.append(f"Training-seed variability reported for {_plural(n_models, 'model')}.")
     items.append({"links": [("#provenance", "provenance")], "answers": a})
 
     return [{"component": comp, "question": q, **it} for (comp, q), it in zip(TABLE21, items,
@@ -563,7 +595,7 @@ def _provenance_files(inputs: dict[str, Any]) -> list[str]:
 def render_figures(outcome: Any) -> list[RenderedFigure]:
     """The audit's figures from :func:`medaudit.report.figures.render_all` ([] until it exists)."""
     try:
-        from medaudit.report import figures as _figures
+        _figures = importlib.import_module("medaudit.report.figures")
     except ModuleNotFoundError as exc:
         if exc.name not in ("medaudit.report.figures", "matplotlib"):
             raise
