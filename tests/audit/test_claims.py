@@ -78,7 +78,7 @@ def test_threshold_claims():
     row = claims[(claims.change == "C")].iloc[0]
     assert row.verdict == "holds" and row.changed_to == "B" and row.cohort == "B"
     assert claims[claims.change == "at E"].cohort.iloc[0] == "A"  # τ chosen on the source
-    assert "specificity = 0.400" in row.qualification
+    assert row.other_criterion == "specificity" and row.other_estimate == 0.40
 
 
 def test_no_blocks_no_claims():

@@ -158,3 +158,22 @@ def test_summary_cells_do_not_depend_on_other_cohorts():
         b = b[b.cohort == "C"].reset_index(drop=True)
         cols = [c for c in a.columns if c != "pvalue_holm"]  # Holm family spans all strata
         pd.testing.assert_frame_equal(a[cols], b[cols])
+
+
+def test_audit_progress_lines_when_not_a_terminal(tmp_path, capsys):
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    d = yaml.safe_load((root / "examples" / "paper000_simulated.yaml").read_text())
+    d.update({"simulate_scale": 0.03, "n_resamples": 30, "n_permutations": 19,
+              "blocks": ["discrimination", "transport"]})
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump(d))
+    assert main(["audit", str(spec), "--out", str(tmp_path / "o"), "--verbose"]) == 0
+    cap = capsys.readouterr()
+    assert "[1/3] discrimination" in cap.err and "[2/3] transport" in cap.err
+    assert "discrimination: bootstrap montgomery" in cap.err  # per-step lines with --verbose
+    assert "report.html" in cap.out and "figures/" in cap.out
+    assert main(["audit", str(spec), "--out", str(tmp_path / "q"), "--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert cap.out == "" and "medaudit: [" not in cap.err

@@ -33,7 +33,8 @@ __all__ = ["build_claims", "CLAIM_COLUMNS"]
 
 CLAIM_COLUMNS = ("claim_id", "claim", "kind", "change", "changed_to", "model", "prompt", "cohort",
                  "negatives", "prevalence", "threshold", "criterion", "estimate", "ci_low",
-                 "ci_high", "verdict", "qualification", "source_table")
+                 "ci_high", "verdict", "qualification", "source_table", "other_criterion",
+                 "other_estimate")
 
 
 def _verdict_diff(est: float, lo: float, hi: float, sign: int) -> str:
@@ -184,16 +185,18 @@ def _threshold_claims(results, spec) -> list[dict[str, Any]]:
         for _, t in sub[sub["criterion"] == crit].iterrows():
             other = sub[(sub["cohort"] == t["cohort"]) & (sub["criterion"] != crit)]
             note = _q(t.get("qualification", ""))
+            other_crit, other_est = None, math.nan
             if len(other):
                 o = other.iloc[0]
-                note = _q(note, f"other rate {o['criterion']} = {o['estimate']:.3f}")
+                other_crit, other_est = o["criterion"], float(o["estimate"])
                 if o["estimate"] < 0.05:  # the constraint is met by flagging (almost) everyone
                     note = _q(note, f"flagged: useless operating point ({o['criterion']} < 0.05)")
             verdict = "holds" if bool(t["retained"]) else "does not hold"
             rows.append({**claim, "change": "C", "changed_to": t["cohort"], "cohort": t["cohort"],
                          "estimate": t["estimate"],
                          "ci_low": t["ci_low"], "ci_high": t["ci_high"], "verdict": verdict,
-                         "qualification": note, "source_table": "transport.transport"})
+                         "qualification": note, "source_table": "transport.transport",
+                         "other_criterion": other_crit, "other_estimate": other_est})
         if not named.empty:
             ng = named[(named["source"] == k["source"]) & (named["rule"] == k["rule"])
                        & (named["model"] == k["model"])]
@@ -240,8 +243,8 @@ def _reliability_claims(results, spec) -> list[dict[str, Any]]:
                      "prompt": r["prompt"], "cohort": cohort, "negatives": r["negatives"],
                      "prevalence": "observed", "threshold": None, "criterion": "roc_auc"}
 
-            def cell(change, to, row, note="", source="discrimination.metrics", **e):
-                out = {**claim, **e, "change": change, "changed_to": to, "source_table": source,
+            def cell(change, to, row, note="", source="discrimination.metrics", _claim=claim, **e):
+                out = {**_claim, **e, "change": change, "changed_to": to, "source_table": source,
                        "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
                        "verdict": "not assessed", "qualification": note}
                 if row is not None:

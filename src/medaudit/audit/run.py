@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import logging
@@ -79,9 +80,12 @@ def _provenance(spec: AuditSpec, ctx: AuditContext, inputs: dict[str, Any]) -> d
     }
 
 
-def audit(spec: AuditSpec, base_dir: str | Path = ".", *, progress: Any = None) -> AuditOutcome:
-    """Run a whole audit in memory."""
+def audit(spec: AuditSpec, base_dir: str | Path = ".", *, progress: Any = None,
+          step: Any = None) -> AuditOutcome:
+    """Run a whole audit in memory; ``progress(block)`` and ``step(text)`` report progress."""
     ctx, inputs = build_context(spec, base_dir)
+    if step is not None:
+        ctx = dataclasses.replace(ctx, progress=step)
     results = run_blocks(ctx, progress=progress)
     claims = build_claims(results, ctx.spec)
     return AuditOutcome(ctx.spec, results, claims, _provenance(ctx.spec, ctx, inputs))

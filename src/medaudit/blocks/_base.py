@@ -77,6 +77,8 @@ class AuditContext:
     spec: AuditSpec
     #: the table before seed ensembling (rows per seed), when the input had a ``seed`` column
     seed_scores: pd.DataFrame | None = None
+    #: called by blocks at each step (e.g. one cohort's bootstrap); drives progress bars
+    progress: Any = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -86,6 +88,11 @@ class AuditContext:
     def rng(self, *key: Any) -> np.random.Generator:
         """A generator for one analysis cell (see :func:`cell_rng`)."""
         return cell_rng(self.seed, *key)
+
+    def tick(self, step: str) -> None:
+        """Report progress of a long step (no-op unless a progress callback is set)."""
+        if self.progress is not None:
+            self.progress(step)
 
     def models(self) -> list[str]:
         return sorted(self.scores["model"].unique())

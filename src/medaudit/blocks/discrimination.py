@@ -88,6 +88,7 @@ def run(ctx: AuditContext) -> BlockResult:
     diff_rows: list[dict] = []
     n_degenerate_cells = 0
     for cohort in ctx.spec.cohorts:
+        ctx.tick(f"{NAME}: bootstrap {cohort}")
         w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
         scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
         with warnings.catch_warnings():

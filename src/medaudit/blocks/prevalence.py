@@ -103,6 +103,7 @@ def run(ctx: AuditContext) -> BlockResult:
         pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
         cohorts = sorted(dict.fromkeys(entry.cohorts), key=lambda c: cohort_rank.get(c, 1 << 30))
         for cohort in cohorts:
+            ctx.tick(f"{NAME}: bootstrap {cohort}")
             w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
             keys = {m: f"{m}|{prompt}" for m in models}
             res = paired_bootstrap(

@@ -235,6 +235,7 @@ def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
     level = ctx.spec.confidence_level
     rows = []
     for cohort in ctx.spec.cohorts:
+        ctx.tick(f"{NAME}: contrasts {cohort}")
         in_family = cohort in test
         for m in models:
             w = ctx.wide(cohort, keys=[(m, p) for p in prompts])
@@ -277,6 +278,7 @@ def _average(ctx, models, prompts, test, probabilities) -> pd.DataFrame:
     metrics = ["roc_auc", "brier_score"] if probabilities else ["roc_auc"]
     rows = []
     for cohort in test:
+        ctx.tick(f"{NAME}: average {cohort}")
         design = ctx.cohort_design(cohort)
         for m in models:
             w = ctx.wide(cohort, keys=[(m, p) for p in prompts])
@@ -315,6 +317,7 @@ def _model_differences(ctx, models, prompts, test) -> pd.DataFrame:
     if not pairs:
         return pd.DataFrame(rows)
     for cohort in test:
+        ctx.tick(f"{NAME}: rankings {cohort}")
         keys = [(m, p) for m in models for p in prompts]
         w = ctx.wide(cohort, keys=keys)
         contrasts = [(f"{a}|{p}", f"{b}|{p}") for p in prompts for a, b in pairs]

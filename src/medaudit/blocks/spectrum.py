@@ -131,6 +131,7 @@ def run(ctx: AuditContext) -> BlockResult:
         notes.append("score_scale is 'logits': AURC and Brier need probabilities and are not "
                      "reported; AUROC contrasts are unaffected.")
     for i, entry in entries:
+        ctx.tick(f"{NAME}: entry {entry.cohort}")
         cohort, groups = entry.cohort, list(entry.groups)
         w, pos, masks = _entry_arrays(ctx, i, entry)
         sizes = {g: int(mk.sum()) for g, mk in masks.items()}

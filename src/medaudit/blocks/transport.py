@@ -74,6 +74,7 @@ def run(ctx: AuditContext) -> BlockResult:
     notes: list[str] = []
 
     for entry in spec.transport:
+        ctx.tick(f"{NAME}: from {entry.source}")
         src = ctx.wide(entry.source, keys=keys)
         x = float(entry.target_value)
         targets = in_spec_order(entry.targets)

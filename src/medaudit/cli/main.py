@@ -104,17 +104,27 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from medaudit.audit.run import run_audit
+    from medaudit.audit.run import audit, write_outcome
+    from medaudit.cli.progress import audit_progress
+    from medaudit.io.spec import load_spec
 
-    def progress(name: str) -> None:
-        if not args.quiet:
-            print(f"medaudit: block {name} ...", file=sys.stderr, flush=True)
-
-    outcome = run_audit(args.spec, Path(args.out), overwrite=args.overwrite, progress=progress)
+    spec, base = load_spec(args.spec)
+    out = Path(args.out)
+    with audit_progress(len(spec.blocks) + 1, quiet=args.quiet, verbose=args.verbose) as bar:
+        outcome = audit(spec, base, progress=bar.block, step=bar.step)
+        bar.block("writing tables, results.json, figures and report.html")
+        write_outcome(outcome, out, overwrite=args.overwrite)
     if not args.quiet:
         n_claims = outcome.claims["claim_id"].nunique() if len(outcome.claims) else 0
-        print(f"wrote {args.out}/: summary.md, portability.csv ({n_claims} claims), results.json, "
-              f"tables/ ({sum(len(r.tables) for r in outcome.results.values())} tables, CSV + Parquet)")
+        n_tables = sum(len(r.tables) for r in outcome.results.values())
+        n_figs = len(list((out / "figures").glob("*.png"))) if (out / "figures").exists() else 0
+        print(f"wrote {out}/\n"
+              f"  report.html        the self-contained report (open it in a browser)\n"
+              f"  summary.md         portability matrix of {n_claims} claims, in Markdown\n"
+              f"  portability.csv    the matrix in long form (also .parquet)\n"
+              f"  results.json       every number at full precision with its provenance\n"
+              f"  tables/            {n_tables} block tables, CSV and Parquet\n"
+              f"  figures/           {n_figs} figures, PNG and SVG")
     return 0
 
 

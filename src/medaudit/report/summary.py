@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from medaudit.report.text import fmt_ci
+from medaudit.report.format import fmt_ci, fmt_estimate
 
 __all__ = ["audit_summary", "portability_pivot"]
 
@@ -19,7 +19,8 @@ def _cell_text(g: pd.DataFrame) -> str:
         v = r.verdict
         tag = f"{r.changed_to}: {v}" if r.changed_to else v
         if isinstance(r.estimate, float) and r.estimate == r.estimate:
-            ci = fmt_ci(r.estimate, r.ci_low, r.ci_high) if r.ci_low == r.ci_low else f"{r.estimate:.3f}"
+            ci = fmt_ci(r.estimate, r.ci_low, r.ci_high) if r.ci_low == r.ci_low else fmt_estimate(
+                r.estimate)
             tag += f" ({ci})"
         if r.qualification:
             tag += f" [{r.qualification}]"

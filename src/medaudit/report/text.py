@@ -1,31 +1,21 @@
 """Plain-text presentation of block results: terminal tables and a Markdown summary.
 
-Rounding happens here and nowhere else.
+All rounding goes through :mod:`medaudit.report.format`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["fmt_ci", "markdown_summary", "print_table"]
+from medaudit.report.format import fmt_ci, fmt_estimate
+
+__all__ = ["fmt_ci", "markdown_summary", "print_table"]  # fmt_ci re-exported from format
 
 
 def _r(x: Any, digits: int = 3) -> str:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return str(x)
-    if math.isnan(v):
-        return "n/a"
-    return f"{v:.{digits}f}"
-
-
-def fmt_ci(estimate: Any, low: Any, high: Any, digits: int = 3) -> str:
-    """``0.912 [0.889, 0.933]``; ``n/a`` for undefined values."""
-    return f"{_r(estimate, digits)} [{_r(low, digits)}, {_r(high, digits)}]"
+    return fmt_estimate(x, digits)
 
 
 def _metric_rows(metrics: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
