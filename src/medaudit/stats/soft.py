@@ -52,7 +52,10 @@ def soft_roc_auc(
           first line, the form its linear-time implementation computes.  It is the
           default because it is the published definition users will compare with.
         * ``"strict"`` excludes the self pair (:math:`j < i`), the paper's second
-          line; it differs by :math:`\sum_i p_i(1-p_i)/(n^+n^-)`.
+          line; it differs by :math:`\sum_i p_i(1-p_i)/(n^+n^-)`.  (Our anchor survey,
+          trap T9, reads the paper's eq. 4 as this self-pair-excluding form; the method
+          inventory reads the first line as canonical.  Both are offered by name so a
+          user can match either reading.)
         * ``"trapezoid"`` is their mean, and equals
           :func:`sklearn.metrics.roc_auc_score` on the data duplicated as a positive
           copy of weight :math:`p_i` and a negative copy of weight :math:`1-p_i`.
