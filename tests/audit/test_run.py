@@ -135,3 +135,40 @@ def test_real_tb_predictions_example(tmp_path):
     assert len(seeds) > 0
     tr = pd.read_csv(out / "tables" / "transport__transport.csv")
     assert set(tr.cohort) == {"montgomery"} and set(tr.rule) == {"sensitivity", "specificity"}
+
+
+def test_logit_scores_run_every_block(tmp_path):
+    """score_scale: logits: rank metrics are reported, probability-only metrics left out."""
+    import numpy as np
+
+    from medaudit.simulate import simulate_paper000
+
+    sim = pd.DataFrame(simulate_paper000(scale=0.05)["table"])
+    sim["score"] = np.log(sim["score"] / (1 - sim["score"]))
+    sim.to_csv(tmp_path / "logits.csv", index=False)
+    d = yaml.safe_load((EXAMPLES / "paper000_simulated.yaml").read_text())
+    d.pop("simulate")
+    d.update({"scores": "logits.csv", "score_scale": "logits", "n_resamples": 50,
+              "n_permutations": 19})
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(d))
+    out = tmp_path / "out"
+    assert main(["audit", str(spec), "--out", str(out), "--quiet"]) == 0
+    m = pd.read_csv(out / "tables" / "discrimination__metrics.csv")
+    assert set(m.criterion) == {"roc_auc", "average_precision"}
+    from sklearn.metrics import roc_auc_score
+
+    g = sim[(sim.cohort == "shenzhen") & (sim.prompt == "clinical") & (sim.model == "sim-medsiglip")]
+    row = m[(m.cohort == "shenzhen") & (m.model == "sim-medsiglip") & (m.criterion == "roc_auc")]
+    assert row.estimate.iloc[0] == pytest.approx(roc_auc_score(g.label, g.score), rel=1e-12)
+    res = json.loads((out / "results.json").read_text())
+    assert any("logits" in n for n in res["blocks"]["prevalence"]["notes"])
+
+
+def test_existing_out_fails_before_computing(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    spec = _small_spec(tmp_path)
+    assert main(["audit", str(spec), "--out", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert list(out.iterdir()) == []

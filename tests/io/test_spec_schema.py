@@ -194,3 +194,14 @@ def test_read_wide_missing_id_column(tmp_path):
     pd.DataFrame({"id": ["a"], "label": [0], "s42_X": [0.1]}).to_csv(p, index=False)
     with pytest.raises(SchemaError, match="column 'stem' not found"):
         read_wide(p, _W())
+
+
+def test_separator_in_names_is_refused(table):
+    bad = table.assign(model=np.where(table.index == 0, "a|b", table.model))
+    with pytest.raises(SchemaError, match=r"'model' may not contain '\|'.*row 0"):
+        validate_score_table(bad)
+
+
+def test_logit_advice_names_the_real_key(table):
+    with pytest.raises(SchemaError, match="`score_scale: logits`"):
+        validate_score_table(table.assign(score=table.score * 10))

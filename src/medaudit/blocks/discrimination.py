@@ -87,6 +87,9 @@ def run(ctx: AuditContext) -> BlockResult:
     metric_rows: list[dict] = []
     diff_rows: list[dict] = []
     n_degenerate_cells = 0
+    probabilities = ctx.spec.score_scale == "probabilities"
+    # with raw logits only the rank metrics are defined (Brier, ECE, AURC need probabilities)
+    metrics = METRICS if probabilities else ("roc_auc", "average_precision")
     for cohort in ctx.spec.cohorts:
         ctx.tick(f"{NAME}: bootstrap {cohort}")
         w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
@@ -94,7 +97,7 @@ def run(ctx: AuditContext) -> BlockResult:
         with warnings.catch_warnings():
             # degenerate replicates are counted in n_degenerate and qualified below
             warnings.simplefilter("ignore", DegenerateDataWarning)
-            res = paired_bootstrap(w.label, scores, metrics=METRICS, design=ctx.cohort_design(cohort),
+            res = paired_bootstrap(w.label, scores, metrics=metrics, design=ctx.cohort_design(cohort),
                                    n_resamples=B, confidence_level=level,
                                    rng=cell_seed(ctx, NAME, cohort, prompt))
         mids = res.options["metrics"]
@@ -114,6 +117,8 @@ def run(ctx: AuditContext) -> BlockResult:
             for b in models[i + 1:]:
                 dl = delong_test(w.label, scores[a], scores[b], confidence_level=level)
                 for mid, direction in DIFFERENCE_METRICS.items():
+                    if mid not in mids:
+                        continue
                     d = res.differences[(a, b, mid)]
                     n_degenerate_cells += d.n_degenerate > 0
                     is_auc = mid == "roc_auc"
@@ -138,7 +143,8 @@ def run(ctx: AuditContext) -> BlockResult:
             for r, pa in zip(auc_rows, adj.pvalues_adjusted, strict=True):
                 r["pvalue_adj"] = float(pa)
                 r["significant"] = bool(pa < alpha) if np.isfinite(pa) else None
-    notes = [
+    notes = ([] if probabilities else [
+        "score_scale is 'logits': Brier, ECE and AURC need probabilities and are not reported."]) + [
         f"Intervals: percentile, level {level}, B = {B}; one paired bootstrap per cohort shared by "
         "all models (design per cohort in column `design`).",
         "average_precision ranks tied scores individually (stable descending order).",

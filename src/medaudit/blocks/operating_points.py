@@ -46,6 +46,9 @@ def run(ctx: AuditContext) -> BlockResult:
     B, level = ctx.spec.n_resamples, ctx.spec.confidence_level
     rows: list[dict] = []
     n_degenerate_cells = 0
+    probabilities = ctx.spec.score_scale == "probabilities"
+    # selective prediction needs probabilities (confidence max(s, 1-s), decision s >= 0.5)
+    metrics = METRICS if probabilities else METRICS[:2]
     for cohort in ctx.spec.cohorts:
         ctx.tick(f"{NAME}: bootstrap {cohort}")
         w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
@@ -53,11 +56,11 @@ def run(ctx: AuditContext) -> BlockResult:
         with warnings.catch_warnings():
             # degenerate replicates are counted in n_degenerate and qualified below
             warnings.simplefilter("ignore", DegenerateDataWarning)
-            res = paired_bootstrap(w.label, scores, metrics=METRICS, design=ctx.cohort_design(cohort),
+            res = paired_bootstrap(w.label, scores, metrics=metrics, design=ctx.cohort_design(cohort),
                                    n_resamples=B, confidence_level=level,
                                    rng=cell_seed(ctx, NAME, cohort, prompt))
         for m in models:
-            for spec_, mid in zip(METRICS, res.options["metrics"], strict=True):
+            for spec_, mid in zip(metrics, res.options["metrics"], strict=True):
                 r = res.marginal[(m, mid)]
                 n_degenerate_cells += r.n_degenerate > 0
                 rows.append(spec_row(
@@ -72,7 +75,9 @@ def run(ctx: AuditContext) -> BlockResult:
         f"Within-cohort operating points (not transported thresholds); percentile intervals, level "
         f"{level}, B = {B}, one paired bootstrap per cohort with the operating point re-chosen in "
         "each replicate (design per cohort in column `design`).",
-        "Selective risk: confidence max(s, 1-s), decision s >= 0.5, k = ceil(coverage * n).",
+        "Selective risk: confidence max(s, 1-s), decision s >= 0.5, k = ceil(coverage * n)."
+        if probabilities else "score_scale is 'logits': selective risk needs probabilities and "
+        "is not reported.",
     ]
     if n_degenerate_cells:
         notes.append(f"{n_degenerate_cells} cell(s) had degenerate bootstrap replicates; see "

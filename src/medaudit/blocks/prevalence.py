@@ -93,6 +93,12 @@ def run(ctx: AuditContext) -> BlockResult:
     rev_rows: list[dict[str, Any]] = []
     notes: list[str] = []
 
+    if spec.score_scale != "probabilities" and spec.prevalence:
+        notes.append("score_scale is 'logits': every prevalence-standardised metric needs "
+                     "probabilities, so this block reports nothing.")
+        return BlockResult(name=NAME, tables={"metrics": pd.DataFrame(),
+                                              "differences": pd.DataFrame(),
+                                              "reversals": pd.DataFrame()}, notes=tuple(notes))
     for entry in spec.prevalence:
         grid = sorted(dict.fromkeys(float(p) for p in entry.grid))
         primary = float(entry.primary)

@@ -110,6 +110,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     spec, base = load_spec(args.spec)
     out = Path(args.out)
+    if out.exists() and not args.overwrite:  # fail before minutes of computation, not after
+        raise FileExistsError(f"output directory {str(out)!r} exists; choose another --out or "
+                              "pass --overwrite.")
     with audit_progress(len(spec.blocks) + 1, quiet=args.quiet, verbose=args.verbose) as bar:
         outcome = audit(spec, base, progress=bar.block, step=bar.step)
         bar.block("writing tables, results.json, figures and report.html")

@@ -73,9 +73,18 @@ def validate_score_table(
         if out.any():
             raise SchemaError(
                 f"{source}: column 'score' must be probabilities in [0, 1]; row(s) {_rows(out)} are "
-                f"outside (max {score.max()!r}, min {score.min()!r}). Declare `scores: logits` in "
-                "the spec if these are raw logits; medaudit never clips.")
+                f"outside (max {float(score.max())!r}, min {float(score.min())!r}). Declare "
+                "`score_scale: logits` in the spec if these are raw logits; medaudit never clips.")
     t["score"] = score
+    for col in ("model", "prompt"):
+        # '|' joins model and prompt into one key inside the blocks: refuse it rather than
+        # let two different (model, prompt) pairs collide
+        bar = t[col].str.contains("|", regex=False).to_numpy()
+        if bar.any():
+            i = int(np.flatnonzero(bar)[0])
+            raise SchemaError(f"{source}: column {col!r} may not contain '|' (reserved as a "
+                              f"separator); row(s) {_rows(bar)} do (row {i}: {t[col].iloc[i]!r}). "
+                              "Rename it, e.g. with '/' or '-'.")
     lab = pd.to_numeric(t["label"], errors="coerce").to_numpy(dtype=float)
     badl = ~np.isin(lab, (0.0, 1.0))
     if badl.any():

@@ -66,8 +66,11 @@ def audit_summary(outcome: Any) -> str:
                   "shaped like paper 000; no real model or patient is involved.", ""]
     lines += ["## Portability matrix", "",
               "Each claim at its specification E, then with one element of E changed "
-              "(C cohort, p prompt, N negative class, π prevalence, r criterion). Verdicts: holds / "
-              "reversed / unresolved (interval spans the boundary) / not defined / unaffected.", ""]
+              "(C cohort, p prompt, N negative class, π prevalence, r criterion). Verdicts from the "
+              "interval: holds / reversed / unresolved (interval spans the boundary) / not defined "
+              "/ unaffected; threshold claims are judged on the point estimate as in paper 000 "
+              "eq. 7 (holds / does not hold; specificity only for named control groups; the "
+              "interval is shown for context).", ""]
     lines += _md_table(portability_pivot(outcome.claims))
     for name, res in outcome.results.items():
         if res.notes:
