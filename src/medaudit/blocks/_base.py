@@ -20,7 +20,8 @@ import pandas as pd
 from medaudit.exceptions import SchemaError
 from medaudit.io.spec import AuditSpec
 
-__all__ = ["AuditContext", "BlockResult", "E_COLUMNS", "PROVENANCE_COLUMNS", "spec_row", "cell_rng"]
+__all__ = ["AuditContext", "BlockResult", "E_COLUMNS", "PROVENANCE_COLUMNS", "spec_row", "cell_rng",
+           "verdict"]
 
 E_COLUMNS = ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion")
 PROVENANCE_COLUMNS = ("design", "n_resamples", "seed", "family")
@@ -36,6 +37,21 @@ def cell_rng(seed: int, *key: Any) -> np.random.Generator:
     words = [int(seed)] + [int.from_bytes(hashlib.sha256(str(k).encode()).digest()[:4], "little")
                            for k in key]
     return np.random.default_rng(np.random.SeedSequence(words))
+
+
+def verdict(ci_low: float, ci_high: float, direction: int) -> str:
+    """``a_better`` / ``b_better`` when the interval of A - B excludes 0, else ``unresolved``.
+
+    ``direction`` is +1 when a higher metric is better (AUROC), -1 when lower is
+    better (Brier).  A NaN endpoint (undefined stratum) gives ``not defined``.
+    """
+    if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
+        return "not defined"
+    if ci_low > 0:
+        return "a_better" if direction > 0 else "b_better"
+    if ci_high < 0:
+        return "b_better" if direction > 0 else "a_better"
+    return "unresolved"
 
 
 def spec_row(*, model: str, prompt: str, cohort: str, negatives: str = "all",

@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
 from medaudit.exceptions import DegenerateDataWarning
 from medaudit.stats import adjust_pvalues, delong_test, paired_bootstrap, reliability_diagram
 
@@ -39,21 +39,6 @@ NAME = "discrimination"
 METRICS = ("roc_auc", "average_precision", "brier_score", ("ece", {"n_bins": 15}), "aurc")
 #: metric id -> +1 when higher is better, -1 when lower is better
 DIFFERENCE_METRICS = {"roc_auc": +1, "brier_score": -1}
-
-
-def verdict(ci_low: float, ci_high: float, direction: int) -> str:
-    """``a_better`` / ``b_better`` when the interval of A - B excludes 0, else ``unresolved``.
-
-    ``direction`` is +1 when a higher metric is better (AUROC), -1 when lower is
-    better (Brier).  A NaN endpoint (undefined stratum) gives ``not defined``.
-    """
-    if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
-        return "not defined"
-    if ci_low > 0:
-        return "a_better" if direction > 0 else "b_better"
-    if ci_high < 0:
-        return "b_better" if direction > 0 else "a_better"
-    return "unresolved"
 
 
 def cell_seed(ctx: AuditContext, *key) -> int:

@@ -29,10 +29,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
 from medaudit.stats import paired_bootstrap
 
 NAME = "prevalence"
@@ -71,16 +70,6 @@ def _cell_seed(ctx: AuditContext, *key: Any) -> int:
     whose SeedSequence entropy is a list (which ``ctx.rng`` produces).
     """
     return int(ctx.rng(*key).integers(0, 2**63 - 1))
-
-
-def _verdict(lo: float, hi: float) -> str:
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "not defined"
-    if hi < 0:
-        return "a_better"
-    if lo > 0:
-        return "b_better"
-    return "unresolved"
 
 
 def run(ctx: AuditContext) -> BlockResult:
@@ -142,7 +131,7 @@ def run(ctx: AuditContext) -> BlockResult:
                         model=f"{a} - {b}", prevalence=p, criterion="brier_score_difference",
                         **base, model_a=a, model_b=b, estimate=d.estimate, ci_low=d.ci_low,
                         ci_high=d.ci_high, n_degenerate=d.n_degenerate, n=d.n, n_pos=d.n_pos,
-                        n_neg=d.n_neg, verdict=_verdict(d.ci_low, d.ci_high),
+                        n_neg=d.n_neg, verdict=verdict(d.ci_low, d.ci_high, -1),
                         primary=bool(p == primary), qualification=q))
                     orders.append(_order(res.marginal[(a, bid)].estimate,
                                          res.marginal[(b, bid)].estimate))

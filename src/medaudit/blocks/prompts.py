@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
 from medaudit.stats import adjust_pvalues, brier_score, delong_test, ece, paired_bootstrap, roc_auc
 
@@ -301,16 +301,6 @@ def _average(ctx, models, prompts, test, probabilities) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _verdict(lo: float, hi: float) -> str:
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "not defined"
-    if lo > 0:
-        return "a_better"
-    if hi < 0:
-        return "b_better"
-    return "unresolved"
-
-
 def _model_differences(ctx, models, prompts, test) -> pd.DataFrame:
     rows = []
     pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
@@ -334,7 +324,7 @@ def _model_differences(ctx, models, prompts, test) -> pd.DataFrame:
                     model_a=a, model_b=b, auroc_a=res.marginal[(f"{a}|{p}", "roc_auc")].estimate,
                     auroc_b=res.marginal[(f"{b}|{p}", "roc_auc")].estimate,
                     estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
-                    n_degenerate=d.n_degenerate, verdict=_verdict(d.ci_low, d.ci_high),
+                    n_degenerate=d.n_degenerate, verdict=verdict(d.ci_low, d.ci_high, +1),
                     **_counts(w.label),
                     qualification=_join(_exposure(ctx, [a, b], cohort), _degenerate(d))))
     return pd.DataFrame(rows)

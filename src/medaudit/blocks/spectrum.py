@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
 from medaudit.exceptions import SchemaError
 from medaudit.stats import (
     adjust_pvalues,
@@ -74,16 +74,6 @@ def _contrast_pairs(groups: list[str], reference: str | None) -> list[tuple[str,
             else:
                 out.append((a, b, "pairwise"))
     return out
-
-
-def _verdict(lo: float, hi: float) -> str:
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "not defined"
-    if lo > 0:
-        return "a_better"
-    if hi < 0:
-        return "b_better"
-    return "unresolved"
 
 
 def _interval(r) -> dict[str, Any]:
@@ -208,7 +198,7 @@ def run(ctx: AuditContext) -> BlockResult:
                             seed=ctx.seed, family=None, entry=i, group=g, model_a=a, model_b=b,
                             auroc_a=pb.marginal[(a, "roc_auc")].estimate,
                             auroc_b=pb.marginal[(b, "roc_auc")].estimate, **_interval(d),
-                            verdict=_verdict(d.ci_low, d.ci_high),
+                            verdict=verdict(d.ci_low, d.ci_high, +1),
                             qualification=_join(
                                 *(f"{x}: {ctx.exposure(x, cohort)}" for x in (a, b)
                                   if ctx.exposure(x, cohort)), _small([g], sizes))))
