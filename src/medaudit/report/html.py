@@ -485,11 +485,11 @@ class Report:
             self._html = _jinja_env().get_template("report.html.j2").render(**self.context())
         return self._html
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the page to ``path`` atomically (a temporary sibling renamed into place)."""
+    def save(self, path: str | os.PathLike[str], *, html: str | None = None) -> Path:
+        """Write the page (``html`` if already rendered) to ``path`` atomically."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = self.render().encode("utf-8")
+        data = (self.render() if html is None else html).encode("utf-8")
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -516,14 +516,18 @@ def write_report(outcome: Any, directory: str | os.PathLike[str]) -> Path:
 
     directory = Path(directory)
     figures = render_figures(outcome)
-    if figures:
-        with atomic_directory(directory / "figures", overwrite=True) as tmp:
-            for f in figures:
-                if _safe_id(f.name) != f.name:
-                    raise ValueError(f"figure name {f.name!r} is not a plain file stem")
-                (tmp / f"{f.name}.png").write_bytes(f.png)
-                (tmp / f"{f.name}.svg").write_text(f.svg, encoding="utf-8")
-    return Report(outcome, figures=figures).save(directory / "report.html")
+    report = Report(outcome, figures=figures)
+    html = report.render()  # render first: a failure here leaves the old page and figures intact
+    for f in figures:
+        if _safe_id(f.name) != f.name:
+            raise ValueError(f"figure name {f.name!r} is not a plain file stem")
+    # the figures folder is swapped in whole (emptied when no figure applies, so no stale
+    # figure survives a re-render), then the page that embeds the same figures
+    with atomic_directory(directory / "figures", overwrite=True) as tmp:
+        for f in figures:
+            (tmp / f"{f.name}.png").write_bytes(f.png)
+            (tmp / f"{f.name}.svg").write_text(f.svg, encoding="utf-8")
+    return report.save(directory / "report.html", html=html)
 
 
 def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
