@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from medaudit.blocks._base import cell_rng
 from medaudit.exceptions import SchemaError
+from medaudit.io.schema import SCORE_COLUMNS, validate_score_table
 from medaudit.stats import (
     adjust_pvalues,
     delong_test,
@@ -26,7 +26,7 @@ from medaudit.stats import (
 
 __all__ = ["CohortSummary", "summarize_cohorts", "REQUIRED_COLUMNS"]
 
-REQUIRED_COLUMNS = ("image_id", "cohort", "model", "prompt", "score", "label")
+REQUIRED_COLUMNS = SCORE_COLUMNS  # one definition, in io.schema
 METRICS = (
     "roc_auc",
     "average_precision",
@@ -48,37 +48,8 @@ class CohortSummary:
 
 
 def _validate(table: pd.DataFrame) -> pd.DataFrame:
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
-    if missing:
-        raise SchemaError(f"score table is missing column(s) {missing}; required: "
-                          f"{list(REQUIRED_COLUMNS)}.")
-    key = ["cohort", "model", "prompt", "image_id"]
-    dup = table.duplicated(key, keep=False)
-    if dup.any():
-        first = table.loc[dup, key].head(3).to_dict("records")
-        raise SchemaError(f"score table has {int(dup.sum())} rows duplicating a (cohort, model, "
-                          f"prompt, image_id) key, e.g. {first}; keep one row per key.")
-    lab = pd.to_numeric(table["label"], errors="coerce")
-    bad = ~lab.isin([0, 1])
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise SchemaError(f"column 'label' must be 0 or 1; row {row} has {table['label'].iloc[row]!r}.")
-    score = pd.to_numeric(table["score"], errors="coerce")
-    if not np.isfinite(score.to_numpy(dtype=float)).all():
-        row = int(np.flatnonzero(~np.isfinite(score.to_numpy(dtype=float)))[0])
-        raise SchemaError(f"column 'score' must be finite numbers; row {row} has "
-                          f"{table['score'].iloc[row]!r}.")
-    out = table.copy()
-    out["label"] = lab.astype(np.int64)
-    out["score"] = score.astype(np.float64)
-    if "negative_group" in out.columns:
-        out["negative_group"] = out["negative_group"].fillna("").astype(str)
-        pos_with_group = (out["label"] == 1) & (out["negative_group"] != "")
-        if pos_with_group.any():
-            row = int(np.flatnonzero(pos_with_group.to_numpy())[0])
-            raise SchemaError(f"negative_group must be empty for positives; row {row} is a positive "
-                              f"in group {out['negative_group'].iloc[row]!r}.")
-    return out
+    # the one ScoreTable check (io.schema), keyed without the seed: one row per image here
+    return validate_score_table(table, source="score table")
 
 
 def _wide(group: pd.DataFrame, cohort: str, prompt: str) -> pd.DataFrame:

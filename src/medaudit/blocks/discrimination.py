@@ -41,14 +41,23 @@ METRICS = ("roc_auc", "average_precision", "brier_score", ("ece", {"n_bins": 15}
 DIFFERENCE_METRICS = {"roc_auc": +1, "brier_score": -1}
 
 
-def cell_seed(ctx: AuditContext, *key) -> int:
-    """An integer seed for one analysis cell, drawn from ``ctx.rng(*key)``.
+def cohort_bootstrap(ctx: AuditContext, block: str, cohort: str, prompt: str, models: list[str],
+                     metrics) -> tuple:
+    """One paired bootstrap of all models on a cohort (the cohort's design, B and level).
 
-    Deterministic and order-independent like ``ctx.rng``; passed to the stats layer
-    as an int because ``medaudit._validation.as_generator`` cannot yet describe a
-    generator whose SeedSequence entropy is a list (which ``ctx.rng`` produces).
+    Returns the aligned arrays, the score vectors by model and the result.  Degenerate
+    replicates are not warned about here: callers count them in ``n_degenerate`` and
+    qualify the rows.
     """
-    return int(ctx.rng(*key).integers(0, 2**63 - 1))
+    w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+    scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        res = paired_bootstrap(w.label, scores, metrics=metrics, design=ctx.cohort_design(cohort),
+                               n_resamples=ctx.spec.n_resamples,
+                               confidence_level=ctx.spec.confidence_level,
+                               rng=ctx.rng(block, cohort, prompt))
+    return w, scores, res
 
 
 def _join(*parts: str) -> str:
@@ -77,14 +86,7 @@ def run(ctx: AuditContext) -> BlockResult:
     metrics = METRICS if probabilities else ("roc_auc", "average_precision")
     for cohort in ctx.spec.cohorts:
         ctx.tick(f"{NAME}: bootstrap {cohort}")
-        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
-        scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
-        with warnings.catch_warnings():
-            # degenerate replicates are counted in n_degenerate and qualified below
-            warnings.simplefilter("ignore", DegenerateDataWarning)
-            res = paired_bootstrap(w.label, scores, metrics=metrics, design=ctx.cohort_design(cohort),
-                                   n_resamples=B, confidence_level=level,
-                                   rng=cell_seed(ctx, NAME, cohort, prompt))
+        w, scores, res = cohort_bootstrap(ctx, NAME, cohort, prompt, models, metrics)
         mids = res.options["metrics"]
         for m in models:
             for mid in mids:

@@ -19,15 +19,17 @@ is ``None`` for the two ROC operating points (chosen within the cohort) and 0.5
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, spec_row
-from medaudit.blocks.discrimination import _degenerate_note, _exposure_note, _join, cell_seed
-from medaudit.exceptions import DegenerateDataWarning
-from medaudit.stats import paired_bootstrap, risk_coverage_curve
+from medaudit.blocks.discrimination import (
+    _degenerate_note,
+    _exposure_note,
+    _join,
+    cohort_bootstrap,
+)
+from medaudit.stats import risk_coverage_curve
 
 __all__ = ["NAME", "run", "METRICS"]
 
@@ -51,14 +53,7 @@ def run(ctx: AuditContext) -> BlockResult:
     metrics = METRICS if probabilities else METRICS[:2]
     for cohort in ctx.spec.cohorts:
         ctx.tick(f"{NAME}: bootstrap {cohort}")
-        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
-        scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
-        with warnings.catch_warnings():
-            # degenerate replicates are counted in n_degenerate and qualified below
-            warnings.simplefilter("ignore", DegenerateDataWarning)
-            res = paired_bootstrap(w.label, scores, metrics=metrics, design=ctx.cohort_design(cohort),
-                                   n_resamples=B, confidence_level=level,
-                                   rng=cell_seed(ctx, NAME, cohort, prompt))
+        _, _, res = cohort_bootstrap(ctx, NAME, cohort, prompt, models, metrics)
         for m in models:
             for spec_, mid in zip(metrics, res.options["metrics"], strict=True):
                 r = res.marginal[(m, mid)]

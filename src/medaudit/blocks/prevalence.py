@@ -62,16 +62,6 @@ def _order(a: float, b: float) -> str:
     return "a=b"
 
 
-def _cell_seed(ctx: AuditContext, *key: Any) -> int:
-    """An integer seed for one analysis cell, drawn from ``ctx.rng(*key)``.
-
-    Deterministic and order-independent like ``ctx.rng``.  Passed to the stats layer
-    as an int because ``medaudit._validation.as_generator`` cannot describe a generator
-    whose SeedSequence entropy is a list (which ``ctx.rng`` produces).
-    """
-    return int(ctx.rng(*key).integers(0, 2**63 - 1))
-
-
 def run(ctx: AuditContext) -> BlockResult:
     spec = ctx.spec
     prompt = spec.primary_prompt
@@ -105,7 +95,7 @@ def run(ctx: AuditContext) -> BlockResult:
                 w.label, {m: w.scores[keys[m]] for m in models}, metrics=metrics,
                 contrasts=pairs, design="within_label", n_resamples=spec.n_resamples,
                 confidence_level=spec.confidence_level,
-                rng=_cell_seed(ctx, NAME, cohort, f"grid={glabel}", f"primary={primary:g}"))
+                rng=ctx.rng(NAME, cohort, f"grid={glabel}", f"primary={primary:g}"))
             # metric ids in the order given (e.g. "ece[n_bins=15,prevalence=0.5]")
             mid = dict(zip(cells, res.options["metrics"], strict=True))
             base = dict(prompt=prompt, cohort=cohort, design=res.design,

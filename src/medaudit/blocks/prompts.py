@@ -166,16 +166,6 @@ def _boot(*args, **kwargs):
         return paired_bootstrap(*args, **kwargs)
 
 
-def _cell_seed(ctx: AuditContext, *key) -> int:
-    """An integer seed for one analysis cell, drawn from ``ctx.rng(NAME, *key)``.
-
-    Deterministic and order-independent like ``ctx.rng``.  An int is passed on because
-    ``medaudit.stats`` cannot record the provenance of a generator whose SeedSequence
-    entropy is a list (which ``ctx.rng`` produces): ``as_generator`` raises TypeError.
-    """
-    return int(ctx.rng(NAME, *key).integers(0, 2**63 - 1))
-
-
 def _test_cohorts(ctx: AuditContext) -> list[str]:
     declared = ctx.spec.prompts.test_cohorts
     chosen = set(declared) if declared is not None else set(ctx.spec.cohorts_with_role("primary"))
@@ -286,7 +276,7 @@ def _average(ctx, models, prompts, test, probabilities) -> pd.DataFrame:
             res = _boot(w.label, {AVERAGE: avg, primary: w.scores[f"{m}|{primary}"]},
                         metrics=metrics, contrasts=[(AVERAGE, primary)], design=design,
                         n_resamples=ctx.spec.n_resamples, confidence_level=ctx.spec.confidence_level,
-                        rng=_cell_seed(ctx, "average", cohort, m))
+                        rng=ctx.rng(NAME, "average", cohort, m))
             for mid in metrics:
                 d = res.differences[(AVERAGE, primary, mid)]
                 rows.append(spec_row(
@@ -314,7 +304,7 @@ def _model_differences(ctx, models, prompts, test) -> pd.DataFrame:
         res = _boot(w.label, {f"{m}|{p}": w.scores[f"{m}|{p}"] for m, p in keys},
                     metrics=["roc_auc"], contrasts=contrasts, design=ctx.cohort_design(cohort),
                     n_resamples=ctx.spec.n_resamples, confidence_level=ctx.spec.confidence_level,
-                    rng=_cell_seed(ctx, "model_differences", cohort))
+                    rng=ctx.rng(NAME, "model_differences", cohort))
         for a, b in pairs:
             for p in prompts:
                 d = res.differences[(f"{a}|{p}", f"{b}|{p}", "roc_auc")]

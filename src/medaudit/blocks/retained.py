@@ -54,25 +54,6 @@ SD_DDOF = 1
 _MIN_SEEDS = 2  # a model "has seeds" when it has at least this many distinct seeds
 
 
-def _cell_rng(ctx: AuditContext, *key: Any) -> np.random.Generator | int:
-    """``ctx.rng(NAME, *key)`` in a form the stats layer accepts, with the same stream.
-
-    ``medaudit._validation.as_generator`` calls ``int(seed_seq.entropy)``, which fails for
-    the list entropy that ``ctx.rng`` builds.  A SeedSequence of the list's words packed into
-    one little-endian integer has the same pool (checked below), so passing that integer
-    gives exactly the draws of ``ctx.rng`` and records it as the cell seed.  In the rare case
-    of a zero top word (packing would drop it) an integer drawn from ``ctx.rng`` is used.
-    """
-    gen = ctx.rng(NAME, *key)
-    ss = gen.bit_generator.seed_seq
-    words = [int(w) for w in np.atleast_1d(ss.entropy)]
-    if all(0 <= w < 2**32 for w in words):
-        packed = sum(w << (32 * i) for i, w in enumerate(words))
-        if np.array_equal(np.random.SeedSequence(packed).generate_state(8), ss.generate_state(8)):
-            return packed
-    return int(gen.integers(0, 2**63 - 1))
-
-
 def _first(ids, k: int = 5) -> str:
     ids = list(ids)
     return f"{ids[:k]}{' ...' if len(ids) > k else ''}"
@@ -143,7 +124,7 @@ def _comparison_row(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt:
     boot = paired_bootstrap(y, {"a": sa, "b": sb}, metrics=["roc_auc"], contrasts=[("b", "a")],
                             design="within_label", n_resamples=ctx.spec.n_resamples,
                             confidence_level=ctx.spec.confidence_level,
-                            rng=_cell_rng(ctx, "comparisons", cohort, a, b, prompt))
+                            rng=ctx.rng(NAME, "comparisons", cohort, a, b, prompt))
     d = boot.differences[("b", "a", "roc_auc")]
     dl = delong_test(y, sb, sa, confidence_level=ctx.spec.confidence_level)
     qual = _join(_exposure(ctx, cohort, a, b),

@@ -185,3 +185,15 @@ def fmt_cell(v: Any, column: str) -> tuple[str, str, bool]:
     text = {"p": fmt_p, "int": fmt_int, "grid": fmt_grid,
             "pct": lambda x: fmt_pct(x, already_percent=True)}.get(kind, fmt_estimate)(f)
     return text, full_precision(f), True
+
+
+def md_table(df: Any) -> list[str]:
+    """A pandas DataFrame of display strings as Markdown table lines (``|`` escaped)."""
+    if df.empty:
+        return ["(none)"]
+    cols = [str(c) for c in df.columns]
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in df.itertuples(index=False):
+        out.append("| " + " | ".join("" if is_missing(v) else str(v).replace("|", "\\|")
+                                     for v in r) + " |")
+    return out

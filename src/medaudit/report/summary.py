@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from medaudit.report.format import fmt_ci, fmt_estimate
+from medaudit.report.format import fmt_ci, fmt_estimate, md_table
 
 __all__ = ["audit_summary", "portability_pivot"]
 
@@ -46,17 +46,6 @@ def portability_pivot(claims: pd.DataFrame) -> pd.DataFrame:
     return df[["claim", *[c for c in _ORDER if c in df.columns]]]
 
 
-def _md_table(df: pd.DataFrame) -> list[str]:
-    if df.empty:
-        return ["(none)"]
-    cols = list(df.columns)
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in df.itertuples(index=False):
-        out.append("| " + " | ".join("" if v is None or (isinstance(v, float) and v != v)
-                                     else str(v).replace("|", "\\|") for v in r) + " |")
-    return out
-
-
 def audit_summary(outcome: Any) -> str:
     """Markdown: simulated-data banner, portability matrix, block notes, provenance."""
     prov = outcome.provenance
@@ -71,7 +60,7 @@ def audit_summary(outcome: Any) -> str:
               "/ unaffected; threshold claims are judged on the point estimate as in paper 000 "
               "eq. 7 (holds / does not hold; specificity only for named control groups; the "
               "interval is shown for context).", ""]
-    lines += _md_table(portability_pivot(outcome.claims))
+    lines += md_table(portability_pivot(outcome.claims))
     for name, res in outcome.results.items():
         if res.notes:
             lines += ["", f"## {name}: notes", ""] + [f"- {n}" for n in res.notes]

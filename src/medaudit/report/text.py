@@ -9,13 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from medaudit.report.format import fmt_ci, fmt_estimate
+from medaudit.report.format import fmt_ci, fmt_estimate, fmt_interval, fmt_p, md_table
 
 __all__ = ["fmt_ci", "markdown_summary", "print_table"]  # fmt_ci re-exported from format
-
-
-def _r(x: Any, digits: int = 3) -> str:
-    return fmt_estimate(x, digits)
 
 
 def _metric_rows(metrics: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
@@ -58,27 +54,23 @@ def markdown_summary(res: Any, provenance: dict[str, Any]) -> str:
     if provenance.get("inputs", {}).get("simulated"):
         lines += ["> **Simulated data.** These numbers come from a seeded simulation, not from "
                   "any real model or patient.", ""]
-    lines += ["## Metrics: estimate [95% percentile CI]", "",
-              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["## Metrics: estimate [95% percentile CI]", ""]
+    lines += md_table(pd.DataFrame(rows, columns=header))
     if not res.comparisons.empty:
-        lines += ["", "## Paired model comparisons (AUROC difference, DeLong)", "",
-                  "| cohort | prompt | models | ΔAUROC [DeLong CI] | bootstrap CI | p | p (Holm) |",
-                  "|---|---|---|---|---|---|---|"]
-        for r in res.comparisons.itertuples():
-            lines.append(f"| {r.cohort} | {r.prompt} | {r.model} | "
-                         f"{fmt_ci(r.estimate, r.delong_ci_low, r.delong_ci_high)} | "
-                         f"[{_r(r.boot_ci_low)}, {_r(r.boot_ci_high)}] | {_r(r.pvalue, 4)} | "
-                         f"{_r(r.pvalue_holm, 4)} |")
+        lines += ["", "## Paired model comparisons (AUROC difference, DeLong)", ""]
+        lines += md_table(pd.DataFrame([{
+            "cohort": r.cohort, "prompt": r.prompt, "models": r.model,
+            "ΔAUROC [DeLong CI]": fmt_ci(r.estimate, r.delong_ci_low, r.delong_ci_high),
+            "bootstrap CI": fmt_interval(r.boot_ci_low, r.boot_ci_high),
+            "p": fmt_p(r.pvalue), "p (Holm)": fmt_p(r.pvalue_holm)}
+            for r in res.comparisons.itertuples()]))
     if not res.spectrum.empty:
-        lines += ["", "## Negative spectrum (shared positives)", "",
-                  "| cohort | prompt | model | controls | AUROC a | AUROC b | Δ [CI] | perm p | p (Holm) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for r in res.spectrum.itertuples():
-            lines.append(f"| {r.cohort} | {r.prompt} | {r.model} | {r.negatives} | "
-                         f"{_r(r.auroc_a)} | {_r(r.auroc_b)} | "
-                         f"{fmt_ci(r.estimate, r.ci_low, r.ci_high)} | {_r(r.perm_pvalue, 4)} | "
-                         f"{_r(r.pvalue_holm, 4)} |")
+        lines += ["", "## Negative spectrum (shared positives)", ""]
+        lines += md_table(pd.DataFrame([{
+            "cohort": r.cohort, "prompt": r.prompt, "model": r.model, "controls": r.negatives,
+            "AUROC a": fmt_estimate(r.auroc_a), "AUROC b": fmt_estimate(r.auroc_b),
+            "Δ [CI]": fmt_ci(r.estimate, r.ci_low, r.ci_high), "perm p": fmt_p(r.perm_pvalue),
+            "p (Holm)": fmt_p(r.pvalue_holm)} for r in res.spectrum.itertuples()]))
     v = provenance["versions"]
     lines += ["", "## Provenance", "",
               f"- seed {provenance['seed']}, B = {provenance['n_resamples']}, "
