@@ -60,9 +60,28 @@ def ensemble_seeds(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> tuple[AuditContext, dict[str, Any]]:
-    """Load, validate and check the table against the spec; ensemble seeds when present."""
-    table, inputs, spec = load_scores(spec, Path(base_dir))
-    source = inputs.get("scores", "simulated paper-000 table")
+    """Load, validate and check every input the spec names; ensemble seeds when present.
+
+    Annotations (paper 001) are aggregated to ``label`` (when the scores carry none) and
+    ``label_soft`` on the score table; a judgment table (paper 002) travels beside it.
+    """
+    base_dir = Path(base_dir)
+    inputs: dict[str, Any] = {}
+    annotations = judgments = None
+    if spec.judgments is not None:
+        from medaudit.agreement.judgments import load_judgments
+
+        judgments, inputs["judgments"] = load_judgments(spec.judgments, base_dir, seed=spec.seed)
+    if not spec.has_scores:
+        return AuditContext(scores=_EMPTY_SCORES.copy(), spec=spec, judgments=judgments), inputs
+    table, score_inputs, spec = load_scores(spec, base_dir)
+    inputs.update(score_inputs)
+    source = score_inputs.get("scores", "simulated paper-000 table")
+    if spec.annotations is not None:
+        from medaudit.labels.io import attach_labels, load_annotations
+
+        annotations, inputs["annotations"] = load_annotations(spec.annotations, base_dir)
+        table = attach_labels(table, annotations, spec.annotations, source=source)
     key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in table.columns else ())
     t = validate_score_table(table, source=source, key=key,
                              probabilities=spec.score_scale == "probabilities")
@@ -71,4 +90,10 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> tuple[AuditCon
         seed_scores = t
         t = ensemble_seeds(t)
     check_spec_against_table(spec, t, source=source)
-    return AuditContext(scores=t, spec=spec, seed_scores=seed_scores), inputs
+    return AuditContext(scores=t, spec=spec, seed_scores=seed_scores, annotations=annotations,
+                        judgments=judgments), inputs
+
+
+_EMPTY_SCORES = pd.DataFrame({"image_id": pd.Series(dtype=object), "cohort": pd.Series(dtype=object),
+                              "model": pd.Series(dtype=object), "prompt": pd.Series(dtype=object),
+                              "score": pd.Series(dtype=float), "label": pd.Series(dtype=int)})

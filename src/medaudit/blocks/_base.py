@@ -83,6 +83,8 @@ class Wide:
     label: np.ndarray  # float 0/1
     negative_group: np.ndarray  # '' for positives
     scores: dict[str, np.ndarray]  # key -> scores aligned with image_id
+    #: soft labels in [0, 1] aligned with image_id, when the table has ``label_soft``
+    label_soft: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,10 @@ class AuditContext:
     spec: AuditSpec
     #: the table before seed ensembling (rows per seed), when the input had a ``seed`` column
     seed_scores: pd.DataFrame | None = None
+    #: validated raw annotations (item_id, annotator, rating), when the spec has ``annotations:``
+    annotations: pd.DataFrame | None = None
+    #: validated judgment table (paper 002), when the spec has ``judgments:``
+    judgments: pd.DataFrame | None = None
     #: called by blocks at each step (e.g. one cohort's bootstrap); drives progress bars
     progress: Any = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
@@ -157,7 +163,9 @@ class AuditContext:
         w = Wide(cohort=cohort, image_id=np.asarray(ids, dtype=object),
                  label=meta["label"].to_numpy(dtype=np.float64), negative_group=grp,
                  scores={f"{m}|{p}": frames[(m, p)].loc[ids].to_numpy(dtype=np.float64)
-                         for m, p in keys})
+                         for m, p in keys},
+                 label_soft=(meta["label_soft"].to_numpy(dtype=np.float64)
+                             if "label_soft" in meta.columns else None))
         self._cache[ck] = w
         return w
 

@@ -17,11 +17,16 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from medaudit.exceptions import SchemaError
+from medaudit.io.spec_agreement import ErrorStructureSpec, JudgmentsSpec
+from medaudit.io.spec_estimators import AgreementSpec
+from medaudit.io.spec_labels import AnnotationsSpec, LabelUncertaintySpec
 
 __all__ = ["AuditSpec", "ModelCard", "load_spec", "check_spec_against_table", "BLOCK_NAMES"]
 
-BLOCK_NAMES = ("discrimination", "operating_points", "prompts", "spectrum", "prevalence",
-               "transport", "retained")
+#: blocks reading the score table (paper 000); the default when scores are given
+SCORE_BLOCKS = ("discrimination", "operating_points", "prompts", "spectrum", "prevalence",
+                "transport", "retained")
+BLOCK_NAMES = (*SCORE_BLOCKS, "label_uncertainty", "error_structure", "agreement")
 
 
 class _Strict(BaseModel):
@@ -150,7 +155,8 @@ class WideScoresSpec(_Strict):
     path: str
     cohort: str
     id_column: str = "image_id"
-    label_column: str = "label"
+    #: None when the file has no label column (labels then come from ``annotations:``)
+    label_column: str | None = "label"
     column_pattern: str = r"(?P<model>.+)"
     model_prefix: str = ""
     prompt: str = "none"
@@ -166,19 +172,26 @@ class AuditSpec(_Strict):
     simulate_scale: float = Field(1.0, gt=0.0, le=1.0)  # shrink the simulated study (quick runs)
     score_scale: Literal["probabilities", "logits"] = "probabilities"
     models: list[ModelCard] = Field(default_factory=list)
-    cohorts: dict[str, CohortSpec] = Field(min_length=1)
-    primary_prompt: str
+    cohorts: dict[str, CohortSpec] = Field(default_factory=dict)
+    primary_prompt: str = "none"
     seed: int = 2026
     n_resamples: int = Field(2000, ge=10)
     n_permutations: int = Field(10_000, ge=9)
     confidence_level: float = 0.95
-    blocks: list[Literal[BLOCK_NAMES]] = Field(default_factory=lambda: list(BLOCK_NAMES))  # type: ignore[valid-type]
+    #: default: the paper-000 blocks when scores are given (plus ``label_uncertainty`` with
+    #: annotations), ``error_structure`` and ``agreement`` when judgments are given
+    blocks: list[Literal[BLOCK_NAMES]] | None = None  # type: ignore[valid-type]
     prompts: PromptSpec = Field(default_factory=PromptSpec)
     spectrum: list[SpectrumSpec] = Field(default_factory=list)
     prevalence: list[PrevalenceSpec] = Field(default_factory=list)
     transport: list[TransportSpec] = Field(default_factory=list)
     retained: list[RetainedSpec] = Field(default_factory=list)
     claims: ClaimsSpec = Field(default_factory=ClaimsSpec)
+    annotations: AnnotationsSpec | None = None
+    label_uncertainty: LabelUncertaintySpec = Field(default_factory=LabelUncertaintySpec)
+    judgments: JudgmentsSpec | None = None
+    error_structure: ErrorStructureSpec = Field(default_factory=ErrorStructureSpec)
+    agreement: AgreementSpec = Field(default_factory=AgreementSpec)
 
     @field_validator("confidence_level")
     @classmethod
@@ -188,12 +201,41 @@ class AuditSpec(_Strict):
     @model_validator(mode="after")
     def _inputs(self) -> AuditSpec:
         given = [k for k in ("scores", "simulate", "scores_wide") if getattr(self, k) is not None]
-        if len(given) != 1:
+        if len(given) > 1 or (not given and self.judgments is None):
             raise ValueError("give exactly one of `scores:` (a long table), `scores_wide:` (wide "
-                             f"prediction files) or `simulate: paper000`; got {given or 'none'}")
+                             f"prediction files) or `simulate: paper000` (or only `judgments:`); "
+                             f"got {given or 'none'}")
+        if given and not self.cohorts:
+            raise ValueError("`cohorts:` must name at least one cohort of the score table")
+        if self.annotations is not None and not given:
+            raise ValueError("`annotations:` label the items of a score table; give `scores:` or "
+                             "`scores_wide:` too")
+        if self.blocks is None:
+            default: list[str] = []
+            if given:
+                default += list(SCORE_BLOCKS)
+                if self.annotations is not None:
+                    default.append("label_uncertainty")
+            if self.judgments is not None:
+                default += ["error_structure", "agreement"]
+            object.__setattr__(self, "blocks", default)
         if len(set(self.blocks)) != len(self.blocks):
             raise ValueError(f"blocks repeat a name: {self.blocks}")
+        needs = {"label_uncertainty": ("annotations", self.annotations),
+                 "error_structure": ("judgments", self.judgments),
+                 "agreement": ("judgments", self.judgments)}
+        for b in self.blocks:
+            if b in needs and needs[b][1] is None:
+                raise ValueError(f"block {b!r} needs `{needs[b][0]}:` in the spec")
+            if b in SCORE_BLOCKS and not given:
+                raise ValueError(f"block {b!r} needs a score table (`scores:`, `scores_wide:` or "
+                                 "`simulate:`)")
         return self
+
+    @property
+    def has_scores(self) -> bool:
+        """Whether the spec gives a score table (paper-000 style inputs)."""
+        return any(getattr(self, k) is not None for k in ("scores", "simulate", "scores_wide"))
 
     def card(self, model: str) -> ModelCard:
         """The model card for ``model`` (an empty one when the spec gives none)."""
