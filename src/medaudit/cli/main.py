@@ -20,6 +20,7 @@ atomically: a failed run leaves no partial directory.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import platform
 import sys
@@ -177,7 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("scores", help="score table with image_id, cohort, model, prompt, score, label")
     common(s)
     s.set_defaults(func=_cmd_summarize)
+    # Sub-command groups living in their own modules (each exposes ``register(sub)``); their
+    # heavy dependencies are imported only when the command runs.
+    for mod in _COMMAND_MODULES:
+        importlib.import_module(f"medaudit.cli.{mod}").register(sub)
     return p
+
+
+#: modules under ``medaudit.cli`` that add sub-commands (dicom, manifest, overlap, score, train)
+_COMMAND_MODULES = ("imaging", "scoring", "training")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
