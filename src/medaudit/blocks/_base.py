@@ -99,6 +99,8 @@ class AuditContext:
     annotations: pd.DataFrame | None = None
     #: validated judgment table (paper 002), when the spec has ``judgments:``
     judgments: pd.DataFrame | None = None
+    #: runs independent analysis cells (``backend.map(fn, items)``); None = in order, in process
+    backend: Any = field(default=None, repr=False, compare=False)
     #: called by blocks at each step (e.g. one cohort's bootstrap); drives progress bars
     progress: Any = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
@@ -110,6 +112,17 @@ class AuditContext:
     def rng(self, *key: Any) -> np.random.Generator:
         """A generator for one analysis cell (see :func:`cell_rng`)."""
         return cell_rng(self.seed, *key)
+
+    def map(self, fn: Any, items: Sequence[Any]) -> list[Any]:
+        """Apply ``fn`` to independent cells, locally or on the configured backend.
+
+        Results come back in the order of ``items`` whatever the backend; each cell draws
+        from its own :meth:`rng`, so the outcome does not depend on where cells ran.
+        """
+        items = list(items)
+        if self.backend is None:
+            return [fn(x) for x in items]
+        return list(self.backend.map(fn, items))
 
     def tick(self, step: str) -> None:
         """Report progress of a long step (no-op unless a progress callback is set)."""

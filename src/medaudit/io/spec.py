@@ -162,6 +162,15 @@ class WideScoresSpec(_Strict):
     prompt: str = "none"
 
 
+class ExecutionSpec(_Strict):
+    """Where independent cells run: in this process (default) or on a Ray cluster."""
+
+    backend: Literal["local", "ray"] = "local"
+    #: Ray address ("auto", "ray://host:10001"); None starts a local Ray instance
+    address: str | None = None
+    num_workers: int | None = Field(None, ge=1)
+
+
 class AuditSpec(_Strict):
     """A whole audit: inputs, cohorts, analyses and resampling settings."""
 
@@ -187,6 +196,7 @@ class AuditSpec(_Strict):
     transport: list[TransportSpec] = Field(default_factory=list)
     retained: list[RetainedSpec] = Field(default_factory=list)
     claims: ClaimsSpec = Field(default_factory=ClaimsSpec)
+    execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
     annotations: AnnotationsSpec | None = None
     label_uncertainty: LabelUncertaintySpec = Field(default_factory=LabelUncertaintySpec)
     judgments: JudgmentsSpec | None = None
