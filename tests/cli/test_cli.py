@@ -175,6 +175,8 @@ def test_audit_progress_lines_when_not_a_terminal(tmp_path, capsys):
     assert "[1/3] discrimination" in cap.err and "[2/3] transport" in cap.err
     assert "discrimination: bootstrap montgomery" in cap.err  # per-step lines with --verbose
     assert "report.html" in cap.out and "figures/" in cap.out
+    assert "bootstrap: 30 replicates drawn" in cap.err  # per-resampling lines from the engine
+    assert "permutation: 19 replicates drawn" not in cap.err  # transport has no permutations
     assert main(["audit", str(spec), "--out", str(tmp_path / "q"), "--quiet"]) == 0
     cap = capsys.readouterr()
     assert cap.out == "" and "medaudit: [" not in cap.err

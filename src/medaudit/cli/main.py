@@ -114,7 +114,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if out.exists() and not args.overwrite:  # fail before minutes of computation, not after
         raise FileExistsError(f"output directory {str(out)!r} exists; choose another --out or "
                               "pass --overwrite.")
-    with audit_progress(len(spec.blocks) + 1, quiet=args.quiet, verbose=args.verbose) as bar:
+    from medaudit.stats._progress import replicate_progress
+
+    with audit_progress(len(spec.blocks) + 1, quiet=args.quiet, verbose=args.verbose) as bar, \
+            replicate_progress(bar.replicates):
         outcome = audit(spec, base, progress=bar.block, step=bar.step)
         bar.block("writing tables, results.json, figures and report.html")
         write_outcome(outcome, out, overwrite=args.overwrite)

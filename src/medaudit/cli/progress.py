@@ -26,6 +26,11 @@ class _Plain:
         if self.verbose:
             print(f"medaudit:        {text}", file=sys.stderr, flush=True)
 
+    def replicates(self, kind: str, done: int, total: int) -> None:
+        # one line per finished resampling (not per batch) keeps a log readable
+        if self.verbose and done == total:
+            print(f"medaudit:          {kind}: {total} replicates drawn", file=sys.stderr, flush=True)
+
 
 class _Rich:
     """A rich progress bar over the blocks whose description follows each step."""
@@ -33,6 +38,8 @@ class _Rich:
     def __init__(self, progress: Any, total: int):
         self.progress = progress
         self.task = progress.add_task("starting", total=total)
+        # a second bar for the replicates of the resampling in progress (per batch)
+        self.reps = progress.add_task("replicates", total=1, visible=False)
         self.started = False
 
     def block(self, name: str) -> None:
@@ -43,6 +50,10 @@ class _Rich:
 
     def step(self, text: str) -> None:
         self.progress.update(self.task, description=text)
+
+    def replicates(self, kind: str, done: int, total: int) -> None:
+        self.progress.update(self.reps, completed=done, total=total, description=kind,
+                             visible=done < total)
 
     def finish(self) -> None:
         if self.started:
@@ -56,6 +67,7 @@ def audit_progress(total: int, *, quiet: bool, verbose: bool) -> Iterator[Any]:
         class _Null:
             def block(self, name: str) -> None: ...
             def step(self, text: str) -> None: ...
+            def replicates(self, kind: str, done: int, total: int) -> None: ...
         yield _Null()
         return
     if sys.stderr.isatty():

@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from medaudit._validation import check_option
 from medaudit.exceptions import MedauditError
+from medaudit.stats import _progress
 
 __all__ = ["DESIGNS", "WeightPlan", "make_plan"]
 
@@ -114,6 +115,7 @@ class WeightPlan:
                     w *= keep
                 yield w
             done += b
+            _progress.report("bootstrap", done, n_resamples)
 
     def jackknife(self, batch: int | None = None) -> Iterator[NDArray[np.float64]]:
         """Yield leave-one-unit-out weights (for BCa acceleration), in batches."""

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 
 from medaudit._validation import as_generator, as_scores, check_option
 from medaudit.exceptions import MedauditError
+from medaudit.stats import _progress
 from medaudit.stats._results import PermutationResult
 
 __all__ = ["negative_group_permutation_test"]
@@ -95,6 +96,7 @@ def negative_group_permutation_test(
         sa = perm[:, :na].sum(axis=1)
         null[done:done + k] = sa / na - (total - sa) / nb
         done += k
+        _progress.report("permutation", done, n_resamples)
     gamma = abs(d_obs) * _REL_TOL
     if alternative == "two-sided":
         extreme = np.abs(null) >= abs(d_obs) - gamma
