@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_directory", "write_json", "file_sha256"]
+__all__ = ["atomic_directory", "atomic_write_bytes", "write_json", "file_sha256"]
 
 
 @contextlib.contextmanager
@@ -77,7 +77,25 @@ def write_json(path: str | os.PathLike[str], data: Any) -> None:
     """Write ``data`` as deterministic JSON (sorted keys; NaN → null, inf → "inf")."""
     text = json.dumps(_nan_to_none(json.loads(json.dumps(data, default=_json_default))),
                       sort_keys=True, indent=2, allow_nan=False)
-    Path(path).write_text(text + "\n", encoding="utf-8")
+    atomic_write_bytes(path, (text + "\n").encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename.
+
+    A reader (or a resumed run) sees the old file or the new one, never half of one.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
