@@ -1,11 +1,125 @@
-"""Sub-commands of ``medaudit`` for imaging (registered by :func:`medaudit.cli.main.build_parser`)."""
+"""Sub-commands of ``medaudit`` for imaging (registered by :func:`medaudit.cli.main.build_parser`).
+
+* ``medaudit dicom convert IN OUT`` — DICOM → 8-bit PNG with a sidecar per image (resumable);
+  exit code 0 when every file converted, 1 when some could not be (each is listed with the reason),
+  2 on bad input;
+* ``medaudit manifest DATASET ROOT --out FILE`` — a cohort manifest (CSV + JSON counts);
+* ``medaudit overlap MANIFEST... --out DIR`` — the SHA-256 + pHash overlap screen and exclusions.
+"""
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import sys
+from pathlib import Path
 
-__all__ = ["register"]
+__all__ = ["register", "DATASETS"]
+
+#: keys of :data:`medaudit.imaging.manifests.BUILDERS` (kept here so that building the parser does
+#: not import pandas; a test keeps the two equal)
+DATASETS = ("kermany", "mimic_cxr", "montgomery", "nih_810", "openi", "padchest", "shenzhen", "tbx11k",
+            "tbx11k_tb_subset", "vindr_cxr")
+
+
+def _cmd_dicom_convert(args: argparse.Namespace) -> int:
+    from medaudit.cli.progress import audit_progress
+    from medaudit.exceptions import MedauditError
+    from medaudit.imaging.dicom import convert_folder, list_inputs
+
+    src = Path(args.input)
+    if not src.exists():
+        raise MedauditError(f"input {str(src)!r} does not exist; give a folder of DICOM files.")
+    total = len(list_inputs(src)) if src.is_dir() else 1
+    with audit_progress(total, quiet=args.quiet, verbose=args.verbose) as bar:
+        report = convert_folder(src, Path(args.output), progress=lambda i, n, name: bar.block(name))
+    if not args.quiet or report.failures:
+        print(f"converted {len(report.converted)}, skipped {len(report.skipped)} already finished, "
+              f"failed {len(report.failures)} (report: {Path(args.output) / 'conversion_report.json'})")
+    for source, reason in report.failures:
+        print(f"  could not convert {source}: {reason}", file=sys.stderr)
+    return 1 if report.failures else 0
+
+
+def _cmd_manifest(args: argparse.Namespace) -> int:
+    from medaudit.imaging.manifests import BUILDERS, build_manifest, write_manifest
+
+    options = {}
+    params = inspect.signature(BUILDERS[args.dataset]).parameters if args.dataset in BUILDERS else {}
+    for flag, key, value in (("--no-expect-counts", "expect_counts", not args.no_expect_counts),
+                             ("--no-require-files", "require_files", not args.no_require_files),
+                             ("--n-studies", "n_studies", args.n_studies), ("--seed", "rng", args.seed)):
+        given = value is not None and value is not True
+        if given and key not in params:
+            from medaudit.exceptions import MedauditError
+
+            raise MedauditError(f"option {flag} does not apply to dataset {args.dataset!r}.")
+        if given:
+            options[key] = value
+    manifest = build_manifest(args.dataset, args.root, **options)
+    write_manifest(manifest, args.out, overwrite=args.overwrite)
+    if not args.quiet:
+        print(f"wrote {args.out} ({len(manifest.table)} images of {manifest.dataset})")
+        for c in manifest.counts:
+            print(f"  {c['step']}: {c['n_before']} -> {c['n_after']}")
+    return 0
+
+
+def _cmd_overlap(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from medaudit.imaging.manifests import read_manifest
+    from medaudit.imaging.overlap import screen_overlap, write_overlap
+
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise FileExistsError(f"output directory {str(out)!r} exists; choose another --out or pass "
+                              "--overwrite.")
+    table = pd.concat([read_manifest(p) for p in args.manifests], ignore_index=True)
+    res = screen_overlap(table, max_distance=args.max_distance, group_by=args.group_by)
+    write_overlap(res, out, overwrite=args.overwrite)
+    unhashed = int((res.hashes["error"] != "").sum())
+    if not args.quiet:
+        print(f"wrote {out}/ ({len(res.hashes)} images, {len(res.pairs)} candidate pairs, "
+              f"{len(res.excluded)} images excluded; Pillow {res.versions['pillow']}, "
+              f"imagehash {res.versions['imagehash']})")
+    if unhashed:
+        print(f"medaudit: {unhashed} image(s) could not be hashed; see {out / 'overlap.json'}",
+              file=sys.stderr)
+    return 1 if unhashed else 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this module's sub-commands to the ``medaudit`` parser (none yet)."""
+    """Add ``dicom convert``, ``manifest`` and ``overlap`` to the ``medaudit`` parser."""
+    def flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--quiet", action="store_true", help="print nothing on success")
+        p.add_argument("--verbose", action="store_true", help="log progress to stderr")
+
+    d = sub.add_parser("dicom", help="DICOM conversion")
+    dsub = d.add_subparsers(dest="dicom_command", required=True)
+    c = dsub.add_parser("convert", help="convert a folder of DICOM files to 8-bit PNG (resumable)")
+    c.add_argument("input", metavar="IN", help="folder of DICOM files (or one file)")
+    c.add_argument("output", metavar="OUT", help="output folder (mirrors IN; reruns skip finished files)")
+    flags(c)
+    c.set_defaults(func=_cmd_dicom_convert)
+
+    m = sub.add_parser("manifest", help="build a cohort manifest from a dataset's on-disk layout")
+    m.add_argument("dataset", choices=DATASETS, metavar="DATASET", help=f"one of: {', '.join(DATASETS)}")
+    m.add_argument("root", metavar="ROOT", help="dataset folder (padchest: its labels CSV; openi: reports)")
+    m.add_argument("--out", required=True, help="manifest CSV to write (counts go to .json beside it)")
+    m.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    m.add_argument("--no-expect-counts", action="store_true", help="do not check the published counts")
+    m.add_argument("--no-require-files", action="store_true", help="do not require image files to exist")
+    m.add_argument("--n-studies", type=int, default=None, help="paper 002 corpora: studies to sample")
+    m.add_argument("--seed", type=int, default=None, help="paper 002 corpora: sampling seed (default 42)")
+    flags(m)
+    m.set_defaults(func=_cmd_manifest)
+
+    o = sub.add_parser("overlap", help="SHA-256 + pHash overlap screen across manifests")
+    o.add_argument("manifests", nargs="+", metavar="MANIFEST", help="manifest CSV files")
+    o.add_argument("--out", required=True, help="output directory (written atomically)")
+    o.add_argument("--max-distance", type=int, default=4, help="largest Hamming distance (default 4)")
+    o.add_argument("--group-by", default="dataset", help="column whose values must differ (default dataset)")
+    o.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    flags(o)
+    o.set_defaults(func=_cmd_overlap)

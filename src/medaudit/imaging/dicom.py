@@ -1,0 +1,483 @@
+"""DICOM → 8-bit PNG exactly as paper 000 specifies (methods.md M0.3).
+
+Steps, in order: read the stored pixels; mark padding (``PixelPaddingValue`` and, when present,
+``PixelPaddingRangeLimit``, compared with the *stored* values as PS3.3 C.7.5.1.1.2 defines them);
+apply the modality transformation (Modality LUT or rescale, :func:`pydicom.pixels.apply_modality_lut`);
+apply the first VOI LUT or window when the header has one (:func:`pydicom.pixels.apply_voi_lut`,
+a LUT preferred over a window as pydicom does); mark non-finite values invalid; min–max scale over the
+valid pixels only (hi == lo maps to 0); invert MONOCHROME1 *after* the VOI step; set invalid pixels to 0;
+``rint(255·x)`` to uint8.
+
+Privacy: no header value that could identify a patient (names, IDs, dates, institution, accession,
+…) is written to a PNG, a sidecar, a report, a log line or an exception message.  pydicom's own
+warnings and log records raised while a file is processed are captured, scrubbed of every such
+value and kept in the sidecar; messages of errors are scrubbed the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from medaudit.exceptions import MedauditError
+
+__all__ = [
+    "DicomConversionError",
+    "ConvertedImage",
+    "FolderReport",
+    "convert_dataset",
+    "convert_file",
+    "convert_folder",
+    "list_inputs",
+    "METHOD_VERSION",
+]
+
+#: bumped whenever the pixel pipeline changes, so that resumed runs never reuse stale outputs
+METHOD_VERSION = "medaudit-dicom-png/1 (methods.md M0.3)"
+
+#: keywords whose values must never leave this module (plus every PN, DA, DT and TM element)
+PHI_KEYWORDS = (
+    "PatientName", "PatientID", "OtherPatientIDs", "OtherPatientNames", "PatientBirthDate",
+    "PatientBirthTime", "PatientAge", "PatientAddress", "PatientTelephoneNumbers",
+    "PatientMotherBirthName", "IssuerOfPatientID", "MedicalRecordLocator", "InstitutionName",
+    "InstitutionAddress", "InstitutionalDepartmentName", "AccessionNumber", "StudyID",
+    "ReferringPhysicianName", "PerformingPhysicianName", "OperatorsName", "NameOfPhysiciansReadingStudy",
+    "StationName", "DeviceSerialNumber", "StudyInstanceUID", "SeriesInstanceUID", "SOPInstanceUID",
+    "FrameOfReferenceUID", "StudyDescription", "RequestingPhysician", "ImageComments",
+    "AdditionalPatientHistory", "PatientComments", "EthnicGroup", "Occupation", "MilitaryRank",
+    "BranchOfService", "CountryOfResidence", "RegionOfResidence", "PatientWeight", "PatientSize",
+)
+_PHI_VRS = {"PN", "DA", "DT", "TM"}
+#: values shorter than this are not scrubbed (a one- or two-character value such as "2" would
+#: mangle every message while identifying nobody)
+_MIN_SCRUB = 3
+
+
+class DicomConversionError(MedauditError):
+    """A DICOM file could not be converted; the message never contains a header value."""
+
+
+@dataclass(frozen=True)
+class ConvertedImage:
+    """One converted image: the 8-bit pixels and how they were obtained (no identifying values)."""
+
+    pixels: NDArray[np.uint8]
+    provenance: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FolderReport:
+    """Outcome of :func:`convert_folder`: files converted now, skipped as finished, and failures."""
+
+    converted: tuple[str, ...]
+    skipped: tuple[str, ...]
+    failures: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def n_files(self) -> int:
+        return len(self.converted) + len(self.skipped) + len(self.failures)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n_files": self.n_files, "n_converted": len(self.converted),
+                "n_skipped": len(self.skipped), "n_failed": len(self.failures),
+                "converted": list(self.converted), "skipped": list(self.skipped),
+                "failures": [{"source": s, "reason": r} for s, r in self.failures],
+                "method": METHOD_VERSION}
+
+
+# ----------------------------------------------------------------------------------- privacy
+def _phi_values(ds: Any) -> list[str]:
+    """Every string an identifying element of ``ds`` holds (recursing into sequences)."""
+    out: set[str] = set()
+
+    def add(value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, (list, tuple)) or type(value).__name__ == "MultiValue":
+            for v in value:
+                add(v)
+            return
+        text = str(value).strip()
+        if len(text) >= _MIN_SCRUB:
+            out.add(text)
+            # names are also written with their components ("Doe^John" → "Doe", "John")
+            for part in text.replace("=", "^").split("^"):
+                if len(part.strip()) >= _MIN_SCRUB:
+                    out.add(part.strip())
+
+    def walk(d: Any) -> None:
+        for elem in d:
+            try:
+                if elem.VR == "SQ":
+                    for item in elem.value:
+                        walk(item)
+                elif elem.keyword in PHI_KEYWORDS or elem.VR in _PHI_VRS:
+                    add(elem.value)
+            except Exception:  # noqa: BLE001 - a value that cannot be read cannot be scrubbed or leaked
+                continue
+
+    with contextlib.suppress(Exception):
+        walk(ds)
+    # longest first so that a value containing another is removed whole
+    return sorted(out, key=lambda s: (-len(s), s))
+
+
+def _scrub(text: str, secrets: list[str], *, limit: int = 600) -> str:
+    for s in secrets:
+        text = text.replace(s, "[removed]")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@contextlib.contextmanager
+def _quiet_pydicom(sink: list[str]) -> Iterator[None]:
+    """Capture pydicom's warnings and log records into ``sink`` (they may quote header values)."""
+    import pydicom.config as cfg
+
+    logger = logging.getLogger("pydicom")
+
+    class _Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            sink.append(record.getMessage())
+
+    handler = _Catch()
+    old = (logger.propagate, logger.handlers[:], cfg.settings.reading_validation_mode)
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    # invalid values are not checked while reading: the check's warnings quote the value itself
+    cfg.settings.reading_validation_mode = cfg.IGNORE
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        sink.extend(str(w.message) for w in caught)
+    finally:
+        logger.propagate, logger.handlers[:], cfg.settings.reading_validation_mode = old
+
+
+# ------------------------------------------------------------------------------- pixel pipeline
+def _padding_mask(raw: NDArray[Any], ds: Any) -> tuple[NDArray[np.bool_], dict[str, Any]]:
+    if "PixelPaddingValue" not in ds:
+        return np.zeros(raw.shape, dtype=bool), {"value": None, "range_limit": None, "n_pixels": 0}
+    value = int(ds.PixelPaddingValue)
+    limit = ds.get("PixelPaddingRangeLimit")
+    if limit is None:
+        mask = raw == value
+    else:
+        lo, hi = sorted((value, int(limit)))  # either order is allowed by the standard
+        mask = (raw >= lo) & (raw <= hi)
+    return mask, {"value": value, "range_limit": None if limit is None else int(limit),
+                  "n_pixels": int(mask.sum())}
+
+
+def _modality(raw: NDArray[Any], ds: Any) -> tuple[NDArray[Any], dict[str, Any]]:
+    from pydicom.pixels import apply_modality_lut
+
+    if ds.get("ModalityLUTSequence"):
+        info: dict[str, Any] = {"kind": "modality_lut",
+                                "lut_descriptor": [int(v) for v in ds.ModalityLUTSequence[0].LUTDescriptor]}
+    elif "RescaleSlope" in ds and "RescaleIntercept" in ds:
+        info = {"kind": "rescale", "slope": float(ds.RescaleSlope), "intercept": float(ds.RescaleIntercept)}
+    else:
+        info = {"kind": "none"}
+    out = apply_modality_lut(raw, ds)
+    # A VOI LUT indexes by integer input; an integral float result is made integral again so that
+    # pydicom's LUT lookup is exact (it warns, rightly, on float input).
+    if out.dtype.kind == "f" and np.isfinite(out).all() and np.array_equal(out, np.rint(out)):
+        out = out.astype(np.int64)
+    return out, info
+
+
+def _voi(arr: NDArray[Any], ds: Any) -> tuple[NDArray[Any], dict[str, Any]]:
+    from pydicom.pixels import apply_voi_lut
+
+    has_lut = bool(ds.get("VOILUTSequence")) and all(
+        ds.VOILUTSequence[0].get(k) is not None for k in ("LUTDescriptor", "LUTData"))
+    has_window = ds.get("WindowCenter") is not None and ds.get("WindowWidth") is not None
+    if has_lut:
+        info: dict[str, Any] = {"kind": "voi_lut", "index": 0, "n_available": len(ds.VOILUTSequence),
+                                "lut_descriptor": [int(v) for v in ds.VOILUTSequence[0].LUTDescriptor]}
+    elif has_window:
+        c, w = ds["WindowCenter"], ds["WindowWidth"]
+        info = {"kind": "window", "index": 0, "n_available": int(c.VM),
+                "center": float(c.value[0] if c.VM > 1 else c.value),
+                "width": float(w.value[0] if w.VM > 1 else w.value),
+                "function": str(ds.get("VOILUTFunction", "LINEAR")).upper()}
+    else:
+        return arr, {"kind": "none"}
+    return apply_voi_lut(arr, ds, index=0, prefer_lut=True), info
+
+
+def convert_dataset(ds: Any) -> ConvertedImage:
+    """Convert one pydicom ``Dataset`` to 8-bit grayscale pixels (M0.3).
+
+    Parameters
+    ----------
+    ds : pydicom.Dataset
+        A single-frame MONOCHROME1 or MONOCHROME2 image with pixel data.
+
+    Returns
+    -------
+    ConvertedImage
+        ``pixels`` (uint8, shape (rows, columns)) and ``provenance`` (which transformations
+        were applied, photometric interpretation, shape, intensity range, pixel counts).
+
+    Raises
+    ------
+    DicomConversionError
+        No pixel data, a multi-frame or colour image, no decoder for the transfer syntax,
+        or no valid pixel at all.  Messages never contain a header value.
+    """
+    if "PixelData" not in ds and "FloatPixelData" not in ds and "DoubleFloatPixelData" not in ds:
+        raise DicomConversionError("the file has no pixel data (not an image object).")
+    photometric = str(ds.get("PhotometricInterpretation", "")).strip().upper()
+    if photometric not in ("MONOCHROME1", "MONOCHROME2"):
+        raise DicomConversionError(
+            f"photometric interpretation {photometric or '(missing)'!r} is not supported; only "
+            "MONOCHROME1 and MONOCHROME2 radiographs are converted.")
+    n_frames = int(ds.get("NumberOfFrames", 1) or 1)
+    if n_frames != 1:
+        raise DicomConversionError(f"multi-frame image ({n_frames} frames); only single-frame "
+                                   "radiographs are converted.")
+    tsyntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
+    try:
+        raw = ds.pixel_array
+    except Exception as exc:  # noqa: BLE001 - decoder errors come in many types
+        name = getattr(tsyntax, "name", str(tsyntax))
+        raise DicomConversionError(f"could not decode the pixel data (transfer syntax {name}): "
+                                   f"{type(exc).__name__}: {exc}") from None
+    if raw.ndim != 2:
+        raise DicomConversionError(f"pixel array has shape {raw.shape}; expected one 2-D frame.")
+
+    padding, pad_info = _padding_mask(raw, ds)
+    values, mod_info = _modality(raw, ds)
+    values, voi_info = _voi(values, ds)
+    values = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(values)
+    valid = finite & ~padding
+    if not valid.any():
+        raise DicomConversionError("no valid pixel: every pixel is padding or non-finite.")
+    lo, hi = float(values[valid].min()), float(values[valid].max())
+    if hi > lo:
+        x = (np.where(valid, values, lo) - lo) / (hi - lo)
+    else:  # a constant image carries no contrast; mapped to 0 (methods.md M0.3 [AMBIG])
+        x = np.zeros(values.shape)
+    inverted = photometric == "MONOCHROME1"
+    if inverted:
+        x = 1.0 - x
+    x[~valid] = 0.0  # after the inversion: invalid pixels are black in the output
+    pixels = np.rint(255.0 * x).astype(np.uint8)
+    prov = {
+        "photometric_interpretation": photometric, "inverted": inverted,
+        "shape": [int(s) for s in raw.shape], "stored_dtype": str(raw.dtype),
+        "bits_stored": int(ds.get("BitsStored", 0) or 0),
+        "pixel_representation": int(ds.get("PixelRepresentation", 0) or 0),
+        "transfer_syntax": None if tsyntax is None else str(tsyntax),
+        "modality_transform": mod_info, "voi_transform": voi_info, "padding": pad_info,
+        "n_nonfinite": int((~finite).sum()), "n_invalid": int((~valid).sum()),
+        "valid_min": lo, "valid_max": hi, "constant_image": not hi > lo,
+    }
+    return ConvertedImage(pixels=pixels, provenance=prov)
+
+
+# ------------------------------------------------------------------------------- files
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _versions() -> dict[str, str]:
+    import PIL
+    import pydicom
+
+    from medaudit import __version__
+
+    return {"medaudit": __version__, "pydicom": pydicom.__version__, "numpy": np.__version__,
+            "pillow": PIL.__version__}
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _png_bytes(pixels: NDArray[np.uint8]) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="PNG")  # no text chunks: nothing but pixels
+    return buf.getvalue()
+
+
+def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
+                 source_name: str | None = None) -> dict[str, Any]:
+    """Convert one DICOM file to ``dst`` (PNG) and write its sidecar ``dst`` with suffix ``.json``.
+
+    Both files are written atomically, the sidecar last, so a sidecar whose hashes match means a
+    finished conversion.  Returns the sidecar's content.
+
+    Parameters
+    ----------
+    src, dst : path
+        The DICOM file and the PNG to write (its folder must exist).
+    source_name : str, optional
+        How the sidecar names the source (default: the file name, never a header value).
+
+    Raises
+    ------
+    DicomConversionError
+        The file is not readable DICOM or cannot be converted (message scrubbed of header values).
+    """
+    import pydicom
+
+    src, dst = Path(src), Path(dst)
+    notes: list[str] = []
+    secrets: list[str] = []
+    try:
+        with _quiet_pydicom(notes):
+            try:
+                ds = pydicom.dcmread(src)
+            except Exception as exc:  # noqa: BLE001 - every reader failure is reported the same way
+                raise DicomConversionError(
+                    f"not a readable DICOM file ({type(exc).__name__}: {exc})") from None
+            secrets = _phi_values(ds)
+            converted = convert_dataset(ds)
+    except DicomConversionError as exc:
+        raise DicomConversionError(_scrub(str(exc), secrets)) from None
+    png = _png_bytes(converted.pixels)
+    sidecar = {
+        "source": source_name if source_name is not None else src.name,
+        "source_sha256": _sha256(src),
+        "output": dst.name,
+        "output_sha256": hashlib.sha256(png).hexdigest(),
+        "method": METHOD_VERSION,
+        "versions": _versions(),
+        "library_messages": [_scrub(m, secrets) for m in notes],
+        **converted.provenance,
+    }
+    _atomic_write(dst, png)
+    _atomic_write(dst.with_suffix(".json"),
+                  (json.dumps(sidecar, sort_keys=True, indent=2) + "\n").encode("utf-8"))
+    return sidecar
+
+
+def _output_name(rel: Path) -> Path:
+    if rel.suffix.lower() in (".dcm", ".dicom", ".dic"):
+        return rel.with_suffix(".png")
+    return rel.with_name(rel.name + ".png")
+
+
+def _finished(src: Path, dst: Path) -> bool:
+    """True when ``dst`` and its sidecar exist and match the source and the current method."""
+    side = dst.with_suffix(".json")
+    if not (dst.is_file() and side.is_file()):
+        return False
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (meta.get("method") == METHOD_VERSION and meta.get("source_sha256") == _sha256(src)
+            and meta.get("output_sha256") == _sha256(dst))
+
+
+def list_inputs(src: str | os.PathLike[str]) -> list[tuple[Path, Path]]:
+    """The files :func:`convert_folder` would process, as ``(path, relative path)``, sorted."""
+    src = Path(src)
+    if src.is_file():
+        return [(src, Path(src.name))]
+    files = []
+    for p in sorted(src.rglob("*")):
+        rel = p.relative_to(src)
+        if p.is_file() and not any(part.startswith(".") for part in rel.parts):
+            files.append((p, rel))
+    return files
+
+
+def convert_folder(src: str | os.PathLike[str], out: str | os.PathLike[str], *,
+                   progress: Callable[[int, int, str], None] | None = None) -> FolderReport:
+    """Convert every file under ``src`` (recursively) into ``out``, mirroring the folder layout.
+
+    ``a/b/IM1.dcm`` becomes ``out/a/b/IM1.png`` with ``out/a/b/IM1.json`` (a file without a DICOM
+    suffix keeps its name and gains ``.png``).  Resumable: an output whose sidecar matches the
+    source's SHA-256, the PNG's SHA-256 and the current method is skipped, not recomputed.  Each
+    file is written atomically, so an interrupted run leaves only finished outputs.  Files that
+    cannot be converted (not DICOM, no decoder, colour, …) are listed with the reason; the rest
+    of the batch continues.  A report ``out/conversion_report.json`` is written at the end.
+
+    Parameters
+    ----------
+    src : path
+        Folder (or one file) to convert; hidden files and folders are ignored.
+    out : path
+        Output folder (created); must not lie inside ``src``.
+    progress : callable, optional
+        Called as ``progress(i, n, source)`` after each file (1-based ``i``).  An exception it raises
+        stops the run (files finished so far stay finished).
+
+    Returns
+    -------
+    FolderReport
+    """
+    src, out = Path(src), Path(out)
+    if not src.exists():
+        raise MedauditError(f"input {str(src)!r} does not exist; give a folder of DICOM files.")
+    if src.is_dir() and (out.resolve() == src.resolve() or src.resolve() in out.resolve().parents):
+        raise MedauditError(f"output folder {str(out)!r} lies inside the input folder {str(src)!r}; "
+                            "choose an output outside it.")
+    inputs = list_inputs(src)
+    if not inputs:
+        raise MedauditError(f"input folder {str(src)!r} contains no files.")
+    out.mkdir(parents=True, exist_ok=True)
+    targets: dict[Path, list[Path]] = {}
+    for _, rel in inputs:
+        targets.setdefault(_output_name(rel), []).append(rel)
+    converted: list[str] = []
+    skipped: list[str] = []
+    failures: list[tuple[str, str]] = []
+    for i, (path, rel) in enumerate(inputs, start=1):
+        name = rel.as_posix()
+        dst_rel = _output_name(rel)
+        clash = [r.as_posix() for r in targets[dst_rel] if r != rel]
+        if clash:
+            failures.append((name, f"output name {dst_rel.as_posix()!r} is also the output of "
+                                   f"{', '.join(clash)}; rename one of the inputs."))
+        else:
+            dst = out / dst_rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if _finished(path, dst):
+                skipped.append(name)
+            else:
+                try:
+                    convert_file(path, dst, source_name=name)
+                    converted.append(name)
+                except DicomConversionError as exc:
+                    failures.append((name, str(exc)))
+        if progress is not None:
+            progress(i, len(inputs), name)
+    report = FolderReport(converted=tuple(converted), skipped=tuple(skipped), failures=tuple(failures))
+    _atomic_write(out / "conversion_report.json",
+                  (json.dumps(report.to_dict(), sort_keys=True, indent=2) + "\n").encode("utf-8"))
+    return report
