@@ -83,12 +83,22 @@ def _provenance(spec: AuditSpec, ctx: AuditContext, inputs: dict[str, Any]) -> d
 def audit(spec: AuditSpec, base_dir: str | Path = ".", *, progress: Any = None,
           step: Any = None) -> AuditOutcome:
     """Run a whole audit in memory; ``progress(block)`` and ``step(text)`` report progress."""
+    from medaudit.backends import make_backend
+
     ctx, inputs = build_context(spec, base_dir)
     if step is not None:
         ctx = dataclasses.replace(ctx, progress=step)
-    results = run_blocks(ctx, progress=progress)
+    backend = make_backend(ctx.spec.execution)
+    try:
+        # where cells ran goes to the log only: results.json is the same on every backend
+        log.info("execution backend: %s", backend.describe())
+        results = run_blocks(dataclasses.replace(ctx, backend=backend), progress=progress)
+    finally:
+        backend.close()
     claims = build_claims(results, ctx.spec)
-    return AuditOutcome(ctx.spec, results, claims, _provenance(ctx.spec, ctx, inputs))
+    provenance = _provenance(ctx.spec, ctx, inputs)
+    provenance["spec"].pop("execution", None)
+    return AuditOutcome(ctx.spec, results, claims, provenance)
 
 
 def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = False) -> Path:

@@ -19,17 +19,16 @@ is ``None`` for the two ROC operating points (chosen within the cohort) and 0.5
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row
-from medaudit.blocks.discrimination import (
-    _degenerate_note,
-    _exposure_note,
-    _join,
-    cohort_bootstrap,
-)
-from medaudit.stats import risk_coverage_curve
+from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row
+from medaudit.blocks.discrimination import _degenerate_note, _exposure_note, _join
+from medaudit.exceptions import DegenerateDataWarning
+from medaudit.stats import paired_bootstrap, risk_coverage_curve
 
 __all__ = ["NAME", "run", "METRICS"]
 
@@ -42,6 +41,21 @@ METRICS = (
 )
 
 
+def _bootstrap_cell(cell: dict[str, Any]):
+    """One cohort's paired bootstrap of all models (an independent cell, see ``ctx.map``).
+
+    The generator is ``cell_rng(seed, *key)`` with key ``(NAME, cohort, prompt)``: the
+    draws of ``discrimination.cohort_bootstrap`` for this block.  Degenerate replicates
+    are counted in the rows (``n_degenerate``), not warned about.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        return paired_bootstrap(cell["label"], cell["scores"], metrics=cell["metrics"],
+                                design=cell["design"], n_resamples=cell["n_resamples"],
+                                confidence_level=cell["confidence_level"],
+                                rng=cell_rng(cell["seed"], *cell["key"]))
+
+
 def run(ctx: AuditContext) -> BlockResult:
     prompt = ctx.spec.primary_prompt
     models = ctx.models()
@@ -51,9 +65,15 @@ def run(ctx: AuditContext) -> BlockResult:
     probabilities = ctx.spec.score_scale == "probabilities"
     # selective prediction needs probabilities (confidence max(s, 1-s), decision s >= 0.5)
     metrics = METRICS if probabilities else METRICS[:2]
-    for cohort in ctx.spec.cohorts:
+    cohorts = list(ctx.spec.cohorts)
+    cells = []
+    for cohort in cohorts:
         ctx.tick(f"{NAME}: bootstrap {cohort}")
-        _, _, res = cohort_bootstrap(ctx, NAME, cohort, prompt, models, metrics)
+        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+        cells.append({"label": w.label, "scores": {m: w.scores[f"{m}|{prompt}"] for m in models},
+                      "metrics": metrics, "design": ctx.cohort_design(cohort), "n_resamples": B,
+                      "confidence_level": level, "seed": ctx.seed, "key": (NAME, cohort, prompt)})
+    for cohort, res in zip(cohorts, ctx.map(_bootstrap_cell, cells), strict=True):
         for m in models:
             for spec_, mid in zip(metrics, res.options["metrics"], strict=True):
                 r = res.marginal[(m, mid)]

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
+from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row, verdict
 from medaudit.stats import paired_bootstrap
 
 NAME = "prevalence"
@@ -62,6 +62,19 @@ def _order(a: float, b: float) -> str:
     return "a=b"
 
 
+def _bootstrap_cell(cell: dict[str, Any]):
+    """One cohort's within-label paired bootstrap over the grid (an independent cell).
+
+    Module level so that a backend can ship it to a worker; it draws from
+    ``cell_rng(seed, *key)`` and nothing else.
+    """
+    return paired_bootstrap(cell["label"], cell["scores"], metrics=cell["metrics"],
+                            contrasts=cell["contrasts"], design="within_label",
+                            n_resamples=cell["n_resamples"],
+                            confidence_level=cell["confidence_level"],
+                            rng=cell_rng(cell["seed"], *cell["key"]))
+
+
 def run(ctx: AuditContext) -> BlockResult:
     spec = ctx.spec
     prompt = spec.primary_prompt
@@ -87,15 +100,15 @@ def run(ctx: AuditContext) -> BlockResult:
         metrics = [(name, {**opts, "prevalence": p}) for p in grid for name, opts, _ in _METRICS]
         pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
         cohorts = sorted(dict.fromkeys(entry.cohorts), key=lambda c: cohort_rank.get(c, 1 << 30))
+        jobs = []
         for cohort in cohorts:
             ctx.tick(f"{NAME}: bootstrap {cohort}")
             w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
-            keys = {m: f"{m}|{prompt}" for m in models}
-            res = paired_bootstrap(
-                w.label, {m: w.scores[keys[m]] for m in models}, metrics=metrics,
-                contrasts=pairs, design="within_label", n_resamples=spec.n_resamples,
-                confidence_level=spec.confidence_level,
-                rng=ctx.rng(NAME, cohort, f"grid={glabel}", f"primary={primary:g}"))
+            jobs.append({"label": w.label, "scores": {m: w.scores[f"{m}|{prompt}"] for m in models},
+                         "metrics": metrics, "contrasts": pairs, "n_resamples": spec.n_resamples,
+                         "confidence_level": spec.confidence_level, "seed": ctx.seed,
+                         "key": (NAME, cohort, f"grid={glabel}", f"primary={primary:g}")})
+        for cohort, res in zip(cohorts, ctx.map(_bootstrap_cell, jobs), strict=True):
             # metric ids in the order given (e.g. "ece[n_bins=15,prevalence=0.5]")
             mid = dict(zip(cells, res.options["metrics"], strict=True))
             base = dict(prompt=prompt, cohort=cohort, design=res.design,

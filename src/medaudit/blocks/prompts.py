@@ -28,11 +28,12 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
+from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row, verdict
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
 from medaudit.stats import adjust_pvalues, brier_score, delong_test, ece, paired_bootstrap, roc_auc
 
@@ -166,6 +167,21 @@ def _boot(*args, **kwargs):
         return paired_bootstrap(*args, **kwargs)
 
 
+# ----------------------------------------------------------------------------- cells
+# Independent cells for ``ctx.map`` (module level, so a backend can ship them to workers):
+# each takes a dict of aligned arrays and options and draws from cell_rng(seed, *key).
+def _boot_cell(cell: dict[str, Any]):
+    """One paired bootstrap (``_boot``) with the cell's own generator."""
+    opts = {k: v for k, v in cell.items() if k not in ("label", "scores", "seed", "key")}
+    return _boot(cell["label"], cell["scores"], rng=cell_rng(cell["seed"], *cell["key"]), **opts)
+
+
+def _delong_cell(cell: dict[str, Any]) -> list:
+    """Paired DeLong tests of each alternative score vector against the reference one."""
+    return [delong_test(cell["label"], s, cell["reference"],
+                        confidence_level=cell["confidence_level"]) for s in cell["alternatives"]]
+
+
 def _test_cohorts(ctx: AuditContext) -> list[str]:
     declared = ctx.spec.prompts.test_cohorts
     chosen = set(declared) if declared is not None else set(ctx.spec.cohorts_with_role("primary"))
@@ -224,23 +240,26 @@ def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
     primary, alts = prompts[0], prompts[1:]
     level = ctx.spec.confidence_level
     rows = []
+    where, cells = [], []
     for cohort in ctx.spec.cohorts:
         ctx.tick(f"{NAME}: contrasts {cohort}")
-        in_family = cohort in test
         for m in models:
             w = ctx.wide(cohort, keys=[(m, p) for p in prompts])
-            y = w.label
-            s0 = w.scores[f"{m}|{primary}"]
-            for p in alts:
-                dl = delong_test(y, w.scores[f"{m}|{p}"], s0, confidence_level=level)
-                rows.append(spec_row(
-                    model=m, prompt=f"{p} - {primary}", cohort=cohort,
-                    criterion="roc_auc_difference", design="delong_paired", n_resamples=None,
-                    seed=ctx.seed, family=BH_FAMILY if in_family else DESCRIPTIVE,
-                    prompt_a=p, prompt_b=primary, auroc_a=dl.auc_a, auroc_b=dl.auc_b,
-                    estimate=dl.estimate, ci_low=dl.ci_low, ci_high=dl.ci_high, z=dl.statistic,
-                    pvalue=dl.pvalue, pvalue_adj=math.nan, significant=pd.NA,
-                    **_counts(y), qualification=ctx.exposure(m, cohort)))
+            where.append((cohort, m, w.label))
+            cells.append({"label": w.label, "reference": w.scores[f"{m}|{primary}"],
+                          "alternatives": [w.scores[f"{m}|{p}"] for p in alts],
+                          "confidence_level": level})
+    for (cohort, m, y), tests in zip(where, ctx.map(_delong_cell, cells), strict=True):
+        in_family = cohort in test
+        for p, dl in zip(alts, tests, strict=True):
+            rows.append(spec_row(
+                model=m, prompt=f"{p} - {primary}", cohort=cohort,
+                criterion="roc_auc_difference", design="delong_paired", n_resamples=None,
+                seed=ctx.seed, family=BH_FAMILY if in_family else DESCRIPTIVE,
+                prompt_a=p, prompt_b=primary, auroc_a=dl.auc_a, auroc_b=dl.auc_b,
+                estimate=dl.estimate, ci_low=dl.ci_low, ci_high=dl.ci_high, z=dl.statistic,
+                pvalue=dl.pvalue, pvalue_adj=math.nan, significant=pd.NA,
+                **_counts(y), qualification=ctx.exposure(m, cohort)))
     df = pd.DataFrame(rows)
     note = "no alternative prompt families: no prompt contrasts."
     if df.empty:
@@ -267,27 +286,32 @@ def _average(ctx, models, prompts, test, probabilities) -> pd.DataFrame:
     primary = prompts[0]
     metrics = ["roc_auc", "brier_score"] if probabilities else ["roc_auc"]
     rows = []
+    where, cells = [], []
     for cohort in test:
         ctx.tick(f"{NAME}: average {cohort}")
         design = ctx.cohort_design(cohort)
         for m in models:
             w = ctx.wide(cohort, keys=[(m, p) for p in prompts])
             avg = np.mean(np.stack([w.scores[f"{m}|{p}"] for p in prompts]), axis=0)
-            res = _boot(w.label, {AVERAGE: avg, primary: w.scores[f"{m}|{primary}"]},
-                        metrics=metrics, contrasts=[(AVERAGE, primary)], design=design,
-                        n_resamples=ctx.spec.n_resamples, confidence_level=ctx.spec.confidence_level,
-                        rng=ctx.rng(NAME, "average", cohort, m))
-            for mid in metrics:
-                d = res.differences[(AVERAGE, primary, mid)]
-                rows.append(spec_row(
-                    model=m, prompt=f"{AVERAGE} - {primary}", cohort=cohort,
-                    criterion=f"{mid}_difference", design=d.design, n_resamples=d.n_resamples,
-                    seed=ctx.seed, family=None, prompt_a=AVERAGE, prompt_b=primary,
-                    value_a=res.marginal[(AVERAGE, mid)].estimate,
-                    value_b=res.marginal[(primary, mid)].estimate,
-                    estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
-                    n_degenerate=d.n_degenerate, **_counts(w.label),
-                    qualification=_join(ctx.exposure(m, cohort), _degenerate(d))))
+            where.append((cohort, m, w))
+            cells.append({"label": w.label,
+                          "scores": {AVERAGE: avg, primary: w.scores[f"{m}|{primary}"]},
+                          "metrics": metrics, "contrasts": [(AVERAGE, primary)], "design": design,
+                          "n_resamples": ctx.spec.n_resamples,
+                          "confidence_level": ctx.spec.confidence_level, "seed": ctx.seed,
+                          "key": (NAME, "average", cohort, m)})
+    for (cohort, m, w), res in zip(where, ctx.map(_boot_cell, cells), strict=True):
+        for mid in metrics:
+            d = res.differences[(AVERAGE, primary, mid)]
+            rows.append(spec_row(
+                model=m, prompt=f"{AVERAGE} - {primary}", cohort=cohort,
+                criterion=f"{mid}_difference", design=d.design, n_resamples=d.n_resamples,
+                seed=ctx.seed, family=None, prompt_a=AVERAGE, prompt_b=primary,
+                value_a=res.marginal[(AVERAGE, mid)].estimate,
+                value_b=res.marginal[(primary, mid)].estimate,
+                estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
+                n_degenerate=d.n_degenerate, **_counts(w.label),
+                qualification=_join(ctx.exposure(m, cohort), _degenerate(d))))
     return pd.DataFrame(rows)
 
 
@@ -296,15 +320,19 @@ def _model_differences(ctx, models, prompts, test) -> pd.DataFrame:
     pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
     if not pairs:
         return pd.DataFrame(rows)
+    keys = [(m, p) for m in models for p in prompts]
+    contrasts = [(f"{a}|{p}", f"{b}|{p}") for p in prompts for a, b in pairs]
+    wides, cells = [], []
     for cohort in test:
         ctx.tick(f"{NAME}: rankings {cohort}")
-        keys = [(m, p) for m in models for p in prompts]
         w = ctx.wide(cohort, keys=keys)
-        contrasts = [(f"{a}|{p}", f"{b}|{p}") for p in prompts for a, b in pairs]
-        res = _boot(w.label, {f"{m}|{p}": w.scores[f"{m}|{p}"] for m, p in keys},
-                    metrics=["roc_auc"], contrasts=contrasts, design=ctx.cohort_design(cohort),
-                    n_resamples=ctx.spec.n_resamples, confidence_level=ctx.spec.confidence_level,
-                    rng=ctx.rng(NAME, "model_differences", cohort))
+        wides.append(w)
+        cells.append({"label": w.label, "scores": {f"{m}|{p}": w.scores[f"{m}|{p}"] for m, p in keys},
+                      "metrics": ["roc_auc"], "contrasts": contrasts,
+                      "design": ctx.cohort_design(cohort), "n_resamples": ctx.spec.n_resamples,
+                      "confidence_level": ctx.spec.confidence_level, "seed": ctx.seed,
+                      "key": (NAME, "model_differences", cohort)})
+    for cohort, w, res in zip(test, wides, ctx.map(_boot_cell, cells), strict=True):
         for a, b in pairs:
             for p in prompts:
                 d = res.differences[(f"{a}|{p}", f"{b}|{p}", "roc_auc")]

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row
 from medaudit.exceptions import SchemaError
 from medaudit.io.spec import RetainedSpec
 from medaudit.stats import delong_ci, delong_test, paired_bootstrap, roc_auc
@@ -117,16 +117,36 @@ def _retained_targets(ctx: AuditContext, entry: RetainedSpec, cohort: str, promp
     return ids, y, sa, sb, only_a, only_b
 
 
+def _comparison_cell(cell: dict[str, Any]) -> tuple[Any, Any]:
+    """B-WL-PAIRED bootstrap and paired DeLong test of b - a (an independent cell).
+
+    Module level so that a backend can ship it to a worker; draws only from
+    ``cell_rng(seed, *key)``.
+    """
+    y, sa, sb, level = cell["label"], cell["a"], cell["b"], cell["confidence_level"]
+    boot = paired_bootstrap(y, {"a": sa, "b": sb}, metrics=["roc_auc"], contrasts=[("b", "a")],
+                            design="within_label", n_resamples=cell["n_resamples"],
+                            confidence_level=level, rng=cell_rng(cell["seed"], *cell["key"]))
+    return boot, delong_test(y, sb, sa, confidence_level=level)
+
+
+def _comparison_job(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str
+                    ) -> tuple[tuple, dict[str, Any]]:
+    """The retained targets of one entry x cohort and the cell that compares them."""
+    ids, y, sa, sb, only_a, only_b = _retained_targets(ctx, entry, cohort, prompt)
+    cell = {"label": y, "a": sa, "b": sb, "n_resamples": ctx.spec.n_resamples,
+            "confidence_level": ctx.spec.confidence_level, "seed": ctx.seed,
+            "key": (NAME, "comparisons", cohort, entry.a, entry.b, prompt)}
+    return (ids, y, only_a, only_b), cell
+
+
 def _comparison_row(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str,
+                    targets: tuple, result: tuple[Any, Any],
                     seed_delta: tuple[float, float, int] | None) -> dict[str, Any]:
     a, b = entry.a, entry.b
-    ids, y, sa, sb, only_a, only_b = _retained_targets(ctx, entry, cohort, prompt)
-    boot = paired_bootstrap(y, {"a": sa, "b": sb}, metrics=["roc_auc"], contrasts=[("b", "a")],
-                            design="within_label", n_resamples=ctx.spec.n_resamples,
-                            confidence_level=ctx.spec.confidence_level,
-                            rng=ctx.rng(NAME, "comparisons", cohort, a, b, prompt))
+    ids, y, only_a, only_b = targets
+    boot, dl = result
     d = boot.differences[("b", "a", "roc_auc")]
-    dl = delong_test(y, sb, sa, confidence_level=ctx.spec.confidence_level)
     qual = _join(_exposure(ctx, cohort, a, b),
                  f"{d.n_degenerate} degenerate bootstrap replicate(s)" if d.n_degenerate else "")
     mean, sd, n_seeds = seed_delta if seed_delta is not None else (math.nan, math.nan, 0)
@@ -181,25 +201,39 @@ def _seeded(ctx: AuditContext, prompt: str) -> dict[tuple[str, str], int]:
     return {k: int(v) for k, v in t.groupby(["model", "cohort"])["seed"].nunique().items()}
 
 
-def _model_seed_rows(ctx: AuditContext, model: str, cohort: str, prompt: str) -> list[dict]:
-    level = ctx.spec.confidence_level
+def _seed_cell(cell: dict[str, Any]) -> tuple[list, Any]:
+    """Each seed against the ensemble (paired DeLong) and the ensemble's DeLong interval."""
+    y, s_ens, level = cell["label"], cell["ensemble"], cell["confidence_level"]
+    tests = [delong_test(y, s, s_ens, confidence_level=level) for s in cell["seeds"]]
+    return tests, delong_ci(y, s_ens, confidence_level=level)
+
+
+def _seed_job(ctx: AuditContext, model: str, cohort: str, prompt: str) -> dict[str, Any]:
+    """The aligned per-seed and ensemble scores of one model x cohort (checked)."""
     wide = _seed_matrix(ctx, model, cohort, prompt)
     ens = ctx.scores[(ctx.scores["cohort"] == cohort) & (ctx.scores["model"] == model)
                      & (ctx.scores["prompt"] == prompt)].set_index("image_id").loc[wide.index]
     y = ens["label"].to_numpy(dtype=np.float64)
-    what = f"seeds of model {model!r} on cohort {cohort!r}, prompt {prompt!r}"
-    _need_both_classes(y, what)
-    s_ens = ens["score"].to_numpy(dtype=np.float64)
+    _need_both_classes(y, f"seeds of model {model!r} on cohort {cohort!r}, prompt {prompt!r}")
+    return {"label": y, "ensemble": ens["score"].to_numpy(dtype=np.float64),
+            "model_seeds": [int(s) for s in wide.columns],
+            "seeds": [wide[s].to_numpy(dtype=np.float64) for s in wide.columns],
+            "confidence_level": ctx.spec.confidence_level}
+
+
+def _model_seed_rows(ctx: AuditContext, model: str, cohort: str, prompt: str,
+                     cell: dict[str, Any], result: tuple[list, Any]) -> list[dict]:
+    y = cell["label"]
     n, n_pos = int(y.size), int(y.sum())
     counts = dict(n=n, n_pos=n_pos, n_neg=n - n_pos)
     expo = ctx.exposure(model, cohort)
     common = dict(model=model, prompt=prompt, cohort=cohort, seed=ctx.seed, family=None)
+    tests, ci = result
     rows, aucs = [], []
-    for s in wide.columns:
-        dl = delong_test(y, wide[s].to_numpy(dtype=np.float64), s_ens, confidence_level=level)
+    for s, dl in zip(cell["model_seeds"], tests, strict=True):
         aucs.append(dl.auc_a)
         rows.append(spec_row(**common, criterion="roc_auc", design="delong+paired",
-                             kind="seed", model_seed=int(s), estimate=dl.auc_a, **counts,
+                             kind="seed", model_seed=s, estimate=dl.auc_a, **counts,
                              difference_vs_ensemble=dl.estimate, z=dl.statistic,
                              pvalue=dl.pvalue, qualification=expo))
     rows.append(spec_row(**common, criterion="roc_auc", design=None, kind="seed_summary",
@@ -207,7 +241,6 @@ def _model_seed_rows(ctx: AuditContext, model: str, cohort: str, prompt: str) ->
                          sd_ddof=SD_DDOF, n_seeds=len(aucs), **counts,
                          qualification=_join(expo, "SD over seeds describes optimisation "
                                                    "variability, not a confidence interval")))
-    ci = delong_ci(y, s_ens, confidence_level=level)
     rows.append(spec_row(**common, criterion="roc_auc", design="delong", kind="ensemble",
                          model_seed=None, estimate=ci.estimate, ci_low=ci.ci_low,
                          ci_high=ci.ci_high, n_seeds=len(aucs), **counts, qualification=expo))
@@ -280,10 +313,12 @@ def run(ctx: AuditContext) -> BlockResult:
         if elsewhere:
             notes.append(f"seeds: model(s) {elsewhere} have no per-seed scores at the primary "
                          f"prompt {primary!r} on a declared cohort; no seed summary for them.")
-        for cohort in ctx.spec.cohorts:
-            for model in sorted(m for (m, c), k in n_seeds.items()
-                                if c == cohort and k >= _MIN_SEEDS):
-                seed_rows_by_cohort[cohort] += _model_seed_rows(ctx, model, cohort, primary)
+        where = [(cohort, model) for cohort in ctx.spec.cohorts
+                 for model in sorted(m for (m, c), k in n_seeds.items()
+                                     if c == cohort and k >= _MIN_SEEDS)]
+        cells = [_seed_job(ctx, model, cohort, primary) for cohort, model in where]
+        for (cohort, model), cell, res in zip(where, cells, ctx.map(_seed_cell, cells), strict=True):
+            seed_rows_by_cohort[cohort] += _model_seed_rows(ctx, model, cohort, primary, cell, res)
         for i, (e, prompt, cohorts) in enumerate(entries):
             k_seeds = _seeded(ctx, prompt) if prompt != primary else n_seeds
             for cohort in cohorts:
@@ -296,12 +331,12 @@ def run(ctx: AuditContext) -> BlockResult:
                 if note:
                     notes.append(note)
 
-    comp_rows = []
-    for cohort in ctx.spec.cohorts:
-        for i, (e, prompt, cohorts) in enumerate(entries):
-            if cohort in cohorts:
-                comp_rows.append(_comparison_row(ctx, e, cohort, prompt,
-                                                 seed_delta.get((i, cohort))))
+    where = [(i, e, prompt, cohort) for cohort in ctx.spec.cohorts
+             for i, (e, prompt, cohorts) in enumerate(entries) if cohort in cohorts]
+    jobs = [_comparison_job(ctx, e, cohort, prompt) for _, e, prompt, cohort in where]
+    results = ctx.map(_comparison_cell, [cell for _, cell in jobs])
+    comp_rows = [_comparison_row(ctx, e, cohort, prompt, targets, res, seed_delta.get((i, cohort)))
+                 for (i, e, prompt, cohort), (targets, _), res in zip(where, jobs, results, strict=True)]
     comparisons = pd.DataFrame(comp_rows)
     seeds = pd.DataFrame([r for c in ctx.spec.cohorts for r in seed_rows_by_cohort[c]])
     if not seeds.empty:

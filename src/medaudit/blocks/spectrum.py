@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
+from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row, verdict
 from medaudit.exceptions import SchemaError
 from medaudit.stats import (
     adjust_pvalues,
@@ -102,6 +102,42 @@ def _entry_arrays(ctx: AuditContext, i: int, entry) -> tuple[Any, np.ndarray, di
     return w, pos, masks
 
 
+# Independent cells for ``ctx.map`` (module level, so a backend can ship them to workers);
+# each draws only from cell_rng(seed, *key) with the keys the block has always used.
+def _model_cell(cell: dict[str, Any]) -> tuple[Any, dict, dict]:
+    """One entry x model: shared-positive bootstrap, B-ORD marginals, permutation tests."""
+    seed, key, pos, neg = cell["seed"], cell["key"], cell["positives"], cell["negatives"]
+    n_res, level, metrics = cell["n_resamples"], cell["confidence_level"], cell["metrics"]
+    sp = shared_positive_bootstrap(pos, neg, metrics=metrics, contrasts=cell["contrasts"],
+                                   n_resamples=n_res, confidence_level=level,
+                                   rng=cell_rng(seed, *key, "shared_positive", cell["groups"]))
+    marginal = sp.marginal
+    if cell["design"] == "ordinary":
+        # M0.10: TBX marginal intervals are B-ORD on the P ∪ G subset (class mix
+        # varies); the shared-positive draw serves the contrasts
+        marginal = {}
+        for g, sg in neg.items():
+            # positives first, then the group (each by image_id): the item order the
+            # shared-positive engine sees, so tie order in confidence (AURC) agrees
+            yg = np.r_[np.ones(pos.size), np.zeros(sg.size)]
+            res = bootstrap_metrics(yg, np.r_[pos, sg], metrics=metrics, design="ordinary",
+                                    n_resamples=n_res, confidence_level=level,
+                                    rng=cell_rng(seed, *key, "marginal", g))
+            marginal.update({(g, mid): r for mid, r in res.items()})
+    perms = {(a, b): negative_group_permutation_test(
+        pos, neg[a], neg[b], n_resamples=cell["n_permutations"],
+        rng=cell_rng(seed, *key, "permutation", a, b)) for a, b in cell["permutation_pairs"]}
+    return sp, marginal, perms
+
+
+def _differences_cell(cell: dict[str, Any]):
+    """One entry x group: paired bootstrap of every model on P ∪ G."""
+    return paired_bootstrap(cell["label"], cell["scores"], metrics=["roc_auc"],
+                            design=cell["design"], n_resamples=cell["n_resamples"],
+                            confidence_level=cell["confidence_level"],
+                            rng=cell_rng(cell["seed"], *cell["key"]))
+
+
 def run(ctx: AuditContext) -> BlockResult:
     """Negative-spectrum tables ``groups``, ``contrasts`` and ``model_differences``."""
     spec = ctx.spec
@@ -131,28 +167,18 @@ def run(ctx: AuditContext) -> BlockResult:
             if entry.prevalence is not None:
                 metrics.append(("brier_score", {"prevalence": entry.prevalence}))
         pairs = _contrast_pairs(groups, entry.reference)
-        for m in models:
-            s = w.scores[f"{m}|{prompt}"]
+        design = ctx.cohort_design(cohort)
+        cells = [{"positives": w.scores[f"{m}|{prompt}"][pos],
+                  "negatives": {g: w.scores[f"{m}|{prompt}"][masks[g]] for g in groups},
+                  "groups": tuple(groups),
+                  "metrics": metrics, "contrasts": [(a, b) for a, b, _ in pairs],
+                  "permutation_pairs": ([(a, b) for a, b, _ in pairs]
+                                        if entry.test == "permutation" else []),
+                  "design": design, "n_resamples": n_res, "n_permutations": n_perm,
+                  "confidence_level": level, "seed": ctx.seed, "key": (NAME, cohort, m)}
+                 for m in models]
+        for m, (sp, marginal, perms) in zip(models, ctx.map(_model_cell, cells), strict=True):
             expo = ctx.exposure(m, cohort)
-            sp = shared_positive_bootstrap(
-                s[pos], {g: s[masks[g]] for g in groups}, metrics=metrics,
-                contrasts=[(a, b) for a, b, _ in pairs], n_resamples=n_res,
-                confidence_level=level,
-                rng=ctx.rng(NAME, cohort, m, "shared_positive", tuple(groups)))
-            marginal = sp.marginal
-            if ctx.cohort_design(cohort) == "ordinary":
-                # M0.10: TBX marginal intervals are B-ORD on the P ∪ G subset (class mix
-                # varies); the shared-positive draw serves the contrasts
-                marginal = {}
-                for g in groups:
-                    # positives first, then the group (each by image_id): the item order the
-                    # shared-positive engine sees, so tie order in confidence (AURC) agrees
-                    yg = np.r_[np.ones(int(pos.sum())), np.zeros(int(masks[g].sum()))]
-                    res = bootstrap_metrics(yg, np.r_[s[pos], s[masks[g]]], metrics=metrics,
-                                            design="ordinary",
-                                            n_resamples=n_res, confidence_level=level,
-                                            rng=ctx.rng(NAME, cohort, m, "marginal", g))
-                    marginal.update({(g, mid): r for mid, r in res.items()})
             for g in groups:
                 qual = _join(expo, _small([g], sizes))
                 for mid in sp.options["metrics"]:
@@ -176,19 +202,18 @@ def run(ctx: AuditContext) -> BlockResult:
                     test="none", n_permutations=0,
                     qualification=_join(expo, _small([a, b], sizes)))
                 if entry.test == "permutation":
-                    perm = negative_group_permutation_test(
-                        s[pos], s[masks[a]], s[masks[b]], n_resamples=n_perm,
-                        rng=ctx.rng(NAME, cohort, m, "permutation", a, b))
+                    perm = perms[(a, b)]
                     row.update(family=PERMUTATION_FAMILY, pvalue=perm.pvalue, test="permutation",
                                n_permutations=n_perm)
                 contrast_rows.append(row)
         if len(models) >= 2:
-            for g in groups:
-                sub = pos | masks[g]
-                pb = paired_bootstrap(
-                    w.label[sub], {m: w.scores[f"{m}|{prompt}"][sub] for m in models},
-                    metrics=["roc_auc"], design=ctx.cohort_design(cohort), n_resamples=n_res,
-                    confidence_level=level, rng=ctx.rng(NAME, cohort, "model_differences", g))
+            subs = [pos | masks[g] for g in groups]
+            cells = [{"label": w.label[sub], "scores": {m: w.scores[f"{m}|{prompt}"][sub]
+                                                        for m in models},
+                      "design": design, "n_resamples": n_res, "confidence_level": level,
+                      "seed": ctx.seed, "key": (NAME, cohort, "model_differences", g)}
+                     for g, sub in zip(groups, subs, strict=True)]
+            for g, pb in zip(groups, ctx.map(_differences_cell, cells), strict=True):
                 for j, a in enumerate(models):
                     for b in models[j + 1:]:
                         d = pb.differences[(a, b, "roc_auc")]

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row
 from medaudit.stats import operating_point, transport_to_targets
 
 NAME = "transport"
@@ -56,6 +56,20 @@ def _exposure(ctx: AuditContext, model: str, *cohorts: str) -> str:
 
 def _criterion(rule: str, x: float) -> str:
     return f"threshold[rule={rule},target={x:g}]"
+
+
+def _transport_cell(cell: dict[str, Any]) -> dict:
+    """One entry x rule x model: the source threshold carried to every target (independent cell).
+
+    Module level so that a backend can ship it to a worker; the source is resampled once
+    and each re-estimated threshold applied to every target, all from
+    ``cell_rng(seed, *key)``.
+    """
+    return transport_to_targets(cell["source_label"], cell["source_score"], cell["targets"],
+                                rule=cell["rule"], target_value=cell["target_value"],
+                                design=cell["design"], n_resamples=cell["n_resamples"],
+                                confidence_level=cell["confidence_level"],
+                                rng=cell_rng(cell["seed"], *cell["key"]))
 
 
 def run(ctx: AuditContext) -> BlockResult:
@@ -85,12 +99,14 @@ def run(ctx: AuditContext) -> BlockResult:
             designs = {t: "fixed" if t in entry.fixed_targets else entry.design for t in targets}
             # one call per model: the source is resampled once and each re-estimated
             # threshold is applied to every target, each resampled independently
-            by_model = {m: transport_to_targets(
-                src.label, src.scores[f"{m}|{prompt}"],
-                {t: (wides[t].label, wides[t].scores[f"{m}|{prompt}"]) for t in targets},
-                rule=rule, target_value=x, design=designs, n_resamples=spec.n_resamples,
-                confidence_level=spec.confidence_level,
-                rng=ctx.rng(NAME, entry.source, m, rule, x, *targets)) for m in models}
+            cells = [{"source_label": src.label, "source_score": src.scores[f"{m}|{prompt}"],
+                      "targets": {t: (wides[t].label, wides[t].scores[f"{m}|{prompt}"])
+                                  for t in targets},
+                      "rule": rule, "target_value": x, "design": designs,
+                      "n_resamples": spec.n_resamples, "confidence_level": spec.confidence_level,
+                      "seed": ctx.seed, "key": (NAME, entry.source, m, rule, x, *targets)}
+                     for m in models]
+            by_model = dict(zip(models, ctx.map(_transport_cell, cells), strict=True))
             for t in targets:
                 w = wides[t]
                 groups = sorted(set(w.negative_group[w.label == 0]) - {""})
