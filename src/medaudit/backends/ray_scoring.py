@@ -67,7 +67,7 @@ class _EncodeShards:
         self.shards = shards
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from medaudit.adapters.zeroshot import _open_rgb
+        from medaudit.adapters.zeroshot import open_rgb
 
         done = []
         for i in batch["shard"]:
@@ -75,7 +75,7 @@ class _EncodeShards:
             chunk, images = [], []
             for d, p in zip(digests, paths, strict=True):
                 try:
-                    images.append(_open_rgb(Path(p)))
+                    images.append(open_rgb(Path(p)))
                     chunk.append(d)
                 except Exception:  # noqa: BLE001 - the driver's score_manifest reports it
                     continue
@@ -127,7 +127,7 @@ def score_manifest_on_ray(manifest: pd.DataFrame, encoder_factory: Callable[[], 
         on the workers in this run, ``n_cached`` those found in the cache beforehand.
     """
     from medaudit.adapters.cache import EmbeddingCache
-    from medaudit.adapters.zeroshot import _check_manifest, score_manifest
+    from medaudit.adapters.zeroshot import check_manifest, score_manifest
     from medaudit.backends.ray_backend import connect
 
     if int(batch_size) < 1:
@@ -136,7 +136,7 @@ def score_manifest_on_ray(manifest: pd.DataFrame, encoder_factory: Callable[[], 
         raise MedauditError(f"num_workers must be a positive integer or None; got {num_workers!r}.")
     if float(num_gpus) < 0:
         raise MedauditError(f"num_gpus must be >= 0; got {num_gpus!r}.")
-    m = _check_manifest(manifest, source="manifest")
+    m = check_manifest(manifest, source="manifest")
     encoder = encoder_factory()
     namespace = {"model": encoder.entry.name, "revision": encoder.revision,
                  "processor": encoder.processor_id}

@@ -1,11 +1,134 @@
-"""Sub-commands of ``medaudit`` for scoring (registered by :func:`medaudit.cli.main.build_parser`)."""
+"""Sub-commands of ``medaudit`` for scoring (registered by :func:`medaudit.cli.main.build_parser`).
+
+``medaudit score MANIFEST --model NAME [--weights PATH] --out FILE`` scores every image
+of a manifest (``image_id, path, cohort, label``; paths relative to the manifest) under
+the five prompt families of paper 000 and writes a ScoreTable (CSV, or Parquet when FILE
+ends in ``.parquet``) plus ``FILE.card.json`` (the ModelCard and run counts), atomically.
+Images that cannot be read are listed in ``FILE.failures.csv``; the others are scored and
+the exit code is 1.  ``--cache DIR`` makes a killed run resume where it stopped.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
 
-__all__ = ["register"]
+__all__ = ["register", "run_score"]
+
+
+def _atomic(path: Path, write: Any) -> None:
+    """Write via ``write(tmp_path)`` into a sibling temporary file, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_score(manifest: str | os.PathLike[str], *, model: str, out: str | os.PathLike[str],
+              weights: str | None = None, cache: str | None = None, batch_size: int = 32,
+              device: str | None = None, families: list[str] | None = None,
+              overwrite: bool = False, progress: Any = None) -> Any:
+    """Score a manifest and write the ScoreTable, card and failures; returns the ScoringResult."""
+    from medaudit.adapters import get_entry, get_families, load_encoder, read_manifest, score_manifest
+    from medaudit.io.output import write_json
+    from medaudit.io.schema import validate_score_table
+
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"output file {str(out)!r} exists; choose another --out or pass "
+                              "--overwrite.")
+    get_entry(model)  # an unknown name fails before any file is read
+    manifest = Path(manifest)
+    table = read_manifest(manifest)
+    encoder = load_encoder(model, weights=weights, device=device)
+    res = score_manifest(table, encoder, base_dir=manifest.parent, families=get_families(families),
+                         batch_size=batch_size, cache=cache, progress=progress)
+    scores = validate_score_table(res.scores, source=f"scores of {manifest}")
+    if out.suffix == ".parquet":
+        _atomic(out, lambda p: scores.to_parquet(p, index=False))
+    else:
+        _atomic(out, lambda p: scores.to_csv(p, index=False, float_format="%.17g"))
+    card = out.with_name(out.name + ".card.json")
+    payload = {**res.to_dict(), "manifest": str(manifest), "model": model,
+               "weights": None if weights is None else str(weights)}
+    _atomic(card, lambda p: write_json(p, payload))
+    fail = out.with_name(out.name + ".failures.csv")
+    if len(res.failures):
+        _atomic(fail, lambda p: res.failures.to_csv(p, index=False))
+    elif fail.exists():
+        fail.unlink()  # a stale list from an earlier run would misreport this one
+    return res
+
+
+class _Bar:
+    """Images encoded so far: a rich bar on a terminal, plain lines with --verbose, else nothing."""
+
+    def __init__(self, quiet: bool, verbose: bool):
+        self.quiet, self.verbose, self.progress, self.task = quiet, verbose, None, None
+
+    def __enter__(self) -> _Bar:
+        if not self.quiet and sys.stderr.isatty():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self.progress = Progress("[bold]medaudit score[/]", BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), transient=False)
+            self.progress.__enter__()
+            self.task = self.progress.add_task("encoding images", total=None)
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=done, total=total)
+        elif self.verbose and not self.quiet:
+            print(f"medaudit: encoded {done}/{total} images", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    with _Bar(args.quiet, args.verbose) as bar:
+        res = run_score(args.manifest, model=args.model, out=args.out, weights=args.weights,
+                        cache=args.cache, batch_size=args.batch_size, device=args.device,
+                        families=args.families, overwrite=args.overwrite, progress=bar)
+    n_fail = len(res.failures)
+    if n_fail:
+        print(f"medaudit: {n_fail} of {res.n_images} images could not be scored (listed in "
+              f"{args.out}.failures.csv), e.g. {res.failures['path'].iloc[0]}: "
+              f"{res.failures['error'].iloc[0]}", file=sys.stderr)
+    if not args.quiet:
+        print(f"wrote {args.out} ({len(res.scores)} scores: {res.scores['image_id'].nunique()} images x "
+              f"{res.scores['prompt'].nunique()} prompt families; {res.n_encoded} encoded, "
+              f"{res.n_cached} from cache) and {args.out}.card.json")
+    return 1 if n_fail else 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this module's sub-commands to the ``medaudit`` parser (none yet)."""
+    """Add ``medaudit score`` to the ``medaudit`` parser."""
+    s = sub.add_parser("score", help="zero-shot TB scores of a manifest's images (paper 000 M0.4-M0.6)")
+    s.add_argument("manifest", help="CSV with image_id, path, cohort, label (paths relative to it)")
+    s.add_argument("--model", required=True,
+                   help="registry name: openclip, biomedclip, medsiglip, chexficient")
+    s.add_argument("--weights", default=None,
+                   help="local snapshot directory or checkpoint file (default: the hub at the "
+                        "pinned revision)")
+    s.add_argument("--out", required=True, help="ScoreTable file (.csv or .parquet), written atomically")
+    s.add_argument("--cache", default=None, help="embedding cache directory (resumable runs)")
+    s.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    s.add_argument("--device", default=None, help="torch device (default: cuda when available)")
+    s.add_argument("--families", nargs="+", default=None,
+                   help="prompt families (default: clinical photo report presence normal)")
+    s.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    s.add_argument("--quiet", action="store_true", help="print nothing on success")
+    s.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    s.set_defaults(func=_cmd_score)

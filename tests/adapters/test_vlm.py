@@ -1,0 +1,257 @@
+"""Generative-VLM verdicts (M2.2): the narrative parser, binary verdicts and the driver.
+
+Witnesses: a catalogue of hand-written reports with hand-assigned verdicts; hypothesis
+fuzzing (no input crashes the parser, the output is always a verdict per finding);
+``scipy.special.expit`` for p_yes; a tiny random LLaVA built offline from transformers
+configs run on real images, checked against its own forward pass and ``generate``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.special import expit
+
+from medaudit.adapters.vlm import (
+    FINDINGS,
+    JUDGMENT_COLUMNS,
+    NarrativeParser,
+    ParserConfig,
+    VLMRunner,
+    answer_token_ids,
+    binary_verdicts,
+    evaluable_studies,
+    normalise_reference,
+    parse_report,
+    run_binary,
+    run_narrative,
+)
+from medaudit.exceptions import MedauditError, SchemaError
+
+P, A, U = "present", "absent", "unparsed"
+ATL, CAR, CON, EDE, EFF, PTX = FINDINGS
+
+# (report, {finding: verdict}) -- findings not listed must be "unparsed"
+CATALOGUE = [
+    ("No pneumothorax or pleural effusion.", {PTX: A, EFF: A}),
+    ("There is no evidence of pneumothorax, pleural effusion, or focal consolidation.",
+     {PTX: A, EFF: A, CON: A}),
+    ("Cardiomegaly with small bilateral pleural effusions.", {CAR: P, EFF: P}),
+    ("Mild cardiomegaly. No pulmonary edema.", {CAR: P, EDE: A}),
+    ("Heart size is normal. Bibasilar atelectasis.", {CAR: A, ATL: P}),
+    ("No acute cardiopulmonary process.", dict.fromkeys(FINDINGS, A)),
+    ("Unremarkable chest radiograph. Small left pleural effusion.",
+     {**dict.fromkeys(FINDINGS, A), EFF: P}),
+    ("Possible left lower lobe consolidation.", {CON: U}),
+    ("Pneumothorax cannot be excluded.", {PTX: U}),
+    ("Small pericardial effusion.", {}),  # never maps to pleural effusion
+    ("There is no edema but there is consolidation.", {EDE: A, CON: P}),
+    ("No effusion, cardiomegaly is present.", {EFF: A, CAR: P}),
+    ("Atelectasis: present\nCardiomegaly: absent\nConsolidation: absent\nEdema: absent\n"
+     "Pleural effusion: present\nPneumothorax: absent",
+     {ATL: P, CAR: A, CON: A, EDE: A, EFF: P, PTX: A}),
+    ("Pneumothorax - no. Edema - no.", {PTX: A, EDE: A}),
+    ("Lungs are hyperinflated.", {}),
+    ("No change in the small right pleural effusion.", {EFF: P}),
+    ("Right pneumothorax. No right pneumothorax on the lateral view.", {PTX: U}),  # conflict
+    ("Not a normal chest: large right pleural effusion.", {EFF: P}),  # no global-normal fallback
+    ("", {}),
+]
+
+
+@pytest.mark.parametrize(("report", "expected"), CATALOGUE, ids=[c[0][:40] for c in CATALOGUE])
+def test_parser_catalogue(report, expected):
+    got = parse_report(report)
+    assert got.judgments == {f: expected.get(f, U) for f in FINDINGS}
+
+
+def test_parser_configuration_and_evaluable_rule():
+    rep = parse_report("Possible consolidation. No edema, effusion, pneumothorax or atelectasis.")
+    assert rep.n_parsed == 4 and rep.evaluable
+    assert not parse_report("No edema.").evaluable
+    lenient = NarrativeParser(ParserConfig(uncertain_as="present", conflict_as="present"))
+    assert lenient("Possible consolidation.").judgments[CON] == P
+    assert lenient("Right pneumothorax. No pneumothorax.").judgments[PTX] == P
+    custom = NarrativeParser(ParserConfig(global_normal=("clear lungs",)))
+    assert custom("Clear lungs.").judgments == dict.fromkeys(FINDINGS, A)
+    assert parse_report("no acute cardiopulmonary").global_normal
+    with pytest.raises(MedauditError, match="uncertain_as"):
+        ParserConfig(uncertain_as="maybe")
+    with pytest.raises(MedauditError, match="must be a string"):
+        parse_report(None)
+
+
+@given(st.text(max_size=300))
+def test_parser_never_crashes(text):
+    rep = parse_report(text)
+    assert set(rep.judgments) == set(FINDINGS)
+    assert set(rep.judgments.values()) <= {P, A, U}
+    assert parse_report(text) == rep  # deterministic
+
+
+@given(st.lists(st.sampled_from(["no", "not", "pneumothorax", "effusion", "possible", ":", "absent",
+                                 "present", "normal chest", ".", ",", "but", "heart size is normal"]),
+                max_size=25))
+def test_parser_fuzz_with_domain_words(words):
+    rep = parse_report(" ".join(words))
+    assert set(rep.judgments.values()) <= {P, A, U}
+
+
+def test_binary_verdict_and_confidence():
+    ly = np.array([2.0, -1.0, 0.5, 3.0, -40.0])
+    ln = np.array([1.0, 1.0, 0.5, -3.0, 40.0])
+    v = binary_verdicts(ly, ln)
+    assert v.prediction.tolist() == [P, A, A, P, A]  # the tie is absent
+    np.testing.assert_allclose(v.p_yes, expit(ly - ln), rtol=1e-15)
+    assert v.p_yes[0] == pytest.approx(1 / (1 + np.exp(-1.0)), rel=1e-15)
+    with pytest.raises(MedauditError, match="finite"):
+        binary_verdicts([np.nan], [0.0])
+    assert [normalise_reference(x) for x in (1, 0.0, -1, np.nan, "", "uncertain")] == \
+        ["1", "0", "uncertain", "missing", "missing", "uncertain"]
+    with pytest.raises(SchemaError):
+        normalise_reference("maybe")
+
+
+def test_evaluable_studies_counts():
+    j = pd.DataFrame({"model": "m", "protocol": "narrative", "study_id": ["s1"] * 6 + ["s2"] * 6,
+                      "prediction": [P, A, A, A, U, U, P, U, U, U, A, U]})
+    e = evaluable_studies(j)
+    assert e["n_parsed"].tolist() == [4, 2] and e["evaluable"].tolist() == [True, False]
+
+
+# -- the driver on a tiny random LLaVA (vision-language) built offline -------------------------
+@pytest.fixture(scope="module")
+def tiny_llava():
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    from tests.adapters.conftest import WORDS
+
+    specials = ["<pad>", "<unk>", "<s>", "</s>", "<image>", "USER:", "ASSISTANT:"]
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(specials + WORDS))}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>", pad_token="<pad>",
+                                  bos_token="<s>", eos_token="</s>",
+                                  extra_special_tokens={"image_token": "<image>"})
+    template = ("{% for m in messages %}{{ m['role'] | upper }}: {% if m['content'] is string %}"
+                "{{ m['content'] }}{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}"
+                "<image> {% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %} {% endfor %}"
+                "{% if add_generation_prompt %}ASSISTANT: {% endif %}")
+    proc = LlavaProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
+                                                             crop_size={"height": 32, "width": 32}),
+                          tokenizer=tok, chat_template=template, patch_size=8,
+                          vision_feature_select_strategy="default", num_additional_image_tokens=1)
+    cfg = LlavaConfig(
+        vision_config=CLIPVisionConfig(image_size=32, patch_size=8, hidden_size=32, intermediate_size=37,
+                                       num_hidden_layers=2, num_attention_heads=2, projection_dim=16),
+        text_config=LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=37,
+                                num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                max_position_embeddings=256, pad_token_id=0, bos_token_id=2,
+                                eos_token_id=3),
+        image_token_index=vocab["<image>"], vision_feature_layer=-1,
+        vision_feature_select_strategy="default")
+    torch.manual_seed(0)
+    return LlavaForConditionalGeneration(cfg).eval(), proc
+
+
+@pytest.fixture(scope="module")
+def studies(real_manifest):
+    _, m = real_manifest
+    rows = m.iloc[[0, 3, 7]]
+    return pd.DataFrame({"study_id": rows["image_id"].to_numpy(), "patient_id": ["p1", "p2", "p3"],
+                         "institution": ["nih", "nih", "kermany"], "path": rows["path"].to_numpy()})
+
+
+def test_binary_driver_on_tiny_llava(tiny_llava, studies):
+    import torch
+
+    model, proc = tiny_llava
+    runner = VLMRunner(model=model, processor=proc, name="tiny-llava", yes=("Yes",), no=("No",))
+    refs = pd.DataFrame({"study_id": [studies["study_id"][0]] * 2, "finding": [EDE, PTX],
+                         "reference": [1, -1]})
+    res = run_binary(studies, runner, references=refs)
+    j = res.judgments
+    assert list(j.columns) == list(JUDGMENT_COLUMNS) and len(j) == 3 * 6
+    assert (j["protocol"] == "binary").all() and j["logit_yes"].notna().all()
+    first = j[j["study_id"] == studies["study_id"][0]].set_index("finding")["reference"]
+    assert (first[EDE], first[PTX], first[ATL]) == ("1", "uncertain", "missing")
+    np.testing.assert_array_equal(j["prediction"], np.where(j["logit_yes"] > j["logit_no"], P, A))
+    (yid, _), (nid, _) = answer_token_ids(proc.tokenizer, yes=("Yes",), no=("No",))
+    # witness: the model's own forward pass and one greedy generated token, for one request
+    from PIL import Image
+
+    img = Image.open(studies["path"][1]).convert("RGB")
+    q = "Is there edema in this chest x-ray ? Answer Yes or No ."
+    text = proc.apply_chat_template([{"role": "user", "content": [{"type": "image"},
+                                                                  {"type": "text", "text": q}]}],
+                                    add_generation_prompt=True, tokenize=False)
+    enc = proc(text=[text], images=[img], return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**enc).logits[0, -1].double()
+        gen = model.generate(**enc, max_new_tokens=1, do_sample=False)
+    one = run_binary(studies.iloc[[1]], runner, questions={EDE: q})
+    row = one.judgments.iloc[0]
+    assert row["logit_yes"] == pytest.approx(float(logits[yid]), rel=1e-6)
+    assert row["logit_no"] == pytest.approx(float(logits[nid]), rel=1e-6)
+    assert one.raw["greedy_token_id"][0] == int(gen[0, -1])
+    assert one.raw["p_yes"][0] == pytest.approx(expit(float(logits[yid] - logits[nid])), rel=1e-6)
+
+
+def test_narrative_driver_and_failures(tiny_llava, studies, tmp_path):
+    model, proc = tiny_llava
+    runner = VLMRunner(model=model, processor=proc, name="tiny-llava")
+    bad = pd.DataFrame([{"study_id": "x", "patient_id": "px", "institution": "nih",
+                         "path": str(tmp_path / "missing.png")}])
+    res = run_narrative(pd.concat([studies, bad], ignore_index=True), runner, max_new_tokens=12)
+    assert res.failures["study_id"].tolist() == ["x"]
+    j = res.judgments
+    assert len(j) == 3 * 6 and (j["protocol"] == "narrative").all() and j["logit_yes"].isna().all()
+    # the parse kept in the table is the parse of the raw text kept beside it
+    for r in res.raw.itertuples():
+        got = j[j["study_id"] == r.study_id].set_index("finding")["prediction"].to_dict()
+        assert got == parse_report(r.output).judgments
+    with pytest.raises(SchemaError, match="lacks column"):
+        run_narrative(studies.drop(columns=["institution"]), runner)
+
+
+def test_load_vlm_from_a_saved_snapshot(tiny_llava, studies, tmp_path):
+    from medaudit.adapters.vlm import load_vlm
+
+    model, proc = tiny_llava
+    model.save_pretrained(tmp_path / "snap")
+    proc.save_pretrained(tmp_path / "snap")
+    runner = load_vlm("llava-med", weights=tmp_path / "snap", device="cpu")
+    assert runner.checkpoint == "microsoft/llava-med-v1.5-mistral-7b"
+    a = run_binary(studies.iloc[:1], runner, questions={EDE: "Is there edema ?"})
+    b = run_binary(studies.iloc[:1], VLMRunner(model=model, processor=proc, name="llava-med"),
+                   questions={EDE: "Is there edema ?"})
+    np.testing.assert_allclose(a.judgments["logit_yes"], b.judgments["logit_yes"], rtol=1e-6)
+    with pytest.raises(MedauditError, match="unknown VLM"):
+        load_vlm("gpt")
+
+
+def test_judgment_rows_pass_the_judgment_table_validator(tiny_llava, studies):
+    judgments = pytest.importorskip("medaudit.agreement.judgments")
+    model, proc = tiny_llava
+    runner = VLMRunner(model=model, processor=proc, name="tiny-llava")
+    refs = pd.DataFrame({"study_id": np.repeat(studies["study_id"].to_numpy(), 6),
+                         "finding": list(FINDINGS) * 3,
+                         "reference": [1, 0, -1, None, 0, 1] + [0, 1, 1, 0, 1, 0] * 2})
+    a = run_binary(studies, runner, references=refs).judgments
+    b = run_narrative(studies, runner, references=refs, max_new_tokens=8).judgments
+    table, report = judgments.validate_judgments(pd.concat([a, b], ignore_index=True),
+                                                 min_parsed_findings=1, uncertain="negative")
+    assert set(table["protocol"]) <= {"binary", "narrative"} and len(table) > 0
