@@ -96,9 +96,14 @@ def cmh_test(tables: ArrayLike, *, correction: bool = True) -> TestResult:
                           details={"dropped_strata": dropped, "n_strata_used": 0,
                                    "reason": "no informative stratum"})
     st = StratifiedTable(np.moveaxis(kept, 0, -1))
-    res = st.test_null_odds(correction=correction)
+    # statsmodels divides by zero when the pooled odds ratio is infinite (every informative
+    # stratum has a zero off-diagonal cell); the test statistic is still defined and the
+    # estimate is honestly inf, so the warning carries no information
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = st.test_null_odds(correction=correction)
+        estimate = float(st.oddsratio_pooled)
     return TestResult(method="cmh", statistic=float(res.statistic), pvalue=float(res.pvalue),
-                      estimate=float(st.oddsratio_pooled), n=int(t.sum()),
+                      estimate=estimate, n=int(t.sum()),
                       details={"dropped_strata": dropped, "n_strata_used": int(kept.shape[0]),
                                "correction": bool(correction)})
 
