@@ -7,23 +7,101 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["JudgmentsSpec", "ErrorStructureSpec"]
+__all__ = ["JudgmentsSpec", "ReadersSpec", "ErrorStructureSpec"]
+
+#: paper-002 findings that NIH ChestX-ray14 (all-findings readers) and VinDr-CXR both label
+READER_FINDINGS = ("atelectasis", "cardiomegaly", "consolidation", "pleural effusion",
+                   "pneumothorax")
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class JudgmentsSpec(_Strict):
-    """Where the judgment table comes from (a file, or the embedded simulated study); to be extended."""
+class ReadersSpec(_Strict):
+    """Real judgment table from public per-reader labels (see :mod:`medaudit.agreement.readers`).
 
+    Institutions NIH (ChestX-ray14, Google all-findings expert readers, 810 images x 5
+    readers) and VinDr (VinDr-CXR training labels, 15,000 images x 3 radiologists, the copy
+    shipped inside the installed ``torchxrayvision`` wheel).  Models are reader slots of a
+    three-reader panel judged against the other two readers of the panel.
+    """
+
+    #: folder of the NIH expert-reader labels (relative to the spec file)
+    nih_dir: str
+    #: the VinDr per-radiologist CSV; None = the copy inside the installed torchxrayvision
+    vindr_csv: str | None = None
+    findings: list[str] = Field(default_factory=lambda: list(READER_FINDINGS), min_length=1)
+    #: add NIH's two non-panel readers as models judged against the 3-reader panel majority
+    comparison_readers: bool = True
+
+
+class JudgmentsSpec(_Strict):
+    """Where the judgment table comes from and how the evaluable set is formed (M2.1)."""
+
+    #: CSV/Parquet JudgmentTable (relative to the spec file)
     path: str | None = None
+    #: the embedded simulated three-institution study instead
     simulate: Literal["paper002"] | None = None
+    simulate_scale: float = Field(1.0, gt=0.0, le=1.0)
+    #: the real reader table (NIH + VinDr) instead
+    readers: ReadersSpec | None = None
+    #: rename map, file column -> JudgmentTable column (e.g. {"Study": "study_id"})
+    columns: dict[str, str] = Field(default_factory=dict)
+    #: what an uncertain reference (-1) becomes: dropped (primary), 0 or 1
+    uncertain: Literal["exclude", "negative", "positive"] = "exclude"
+    #: a (study, model, protocol) is evaluable with at least this many parsed findings
+    min_parsed_findings: int = Field(4, ge=1)
+    protocols: list[str] = Field(default_factory=lambda: ["narrative", "binary"], min_length=1)
+    #: allow references that depend on the model (e.g. leave-one-reader-out references)
+    reference_by_model: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> JudgmentsSpec:
+        given = [k for k in ("path", "simulate", "readers") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("judgments: give exactly one of `path:` (a CSV/Parquet judgment "
+                             "table), `simulate: paper002` or `readers:`; got "
+                             f"{given or 'none'}")
+        if len(set(self.protocols)) != len(self.protocols):
+            raise ValueError(f"protocols repeat a name: {self.protocols}")
+        return self
 
 
 class ErrorStructureSpec(_Strict):
-    """Settings of the error-structure block (to be extended)."""
+    """Settings of the error-structure block (M2.9, M2.11)."""
 
-    n_resamples: int = 10_000
+    #: study-clustered bootstrap replicates for rates and rate differences (paper: 10,000)
+    n_resamples: int = Field(10_000, ge=10)
+    #: BH false discovery rate, applied separately to the FPR and the FNR families
+    alpha: float = 0.05
+    #: protocol of the error-pattern analyses (rates, tests, bootstrap, Jaccard)
+    protocol: str = "narrative"
+    #: models in the BH families and the Jaccard overlap (None = every model); others are
+    #: reported as descriptive (paper 002 leaves the degenerate LLaVA-Med out)
+    family_models: list[str] | None = None
+    #: institution order (contrasts are earlier - later); None = sorted names
+    institutions: list[str] | None = None
+    #: continuity correction of the CMH statistic
+    cmh_correction: bool = True
+    #: protocols compared by the concordance table (a - b)
+    protocol_pair: list[str] = Field(default_factory=lambda: ["narrative", "binary"],
+                                     min_length=2, max_length=2)
+    #: repeat the BH families and Jaccard on the (study, finding) pairs every family model has
+    shared_cells: bool = True
+
+    @field_validator("alpha")
+    @classmethod
+    def _alpha(cls, v: float) -> float:
+        if not 0.0 < float(v) < 1.0:
+            raise ValueError(f"alpha must lie strictly between 0 and 1; got {v!r}")
+        return float(v)
+
+    @model_validator(mode="after")
+    def _pair(self) -> ErrorStructureSpec:
+        if self.protocol_pair[0] == self.protocol_pair[1]:
+            raise ValueError(f"protocol_pair needs two different protocols; got "
+                             f"{self.protocol_pair}")
+        return self
