@@ -89,9 +89,6 @@ def test_enhance_audit_matches_independent_labels(enhance_run):
                                                          alternative="greater").pvalue)
 
 
-@pytest.mark.xfail(strict=True, reason="labels_from_sums compares float sums of normalised "
-                   "ratings with == 0: exact ties such as 0.2+0.8 or 1/3+2/3 are missed "
-                   "(fix requested from the labels owner: a tolerance on the tie test)")
 def test_enhance_exact_ties(enhance_run):
     from medaudit.stats.annotation_bootstrap import labels_from_sums
 

@@ -82,6 +82,8 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> tuple[AuditCon
 
         annotations, inputs["annotations"] = load_annotations(spec.annotations, base_dir)
         table = attach_labels(table, annotations, spec.annotations, source=source)
+        # what the join dropped or ignored, so results.json accounts for every item
+        inputs["annotations"]["attach"] = table.attrs.get("labels", {})
     key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in table.columns else ())
     t = validate_score_table(table, source=source, key=key,
                              probabilities=spec.score_scale == "probabilities")

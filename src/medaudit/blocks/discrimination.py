@@ -11,13 +11,18 @@ Tables
 ------
 ``metrics``
     One row per cohort x model x criterion (``roc_auc``, ``average_precision``,
-    ``brier_score``, ``ece[n_bins=15]``, ``aurc``).
+    ``brier_score``, ``ece[n_bins=15]``, ``aurc``).  When the cohort carries soft labels
+    (``label_soft``, e.g. attached from ``annotations:``; paper 001), ``soft_roc_auc``
+    and ``soft_average_precision`` follow, from a paired bootstrap with the same design,
+    B and cell generator (under the ordinary design: the very same resampled images).
 ``model_differences``
     One row per cohort x ordered pair (A, B), A < B alphabetically, x criterion
     (``roc_auc_difference``, ``brier_score_difference``): the bootstrap estimate
     A - B with its interval from the shared draw.  AUROC rows add the paired DeLong
     test (``delong_z``, ``pvalue``, ``delong_ci_low``, ``delong_ci_high``) with a
     Holm adjustment over the cohort's model pairs (``pvalue_adj``, ``significant``).
+    With soft labels, ``soft_roc_auc_difference`` rows give the bootstrap difference
+    (no DeLong test: it is defined for hard labels).
     ``verdict`` is ``"a_better"`` / ``"b_better"`` when the bootstrap interval
     excludes 0 (better = higher AUROC, lower Brier), else ``"unresolved"``.
 """
@@ -33,12 +38,15 @@ from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
 from medaudit.exceptions import DegenerateDataWarning
 from medaudit.stats import adjust_pvalues, delong_test, paired_bootstrap, reliability_diagram
 
-__all__ = ["NAME", "run", "METRICS", "DIFFERENCE_METRICS", "verdict"]
+__all__ = ["NAME", "run", "METRICS", "DIFFERENCE_METRICS", "SOFT_METRICS", "verdict"]
 
 NAME = "discrimination"
 METRICS = ("roc_auc", "average_precision", "brier_score", ("ece", {"n_bins": 15}), "aurc")
 #: metric id -> +1 when higher is better, -1 when lower is better
 DIFFERENCE_METRICS = {"roc_auc": +1, "brier_score": -1}
+#: soft-label metrics reported beside the ordinary ones when a cohort has ``label_soft``
+SOFT_METRICS = ("soft_roc_auc", "soft_average_precision")
+SOFT_DIFFERENCE_METRICS = {"soft_roc_auc": +1}
 
 
 def cohort_bootstrap(ctx: AuditContext, block: str, cohort: str, prompt: str, models: list[str],
@@ -58,6 +66,23 @@ def cohort_bootstrap(ctx: AuditContext, block: str, cohort: str, prompt: str, mo
                                confidence_level=ctx.spec.confidence_level,
                                rng=ctx.rng(block, cohort, prompt))
     return w, scores, res
+
+
+def soft_cohort_bootstrap(ctx: AuditContext, block: str, cohort: str, prompt: str,
+                          models: list[str], w, scores) -> object | None:
+    """The soft-label twin of :func:`cohort_bootstrap` (None when the cohort has no soft labels).
+
+    Same design, B, level and cell generator key as the hard-label call, so under the
+    ordinary design both see identical resampled images.
+    """
+    if w.label_soft is None:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        return paired_bootstrap(w.label_soft, scores, metrics=SOFT_METRICS,
+                                design=ctx.cohort_design(cohort), n_resamples=ctx.spec.n_resamples,
+                                confidence_level=ctx.spec.confidence_level,
+                                rng=ctx.rng(block, cohort, prompt))
 
 
 def _join(*parts: str) -> str:
@@ -81,6 +106,7 @@ def run(ctx: AuditContext) -> BlockResult:
     metric_rows: list[dict] = []
     diff_rows: list[dict] = []
     n_degenerate_cells = 0
+    soft_cohorts: list[str] = []
     probabilities = ctx.spec.score_scale == "probabilities"
     # with raw logits only the rank metrics are defined (Brier, ECE, AURC need probabilities)
     metrics = METRICS if probabilities else ("roc_auc", "average_precision")
@@ -88,9 +114,16 @@ def run(ctx: AuditContext) -> BlockResult:
         ctx.tick(f"{NAME}: bootstrap {cohort}")
         w, scores, res = cohort_bootstrap(ctx, NAME, cohort, prompt, models, metrics)
         mids = res.options["metrics"]
+        soft = soft_cohort_bootstrap(ctx, NAME, cohort, prompt, models, w, scores)
+        marginal = dict(res.marginal)
+        all_mids = list(mids)
+        if soft is not None:
+            marginal.update(soft.marginal)
+            all_mids += list(SOFT_METRICS)
+            soft_cohorts.append(cohort)
         for m in models:
-            for mid in mids:
-                r = res.marginal[(m, mid)]
+            for mid in all_mids:
+                r = marginal[(m, mid)]
                 n_degenerate_cells += r.n_degenerate > 0
                 metric_rows.append(spec_row(
                     model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
@@ -123,6 +156,21 @@ def run(ctx: AuditContext) -> BlockResult:
                         verdict=verdict(d.ci_low, d.ci_high, direction),
                         qualification=_join(_exposure_note(ctx, cohort, a, b),
                                             _degenerate_note(d.n_degenerate, d.n_resamples))))
+                if soft is None:
+                    continue
+                for mid, direction in SOFT_DIFFERENCE_METRICS.items():
+                    d = soft.differences[(a, b, mid)]
+                    n_degenerate_cells += d.n_degenerate > 0
+                    diff_rows.append(spec_row(
+                        model=f"{a} - {b}", prompt=prompt, cohort=cohort,
+                        criterion=f"{mid}_difference", design=d.design, n_resamples=d.n_resamples,
+                        seed=ctx.seed, family=None, model_a=a, model_b=b, estimate=d.estimate,
+                        ci_low=d.ci_low, ci_high=d.ci_high, n_degenerate=d.n_degenerate, n=d.n,
+                        n_pos=d.n_pos, n_neg=d.n_neg, delong_z=np.nan, pvalue=np.nan,
+                        delong_ci_low=np.nan, delong_ci_high=np.nan, pvalue_adj=np.nan,
+                        significant=None, verdict=verdict(d.ci_low, d.ci_high, direction),
+                        qualification=_join(_exposure_note(ctx, cohort, a, b),
+                                            _degenerate_note(d.n_degenerate, d.n_resamples))))
         auc_rows = [r for r in diff_rows[first:] if r["criterion"] == "roc_auc_difference"]
         if auc_rows:
             adj = adjust_pvalues([r["pvalue"] for r in auc_rows], method="holm", alpha=alpha,
@@ -139,6 +187,10 @@ def run(ctx: AuditContext) -> BlockResult:
         "interval (better = higher AUROC, lower Brier). DeLong p-values are Holm-adjusted over "
         "the model pairs within each cohort (family column); intervals are descriptive.",
     ]
+    if soft_cohorts:
+        notes.append(f"Soft labels (label_soft) in {', '.join(soft_cohorts)}: soft_roc_auc (inclusive "
+                     "variant) and soft_average_precision (stable tie order) with the same design "
+                     "and generator as the ordinary metrics (paper 001).")
     if n_degenerate_cells:
         notes.append(f"{n_degenerate_cells} cell(s) had degenerate bootstrap replicates; see "
                      "n_degenerate and qualification.")

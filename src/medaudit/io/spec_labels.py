@@ -1,29 +1,199 @@
 """Spec sections for uncertain labels (paper 001): raw annotations and the label-uncertainty block.
 
-Owned by the labels work (issue 4); :class:`~medaudit.io.spec.AuditSpec` embeds these.
+Owned by the labels work (issue 4); :class:`~medaudit.io.spec.AuditSpec` embeds these as
+``annotations:`` and ``label_uncertainty:``.  Example::
+
+    annotations:
+      path: ratings.csv            # relative to the spec file
+      format: long                 # item_id, annotator, rating (+ cohort); or "crowd": task, worker, label
+      scale: {codes: {"YES": 1, "NO": 0, "UNSURE": hedge}}   # or {min: 0, max: 2}
+      hedge: exclude               # negative | positive | exclude | half
+      hard: majority               # majority | threshold | posterior
+      tie: negative                # majority ties (exactly half): negative | positive | exclude
+    label_uncertainty:
+      n_resamples: 1000
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["AnnotationsSpec", "LabelUncertaintySpec"]
+__all__ = ["AnnotationsSpec", "LabelUncertaintySpec", "RatingScaleSpec", "HEDGE_CODE"]
+
+#: the code value that marks a hedged / uncertain rating in ``scale.codes``
+HEDGE_CODE = "hedge"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class RatingScaleSpec(_Strict):
+    """The declared rating scale: numeric ``min``/``max``, or ``codes`` mapping raw values.
+
+    ``codes`` maps each allowed raw rating (text or number) to a number on the scale or
+    to ``"hedge"`` (an uncertain rating, resolved by ``AnnotationsSpec.hedge``).  With
+    codes, ``min``/``max`` default to the smallest/largest numeric code.  Ratings not on
+    the scale are errors naming the row; nothing is coerced.
+    """
+
+    min: float | None = None
+    max: float | None = None
+    codes: dict[str, float | Literal["hedge"]] | None = None
+
+    @field_validator("codes", mode="before")
+    @classmethod
+    def _keys_as_text(cls, v):
+        # YAML reads `1: 1` with an integer key; the raw rating is compared as text
+        if isinstance(v, dict):
+            return {str(k): val for k, val in v.items()}
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> RatingScaleSpec:
+        if self.codes is not None:
+            if not self.codes:
+                raise ValueError("scale.codes is empty; map at least two raw ratings to numbers")
+            nums = [float(v) for v in self.codes.values() if v != HEDGE_CODE]
+            if not nums:
+                raise ValueError("scale.codes maps every rating to 'hedge'; at least one numeric "
+                                 "code is needed")
+            lo = min(nums) if self.min is None else self.min
+            hi = max(nums) if self.max is None else self.max
+            out = [k for k, v in self.codes.items() if v != HEDGE_CODE and not lo <= v <= hi]
+            if out:
+                raise ValueError(f"scale.codes {out} map outside [min, max] = [{lo}, {hi}]")
+        elif self.min is None or self.max is None:
+            raise ValueError("scale needs both `min` and `max` (a numeric scale) or `codes`")
+        else:
+            lo, hi = self.min, self.max
+        if not lo < hi:
+            raise ValueError(f"scale min ({lo}) must be below max ({hi})")
+        return self
+
+    @property
+    def low(self) -> float:
+        if self.min is not None:
+            return float(self.min)
+        return min(float(v) for v in self.codes.values() if v != HEDGE_CODE)  # type: ignore[union-attr]
+
+    @property
+    def high(self) -> float:
+        if self.max is not None:
+            return float(self.max)
+        return max(float(v) for v in self.codes.values() if v != HEDGE_CODE)  # type: ignore[union-attr]
+
+
 class AnnotationsSpec(_Strict):
-    """Where the raw annotations are and how they become hard and soft labels (to be extended)."""
+    """Where the raw annotations are and how they become soft and hard labels (paper 001, M1.1).
+
+    Defaults follow the paper: soft label = mean of the ratings normalised to [0, 1];
+    hard label = strict majority (normalised mean > 0.5; an exact half is a tie, resolved
+    by ``tie``); ``hard: threshold`` binarises the mean on the original scale instead
+    (ENHANCE: ``threshold: 1``, mean > 1).
+    """
 
     path: str
+    #: "long": item_id, annotator, rating (+ cohort); "crowd": crowd-kit's task, worker, label
     format: Literal["long", "crowd"] = "long"
+    #: column names in the file; default by format (item_id/annotator/rating, task/worker/label)
+    item_column: str | None = None
+    annotator_column: str | None = None
+    rating_column: str | None = None
+    #: a cohort column in the file (default "cohort" when the file has one); the join is then
+    #: on (cohort, image_id)
+    cohort_column: str | None = None
+    #: the score-table cohort these annotations label (for a file without a cohort column)
+    cohort: str | None = None
+    scale: RatingScaleSpec = Field(default_factory=lambda: RatingScaleSpec(min=0, max=1))
+    #: how hedged ratings (codes mapped to "hedge") count; None = refuse them (declare one)
+    hedge: Literal["negative", "positive", "exclude", "half"] | None = None
+    #: soft label: normalised mean, or a crowd model's posterior (crowd-kit, binary ratings)
+    soft: Literal["mean", "dawid_skene", "glad"] = "mean"
+    #: hard label: majority of the normalised mean, threshold on the raw mean, or posterior > 0.5
+    hard: Literal["majority", "threshold", "posterior"] = "majority"
+    #: for hard: majority/posterior, a mean of exactly one half (M1.10: CheXpert 4/8)
+    tie: Literal["negative", "positive", "exclude"] = "negative"
+    #: for hard: threshold, on the original scale
+    threshold: float | None = None
+    threshold_rule: Literal[">", ">="] = ">"
+    #: the same annotator rating an item twice: an error, or keep both ratings
+    duplicates: Literal["error", "keep"] = "error"
+    #: score-table items with no (usable) annotations: an error, or drop their score rows
+    unannotated: Literal["error", "drop"] = "error"
+    #: annotated items absent from the score table: an error, or ignore them (counted)
+    unscored: Literal["error", "ignore"] = "error"
+    #: iterations of the crowd model (Dawid-Skene / GLAD)
+    crowd_iterations: int = Field(100, ge=1)
+
+    @field_validator("hedge", mode="before")
+    @classmethod
+    def _half(cls, v):
+        return "half" if isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0.5 else v
+
+    @model_validator(mode="after")
+    def _check(self) -> AnnotationsSpec:
+        if self.hard == "threshold":
+            if self.threshold is None:
+                raise ValueError("hard: threshold needs `threshold:` on the original rating scale "
+                                 "(ENHANCE: 1, i.e. mean rating > 1)")
+            lo, hi = self.scale.low, self.scale.high
+            if not lo <= self.threshold <= hi:
+                raise ValueError(f"threshold {self.threshold} lies outside the scale [{lo}, {hi}]")
+        elif self.threshold is not None:
+            raise ValueError(f"threshold is only used with hard: threshold, not hard: {self.hard}")
+        if self.hard == "posterior" and self.soft == "mean":
+            raise ValueError("hard: posterior needs a crowd model (soft: dawid_skene or glad); with "
+                             "soft: mean use hard: majority")
+        if self.soft != "mean" and self.hedge == "half":
+            raise ValueError("crowd models need categorical ratings; hedge: half is not allowed "
+                             f"with soft: {self.soft}")
+        return self
+
+    def columns(self) -> tuple[str, str, str]:
+        """(item, annotator, rating) column names in the file."""
+        d = ("item_id", "annotator", "rating") if self.format == "long" else (
+            "task", "worker", "label")
+        return (self.item_column or d[0], self.annotator_column or d[1],
+                self.rating_column or d[2])
 
 
 class LabelUncertaintySpec(_Strict):
-    """Settings of the label-uncertainty block (to be extended)."""
+    """Settings of the label-uncertainty block (paper 001, M1.4-M1.8)."""
 
-    n_resamples: int = 1000
+    #: cohorts to analyse (default: every cohort of the spec)
+    cohorts: list[str] | None = None
+    #: models to rank (default: every model in the table, at the primary prompt)
+    models: list[str] | None = None
+    prompt: str | None = None
+    #: annotation-bootstrap replicates (M1.7: 1,000)
+    n_resamples: int = Field(1000, ge=10)
+    #: model ranking per metric: min-rank (competition ranking, M1.5)
+    rank_ties: Literal["min"] = "min"
+    #: ordinary AP: "pooled" ties (scikit-learn, M1.4) or "individual" ranks (paper 000)
+    ap_ties: Literal["pooled", "individual"] = "pooled"
+    soft_variant: Literal["inclusive", "strict", "trapezoid"] = "inclusive"
+    soft_ties: Literal["stable", "grouped"] = "stable"
+    #: correlation the binomial test compares (M1.8 [AMBIG]: Spearman assumed)
+    test_correlation: Literal["spearman", "kendall"] = "spearman"
+    #: replicates where soft and ordinary correlations are equal: excluded (sign test) or failures
+    test_ties: Literal["exclude", "failure"] = "exclude"
+    alpha: float = 0.05
+    #: replicates per batch of the annotation bootstrap (memory bound; results do not depend on it)
+    batch: int | None = Field(None, ge=1)
+
+    @field_validator("alpha")
+    @classmethod
+    def _alpha(cls, v: float) -> float:
+        if not 0.0 < v < 1.0:
+            raise ValueError(f"alpha must lie strictly between 0 and 1; got {v!r}")
+        return v
+
+    @field_validator("models", "cohorts")
+    @classmethod
+    def _unique(cls, v):
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError(f"names repeat: {v}")
+        return v

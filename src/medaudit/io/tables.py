@@ -32,7 +32,9 @@ def read_wide(path: str | Path, wide) -> pd.DataFrame:
     import re
 
     table = read_table(path)
-    for col in (wide.id_column, wide.label_column):
+    # no label column: labels come from the spec's ``annotations:`` (attached afterwards)
+    fixed = tuple(c for c in (wide.id_column, wide.label_column) if c is not None)
+    for col in fixed:
         if col not in table.columns:
             raise SchemaError(f"{str(path)!r}: column {col!r} not found; columns are "
                               f"{list(table.columns)}.")
@@ -44,7 +46,7 @@ def read_wide(path: str | Path, wide) -> pd.DataFrame:
     frames = []
     unmatched = []
     for col in table.columns:
-        if col in (wide.id_column, wide.label_column):
+        if col in fixed:
             continue
         m = pattern.fullmatch(str(col))
         if m is None or "model" not in m.groupdict():
@@ -55,7 +57,9 @@ def read_wide(path: str | Path, wide) -> pd.DataFrame:
                              "cohort": wide.cohort,
                              "model": wide.model_prefix + g["model"],
                              "prompt": g.get("prompt") or wide.prompt,
-                             "score": table[col], "label": table[wide.label_column]})
+                             "score": table[col]})
+        if wide.label_column is not None:
+            part["label"] = table[wide.label_column]
         if g.get("seed") is not None:
             part["seed"] = int(g["seed"])
         frames.append(part)

@@ -38,6 +38,13 @@ from medaudit.stats.permutation import negative_group_permutation_test
 from medaudit.stats.ranking import average_precision, roc_auc
 from medaudit.stats.selective import aurc, risk_coverage_curve, selective_risk
 from medaudit.stats.soft import soft_average_precision, soft_roc_auc
+from medaudit.stats.annotation_bootstrap import (
+    AnnotationBootstrapResult,
+    annotation_bootstrap,
+    labels_from_sums,
+    pearson_r2,
+    rank_stability_test,
+)
 from medaudit.stats.thresholds import (
     operating_point,
     sensitivity_at_specificity,
@@ -53,6 +60,8 @@ __all__ = [
     "sensitivity_at_specificity", "specificity_at_sensitivity", "threshold_for_sensitivity",
     "threshold_for_specificity", "operating_point", "selective_risk", "aurc",
     "risk_coverage_curve", "soft_roc_auc", "soft_average_precision",
+    "annotation_bootstrap", "AnnotationBootstrapResult", "labels_from_sums", "pearson_r2",
+    "rank_stability_test",
     # resampling
     "bootstrap_ci", "bootstrap_metrics", "paired_bootstrap", "shared_positive_bootstrap",
     "threshold_transport", "transport_to_targets", "negative_group_permutation_test",

@@ -1,0 +1,275 @@
+"""Label uncertainty: ordinary vs soft metrics, rank changes and annotation-bootstrap stability.
+
+Paper 001 M1.4-M1.8, for a set of models scored on the same items of a cohort:
+ordinary AUROC and AP against the aggregated hard label and soft AUROC / soft AP
+against the soft label, each with a percentile interval from one paired case
+bootstrap (the cohort's design; hard and soft metrics draw from the same cell
+generator); the models' min-rank per metric and which pairs change order between
+the ordinary and the soft metric; Pearson R^2 between ordinary and soft values
+across models (Figure 1); the annotation bootstrap (each item's annotations
+resampled with replacement, labels rebuilt with the spec's rules, all four metrics
+recomputed, models re-ranked, Spearman rho and Kendall tau-b with the original
+ranking); and the one-sided binomial test that the soft metric gives more stable
+rankings than its ordinary counterpart (Table 1).
+
+Tables
+------
+``metrics``
+    cohort x model x criterion (the four metric ids): ``estimate, ci_low, ci_high,
+    n_degenerate, n, n_pos, n_neg, rank`` (min-rank among the models, 1 = best).
+``annotation_intervals``
+    cohort x model x criterion: the metric on the original annotations with the
+    percentile interval of its annotation-bootstrap replicates, and ``mean_rank``.
+``rank_changes``
+    cohort x pair (A < B) x metric pair: the order under the ordinary (``order_ordinary``)
+    and the soft metric (``order_soft``: ``a_higher``/``b_higher``/``tie``) and ``changed``.
+``agreement``
+    cohort x metric pair: Pearson ``r`` and ``r2`` of ordinary vs soft values across models.
+``stability``
+    cohort x criterion x correlation: mean correlation with the original ranking
+    (``estimate``; M1.7 stability), spread (``ci_low``/``ci_high``), counts.
+``stability_test``
+    cohort x metric pair: ``k`` replicates where the soft correlation beats the
+    ordinary one out of ``n``, one-sided exact binomial ``pvalue`` (M1.8),
+    ``significant`` (raw p < alpha, as the paper) and a Holm ``pvalue_adj`` over the
+    block's tests.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.exceptions import DegenerateDataWarning, SchemaError
+from medaudit.stats import adjust_pvalues, paired_bootstrap
+from medaudit.stats.annotation_bootstrap import (
+    RANK_DECIMALS,
+    annotation_bootstrap,
+    labels_from_sums,
+    metric_ids,
+    min_rank,
+    pearson_r,
+    rank_stability_test,
+    resolve_hedges,
+)
+from medaudit.stats.bootstrap import percentile_interval
+
+__all__ = ["NAME", "run"]
+
+NAME = "label_uncertainty"
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _metric_specs(lu) -> tuple[list, list]:
+    """(hard specs, soft specs) for the case bootstrap, named as :func:`metric_ids` names them."""
+    ap = ("average_precision", {"ties": "pooled"}) if lu.ap_ties == "pooled" else "average_precision"
+    sopt = {k: v for k, v in (("variant", lu.soft_variant), ("ties", lu.soft_ties))
+            if v != {"variant": "inclusive", "ties": "stable"}[k]}
+    sap = ("soft_average_precision", {"ties": lu.soft_ties}) if lu.soft_ties != "stable" else (
+        "soft_average_precision")
+    return ["roc_auc", ap], [("soft_roc_auc", sopt) if sopt else "soft_roc_auc", sap]
+
+
+def _rules(ann) -> dict:
+    hard_rule = "threshold" if ann.hard == "threshold" else "majority"
+    return dict(hard_rule=hard_rule, threshold=ann.threshold, threshold_rule=ann.threshold_rule,
+                tie=ann.tie)
+
+
+def _cohort_annotations(ctx: AuditContext, cohort: str, image_id: np.ndarray):
+    """Usable ratings of one cohort's items (hedge policy applied), their item index, and
+    the number of annotation rows whose item has no score in this cohort."""
+    ann, spec = ctx.annotations, ctx.spec.annotations
+    sub = ann[ann["cohort"] == cohort] if "cohort" in ann.columns else ann
+    index = pd.Index(image_id.astype(str))
+    item = index.get_indexer(sub["item_id"].astype(str).to_numpy())
+    scale = (spec.scale.low, spec.scale.high)
+    values, keep = resolve_hedges(sub["value"].to_numpy(dtype=np.float64),
+                                  sub["hedged"].to_numpy(dtype=bool), policy=spec.hedge, scale=scale)
+    use = keep & (item >= 0)
+    return values[use], item[use].astype(np.intp), int((item < 0).sum()), scale
+
+
+def run(ctx: AuditContext) -> BlockResult:
+    lu, ann = ctx.spec.label_uncertainty, ctx.spec.annotations
+    if ann is None or ctx.annotations is None:
+        raise SchemaError("block 'label_uncertainty' needs `annotations:` in the spec.")
+    prompt = lu.prompt or ctx.spec.primary_prompt
+    known = ctx.models()
+    models = sorted(lu.models) if lu.models else known
+    unknown = [m for m in models if m not in known]
+    if unknown:
+        raise SchemaError(f"label_uncertainty.models names {unknown}, not in the score table "
+                          f"(models: {known}).")
+    cohorts = lu.cohorts or list(ctx.spec.cohorts)
+    bad = [c for c in cohorts if c not in ctx.spec.cohorts]
+    if bad:
+        raise SchemaError(f"label_uncertainty.cohorts names {bad}, not among the spec's cohorts "
+                          f"{list(ctx.spec.cohorts)}.")
+    ids = metric_ids(ap_ties=lu.ap_ties, soft_variant=lu.soft_variant, soft_ties=lu.soft_ties)
+    pairs = ((ids[0], ids[2]), (ids[1], ids[3]))
+    hard_specs, soft_specs = _metric_specs(lu)
+    B, level = ctx.spec.n_resamples, ctx.spec.confidence_level
+    bootstrappable = ann.soft == "mean" and ann.hard != "posterior"
+    T: dict[str, list[dict]] = {k: [] for k in ("metrics", "annotation_intervals", "rank_changes",
+                                               "agreement", "stability", "stability_test")}
+    notes: list[str] = []
+    for cohort in cohorts:
+        ctx.tick(f"{NAME}: case bootstrap {cohort}")
+        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+        if w.label_soft is None:
+            raise SchemaError(f"cohort {cohort!r} has no label_soft; the label_uncertainty block "
+                              "reads soft labels attached from `annotations:`.")
+        scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
+        design = ctx.cohort_design(cohort)
+        # one generator key for both calls: under the ordinary design hard and soft metrics
+        # see the very same resampled images
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            res = {}
+            for y, specs in ((w.label, hard_specs), (w.label_soft, soft_specs)):
+                r = paired_bootstrap(y, scores, metrics=specs, design=design, n_resamples=B,
+                                     confidence_level=level, rng=ctx.rng(NAME, cohort, prompt))
+                res.update(r.marginal)
+        est = {mid: np.array([res[(m, mid)].estimate for m in models]) for mid in ids}
+        ranks = {mid: min_rank(est[mid]) for mid in ids}
+        for j, m in enumerate(models):
+            for mid in ids:
+                r = res[(m, mid)]
+                T["metrics"].append(spec_row(
+                    model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
+                    n_resamples=r.n_resamples, seed=ctx.seed, estimate=r.estimate, ci_low=r.ci_low,
+                    ci_high=r.ci_high, n_degenerate=r.n_degenerate, n=r.n, n_pos=r.n_pos,
+                    n_neg=r.n_neg, rank=float(ranks[mid][j]),
+                    qualification=_join(
+                        f"exposure: {e}" if (e := ctx.exposure(m, cohort)) else "",
+                        f"{r.n_degenerate} of {r.n_resamples} replicates degenerate"
+                        if r.n_degenerate else "")))
+        for o_id, s_id in pairs:
+            for i, a in enumerate(models):
+                for j in range(i + 1, len(models)):
+                    b = models[j]
+                    oo = _order(est[o_id][i], est[o_id][j])
+                    os_ = _order(est[s_id][i], est[s_id][j])
+                    T["rank_changes"].append(spec_row(
+                        model=f"{a} - {b}", prompt=prompt, cohort=cohort, criterion=s_id,
+                        design="point_estimate", seed=ctx.seed, ordinary_criterion=o_id,
+                        model_a=a, model_b=b, ordinary_a=est[o_id][i], ordinary_b=est[o_id][j],
+                        soft_a=est[s_id][i], soft_b=est[s_id][j], order_ordinary=oo,
+                        order_soft=os_, changed=oo != os_))
+            r = pearson_r(est[o_id], est[s_id]) if np.isfinite(est[o_id]).all() and np.isfinite(
+                est[s_id]).all() else np.nan
+            T["agreement"].append(spec_row(
+                model="all", prompt=prompt, cohort=cohort, criterion=s_id, design="point_estimate",
+                seed=ctx.seed, ordinary_criterion=o_id, n_models=len(models), r=r, r2=r * r,
+                qualification="" if len(models) >= 3 else "fewer than 3 models: R^2 undefined"))
+        if not bootstrappable:
+            notes.append(f"{cohort}: soft labels from {ann.soft} (hard: {ann.hard}) are not "
+                         "annotation-bootstrapped (paper 001 bootstraps mean-vote labels only).")
+            continue
+        ctx.tick(f"{NAME}: annotation bootstrap {cohort}")
+        ratings, item, n_unscored, scale = _cohort_annotations(ctx, cohort, w.image_id)
+        if n_unscored:
+            notes.append(f"{cohort}: {n_unscored} annotation row(s) of items without scores in "
+                         "this cohort are not used.")
+        k = np.bincount(item, minlength=w.image_id.size)
+        soft0, hard0 = labels_from_sums(np.bincount(item, weights=ratings, minlength=k.size), k,
+                                        scale=scale, **_rules(ann))
+        n_dis = int(np.sum(hard0 != w.label) + np.sum(~np.isclose(soft0, w.label_soft, rtol=0,
+                                                                 atol=1e-12)))
+        if n_dis:
+            notes.append(f"{cohort}: the score table's labels differ from the annotation labels on "
+                         f"{n_dis} item-label(s); `metrics` uses the table's labels, the annotation "
+                         "bootstrap the annotations'.")
+        ab = annotation_bootstrap(ratings, item, scores, scale=scale, **_rules(ann),
+                                  ap_ties=lu.ap_ties, soft_variant=lu.soft_variant,
+                                  soft_ties=lu.soft_ties, n_resamples=lu.n_resamples,
+                                  rng=ctx.rng(NAME, cohort, prompt, "annotations"), batch=lu.batch)
+        _annotation_rows(T, ctx, ab, cohort, prompt, models, level)
+        excl = int(ab.n_excluded.sum())
+        if excl:
+            notes.append(f"{cohort}: {excl} item-replicate(s) of the annotation bootstrap had an "
+                         "excluded tie (tie: exclude) and were left out of that replicate.")
+        for o_id, s_id in pairs:
+            t = rank_stability_test(ab.correlations(s_id, lu.test_correlation),
+                                    ab.correlations(o_id, lu.test_correlation), ties=lu.test_ties,
+                                    confidence_level=level)
+            T["stability_test"].append(spec_row(
+                model="all", prompt=prompt, cohort=cohort, criterion=s_id,
+                design="annotation_bootstrap", n_resamples=ab.n_resamples, seed=ctx.seed,
+                family=f"{NAME}|stability tests", ordinary_criterion=o_id,
+                correlation=lu.test_correlation, ties=lu.test_ties, k=int(t.statistic), n=t.n,
+                n_ties=t.details["n_ties"], n_undefined=t.details["n_undefined"],
+                stability_soft=ab.stability(s_id, lu.test_correlation),
+                stability_ordinary=ab.stability(o_id, lu.test_correlation), pvalue=t.pvalue,
+                pvalue_adj=np.nan, alpha=lu.alpha,
+                significant=bool(t.pvalue < lu.alpha) if np.isfinite(t.pvalue) else None,
+                verdict=("soft more stable" if np.isfinite(t.pvalue) and t.pvalue < lu.alpha
+                         else "not shown" if np.isfinite(t.pvalue) else "not defined"),
+                qualification="" if t.n else "no untied, defined replicate"))
+    tests = T["stability_test"]
+    if tests:
+        adj = adjust_pvalues([r["pvalue"] for r in tests], method="holm", alpha=lu.alpha,
+                             family=f"{NAME}|stability tests")
+        for r, pa in zip(tests, adj.pvalues_adjusted, strict=True):
+            r["pvalue_adj"] = float(pa)
+    notes += [
+        f"Case-bootstrap intervals: percentile, level {level}, B = {B}, one paired draw per cohort "
+        "(hard and soft metrics from the same generator).",
+        f"Annotation bootstrap: B = {lu.n_resamples}; each item's usable ratings resampled with "
+        f"replacement; labels rebuilt with soft = normalised mean, hard = {ann.hard}"
+        + (f" (raw mean {ann.threshold_rule} {ann.threshold})" if ann.hard == "threshold" else
+           f" (ties: {ann.tie})") + f"; hedged ratings: {ann.hedge}.",
+        "Ranks: min-rank (1 = best); stability = mean Spearman rho / Kendall tau-b with the "
+        "original ranking over the defined replicates.",
+        f"Binomial test (M1.8): one-sided, H1 soft more stable, {lu.test_correlation} "
+        f"correlations, ties {lu.test_ties}d; significant uses the raw p as the paper; pvalue_adj "
+        "is Holm over the block's tests.",
+    ]
+    frames = {k: pd.DataFrame(v) for k, v in T.items()}
+    return BlockResult(name=NAME, tables=frames, notes=tuple(notes))
+
+
+def _order(a: float, b: float) -> str:
+    """Which model is higher; equal to RANK_DECIMALS decimals is a tie (as in the ranks)."""
+    if not (np.isfinite(a) and np.isfinite(b)):
+        return "not defined"
+    a, b = round(float(a), RANK_DECIMALS), round(float(b), RANK_DECIMALS)
+    return "a_higher" if a > b else "b_higher" if b > a else "tie"
+
+
+def _annotation_rows(T, ctx, ab, cohort, prompt, models, level) -> None:
+    n_used = float(ab.n_items - ab.n_excluded_original)
+    for i, mid in enumerate(ab.metrics):
+        reps = ab.replicates[mid]
+        n_pos = ab.n_pos if i < 2 else ab.n_pos_soft  # hard count, or soft label mass
+        rk = min_rank(reps)
+        n_ok = np.isfinite(rk).sum(axis=0)
+        # a model's mean rank over the replicates where its metric is defined
+        mean_rank = np.where(n_ok > 0, np.nansum(rk, axis=0) / np.maximum(n_ok, 1), np.nan)
+        for j, m in enumerate(models):
+            lo, hi = percentile_interval(reps[:, j], level)
+            n_deg = int(np.isnan(reps[:, j]).sum())
+            T["annotation_intervals"].append(spec_row(
+                model=m, prompt=prompt, cohort=cohort, criterion=mid, design="annotation_bootstrap",
+                n_resamples=ab.n_resamples, seed=ctx.seed, estimate=float(ab.estimate[mid][j]),
+                ci_low=lo, ci_high=hi, n_degenerate=n_deg, n=ab.n_items, n_pos=n_pos,
+                n_neg=n_used - n_pos,
+                rank=float(ab.rank[mid][j]), mean_rank=float(mean_rank[j]),
+                qualification=f"{n_deg} of {ab.n_resamples} replicates degenerate" if n_deg else ""))
+        for meth in ("spearman", "kendall"):
+            c = ab.correlations(mid, meth)
+            lo, hi = percentile_interval(c, level)
+            T["stability"].append(spec_row(
+                model="all", prompt=prompt, cohort=cohort, criterion=mid,
+                design="annotation_bootstrap", n_resamples=ab.n_resamples, seed=ctx.seed,
+                correlation=meth, estimate=ab.stability(mid, meth), ci_low=lo, ci_high=hi,
+                n_valid=int(np.isfinite(c).sum()), n_degenerate=ab.n_degenerate[mid],
+                n_undefined=ab.n_undefined[f"{mid}|{meth}"], n_models=len(models),
+                qualification="" if len(models) >= 2 else "one model: no ranking"))

@@ -1,0 +1,205 @@
+"""Per-item aggregation of ratings into soft and hard labels (paper 001, M1.1).
+
+Soft label: the mean of the ratings normalised to [0, 1] (default), or the posterior
+P(positive) of a crowd model — Dawid–Skene or GLAD through crowd-kit, an optional
+extra imported only when asked for (binary ratings only).  Hard label: strict
+majority of the normalised mean with a declared tie rule, a threshold on the raw
+mean (ENHANCE: mean > 1), or the crowd posterior > 1/2.  Hedged ratings follow a
+declared policy (negative, positive, exclude, half).  The rules themselves are
+:func:`medaudit.stats.annotation_bootstrap.labels_from_sums`, the same code the
+annotation bootstrap rebuilds its labels with.  Every item dropped (all its ratings
+excluded, or an excluded tie) is listed in ``dropped`` with its reason and counted.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.labels.annotations import RatingScale
+from medaudit.stats.annotation_bootstrap import labels_from_sums, resolve_hedges
+
+__all__ = ["AggregatedLabels", "aggregate_labels", "aggregate_with_spec", "SOFT_RULES",
+           "HARD_RULES"]
+
+SOFT_RULES = ("mean", "dawid_skene", "glad")
+HARD_RULES = ("majority", "threshold", "posterior")
+REASON_EXCLUDED = "every rating excluded (hedge: exclude)"
+REASON_TIE = "hard label is a tie (tie: exclude)"
+
+
+@dataclass(frozen=True)
+class AggregatedLabels:
+    """Soft and hard labels per item, the items dropped and why, and the counts.
+
+    ``labels`` has one row per kept item (``cohort`` when the annotations have one):
+    ``item_id, n_ratings, n_hedged, n_used, mean_raw, label_soft, label``.  ``dropped``
+    lists ``item_id, reason`` (+ ``cohort``).
+    """
+
+    labels: pd.DataFrame
+    dropped: pd.DataFrame
+    counts: dict[str, Any]
+    rules: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"counts": self.counts, "rules": self.rules,
+                "dropped": self.dropped.to_dict("records")}
+
+
+def _check(value: str, allowed: tuple[str, ...], name: str) -> str:
+    if value not in allowed:
+        raise MedauditError(f"{name}={value!r} is not a valid option; choose one of {list(allowed)}.")
+    return value
+
+
+def _crowd_posterior(keys: pd.DataFrame, votes: np.ndarray, annot: np.ndarray, item_code: np.ndarray,
+                     n_items: int, model: str, n_iter: int) -> np.ndarray:
+    """P(label = 1) per item from crowd-kit's Dawid-Skene or GLAD (lazy import)."""
+    try:
+        from crowdkit.aggregation import GLAD, DawidSkene
+    except ImportError as exc:  # pragma: no cover - optional extra
+        raise MedauditError(f"soft: {model} needs the optional package crowd-kit "
+                            "(pip install crowd-kit); soft: mean needs nothing.") from exc
+    data = pd.DataFrame({"task": item_code, "worker": annot, "label": votes.astype(np.int64)})
+    est = DawidSkene(n_iter=n_iter) if model == "dawid_skene" else GLAD(n_iter=n_iter)
+    with warnings.catch_warnings():
+        # crowd-kit 1.4 calls pandas APIs that pandas 3 deprecates; the numbers are unaffected
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"crowdkit(\.|$)")
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"crowdkit(\.|$)")
+        proba = est.fit_predict_proba(data)
+    col = 1 if 1 in proba.columns else None
+    post = np.zeros(n_items)
+    if col is not None:
+        post[proba.index.to_numpy(dtype=np.intp)] = proba[col].to_numpy(dtype=np.float64)
+    # crowd-kit's EM can overshoot [0, 1] by rounding; anything more is a real error
+    if (post < -1e-9).any() or (post > 1 + 1e-9).any():
+        raise MedauditError(f"{model} returned posteriors outside [0, 1]; report this as a bug.")
+    return np.clip(post, 0.0, 1.0)
+
+
+def aggregate_labels(
+    annotations: pd.DataFrame, *, scale: RatingScale | tuple[float, float],
+    soft: str = "mean", hard: str = "majority", tie: str = "negative",
+    threshold: float | None = None, threshold_rule: str = ">", hedge: str | None = None,
+    crowd_iterations: int = 100,
+) -> AggregatedLabels:
+    """Aggregate a validated annotation table to one soft and one hard label per item.
+
+    Parameters
+    ----------
+    annotations : DataFrame
+        From :func:`~medaudit.labels.validate_annotations` (columns ``item_id,
+        annotator, value, hedged`` and optionally ``cohort``).
+    scale : RatingScale or (min, max)
+    soft : {"mean", "dawid_skene", "glad"}, default="mean"
+    hard : {"majority", "threshold", "posterior"}, default="majority"
+        ``"posterior"`` (crowd models only): posterior > 1/2, ties by ``tie``.
+    tie : {"negative", "positive", "exclude"}, default="negative"
+        A normalised mean (or posterior) of exactly 1/2; ``"negative"`` is the strict
+        majority ``mean > 0.5`` of M1.1.
+    threshold, threshold_rule
+        For ``hard="threshold"``: positive when the raw mean is ``> threshold``.
+    hedge : {"negative", "positive", "exclude", "half"}, optional
+        Required when any rating is hedged.
+    crowd_iterations : int, default=100
+
+    Returns
+    -------
+    AggregatedLabels
+
+    Examples
+    --------
+    Three readers on two items, a tie on the second (ratings 1, 0):
+
+    >>> t = pd.DataFrame({"item_id": ["x", "x", "x", "y", "y"],
+    ...                   "annotator": ["a", "b", "c", "a", "b"],
+    ...                   "value": [1.0, 1.0, 0.0, 1.0, 0.0], "hedged": [False] * 5})
+    >>> agg = aggregate_labels(t, scale=(0, 1))
+    >>> agg.labels[["item_id", "label_soft", "label"]].round(4).values.tolist()
+    [['x', 0.6667, 1], ['y', 0.5, 0]]
+    >>> aggregate_labels(t, scale=(0, 1), tie="exclude").dropped["item_id"].tolist()
+    ['y']
+    """
+    soft = _check(soft, SOFT_RULES, "soft")
+    hard = _check(hard, HARD_RULES, "hard")
+    if hard == "posterior" and soft == "mean":
+        raise MedauditError("hard='posterior' needs a crowd model (soft='dawid_skene' or 'glad').")
+    lo, hi = (scale.low, scale.high) if isinstance(scale, RatingScale) else map(float, scale)
+    for c in ("item_id", "annotator", "value", "hedged"):
+        if c not in annotations.columns:
+            raise SchemaError(f"annotations lack column {c!r}; validate them first with "
+                              "medaudit.labels.validate_annotations.")
+    key = ["cohort", "item_id"] if "cohort" in annotations.columns else ["item_id"]
+    values, keep = resolve_hedges(annotations["value"].to_numpy(dtype=np.float64),
+                                  annotations["hedged"].to_numpy(dtype=bool), policy=hedge,
+                                  scale=(lo, hi))
+    # one code per item, in sorted key order (deterministic whatever the input order)
+    groups = annotations.groupby(key, sort=True)
+    item_code = groups.ngroup().to_numpy(dtype=np.intp)
+    keys = groups.size().reset_index()[key]
+    n_items = len(keys)
+    n_ratings = np.bincount(item_code, minlength=n_items)
+    n_hedged = np.bincount(item_code, weights=annotations["hedged"].to_numpy(dtype=np.float64),
+                           minlength=n_items).astype(np.int64)
+    n_used = np.bincount(item_code[keep], minlength=n_items)
+    sums = np.bincount(item_code[keep], weights=values[keep], minlength=n_items)
+    rules = dict(scale=(lo, hi), tie=tie)
+    if hard == "threshold":
+        rules.update(hard_rule="threshold", threshold=threshold, threshold_rule=threshold_rule)
+    elif threshold is not None:
+        raise MedauditError(f"threshold is only used with hard='threshold', not {hard!r}.")
+    soft_mean, hard_label = labels_from_sums(sums, n_used, **rules)
+    label_soft = soft_mean
+    if soft != "mean":
+        v = values[keep]
+        binary = (v == lo) | (v == hi)
+        if not binary.all():
+            raise MedauditError(f"soft={soft!r} needs binary ratings (the scale ends {lo:g} or "
+                                f"{hi:g}); {int((~binary).sum())} usable rating(s) lie between.")
+        post = _crowd_posterior(keys, (v == hi).astype(np.int64),
+                                annotations["annotator"].to_numpy()[keep], item_code[keep],
+                                n_items, soft, crowd_iterations)
+        label_soft = np.where(n_used > 0, post, np.nan)
+        if hard == "posterior":
+            # the posterior is already on [0, 1]: majority on the (0, 1) scale, sum = p, count = 1
+            _, hard_label = labels_from_sums(label_soft, np.where(n_used > 0, 1.0, 0.0), tie=tie)
+    table = keys.copy()
+    table["n_ratings"] = n_ratings
+    table["n_hedged"] = n_hedged
+    table["n_used"] = n_used
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["mean_raw"] = np.where(n_used > 0, sums / np.maximum(n_used, 1), np.nan)
+    table["label_soft"] = label_soft
+    table["label"] = hard_label
+    reason = np.where(n_used == 0, REASON_EXCLUDED, np.where(np.isnan(hard_label), REASON_TIE, ""))
+    drop = reason != ""
+    dropped = keys[drop].copy()
+    dropped["reason"] = reason[drop]
+    out = table[~drop].reset_index(drop=True)
+    out["label"] = out["label"].astype(np.int64)
+    counts = {"n_items": int(n_items), "n_items_labelled": int(len(out)),
+              "n_items_dropped": int(drop.sum()),
+              "dropped_by_reason": {r: int((reason == r).sum()) for r in (REASON_EXCLUDED, REASON_TIE)
+                                    if (reason == r).any()},
+              "n_ratings": int(len(annotations)), "n_hedged": int(n_hedged.sum()),
+              "n_ratings_excluded": int((~keep).sum()),
+              "n_positive": int(out["label"].sum()), "n_negative": int((out["label"] == 0).sum())}
+    rule_record = {"soft": soft, "hard": hard, "tie": tie, "hedge": hedge, "scale": [lo, hi],
+                   "threshold": threshold, "threshold_rule": threshold_rule if hard == "threshold"
+                   else None, "crowd_iterations": crowd_iterations if soft != "mean" else None}
+    return AggregatedLabels(labels=out, dropped=dropped.reset_index(drop=True), counts=counts,
+                            rules=rule_record)
+
+
+def aggregate_with_spec(annotations: pd.DataFrame, spec: Any) -> AggregatedLabels:
+    """:func:`aggregate_labels` with the rules of an :class:`~medaudit.io.spec_labels.AnnotationsSpec`."""
+    return aggregate_labels(annotations, scale=RatingScale.from_spec(spec.scale), soft=spec.soft,
+                            hard=spec.hard, tie=spec.tie, threshold=spec.threshold,
+                            threshold_rule=spec.threshold_rule, hedge=spec.hedge,
+                            crowd_iterations=spec.crowd_iterations)

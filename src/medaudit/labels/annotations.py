@@ -1,0 +1,287 @@
+"""The AnnotationTable: raw ratings, one row per (item, annotator), checked against a declared scale.
+
+Long layout ``item_id, annotator, rating`` (+ optional ``cohort``); crowd-tool layout
+``task, worker, label`` (crowd-kit's).  Validation turns each raw rating into a number
+on the declared :class:`RatingScale` (column ``value``) or marks it hedged (``hedged``);
+a rating off the scale, a missing item or annotator id, or a repeated (item, annotator)
+pair is an error naming the rows (0-based data rows) and the column.  Nothing is
+dropped, flipped or coerced silently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from medaudit.exceptions import SchemaError
+
+__all__ = ["ANNOTATION_COLUMNS", "RatingScale", "AnnotationTable", "validate_annotations",
+           "read_annotations", "code_key"]
+
+ANNOTATION_COLUMNS = ("item_id", "annotator", "rating")
+_LAYOUTS = {"long": ("item_id", "annotator", "rating"), "crowd": ("task", "worker", "label")}
+HEDGE = "hedge"
+
+
+def _rows(mask: np.ndarray, limit: int = 5) -> str:
+    idx = np.flatnonzero(mask)
+    more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
+    return ", ".join(str(i) for i in idx[:limit]) + more
+
+
+def code_key(value: Any) -> str:
+    """The text under which a raw rating is looked up in ``codes``.
+
+    Numbers compare by value (1, 1.0 and "1" are the same code), text by its stripped
+    form ("YES" is not "yes": codes are case-sensitive).
+
+    Examples
+    --------
+    >>> code_key(1.0), code_key("1"), code_key(" YES "), code_key(-1)
+    ('1', '1', 'YES', '-1')
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return str(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        f = float(value)
+    else:
+        text = str(value).strip()
+        try:
+            f = float(text)
+        except ValueError:
+            return text
+    if math.isfinite(f) and f == int(f):
+        return str(int(f))
+    return repr(f)
+
+
+@dataclass(frozen=True)
+class RatingScale:
+    """A declared rating scale: numbers in ``[low, high]``, or codes mapping raw values.
+
+    ``codes`` maps a raw rating (text or number, see :func:`code_key`) to a number on
+    the scale or to ``"hedge"``.  Build with :meth:`numeric`, :meth:`from_codes` or
+    :meth:`from_spec`.
+    """
+
+    low: float
+    high: float
+    codes: Mapping[str, float | str] | None = None
+
+    def __post_init__(self) -> None:
+        lo, hi = float(self.low), float(self.high)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise SchemaError(f"rating scale needs finite min < max; got [{self.low}, {self.high}].")
+        if self.codes is not None:
+            for k, v in self.codes.items():
+                if v != HEDGE and not lo <= float(v) <= hi:
+                    raise SchemaError(f"scale code {k!r} maps to {v!r}, outside [{lo}, {hi}].")
+
+    @classmethod
+    def numeric(cls, low: float, high: float) -> RatingScale:
+        """Numbers between ``low`` and ``high`` (inclusive)."""
+        return cls(float(low), float(high))
+
+    @classmethod
+    def from_codes(cls, codes: Mapping[Any, float | str], *, low: float | None = None,
+                   high: float | None = None) -> RatingScale:
+        """Codes such as ``{"YES": 1, "NO": 0, "HEDGE": "hedge"}``; min/max default to the
+        extreme numeric codes."""
+        norm: dict[str, float | str] = {}
+        for k, v in codes.items():
+            key = code_key(k)
+            if key in norm:
+                raise SchemaError(f"scale codes name {key!r} twice (after normalising {k!r}).")
+            norm[key] = HEDGE if v == HEDGE else float(v)
+        nums = [float(v) for v in norm.values() if v != HEDGE]
+        if not nums:
+            raise SchemaError("scale codes need at least one numeric code (not all 'hedge').")
+        return cls(min(nums) if low is None else float(low),
+                   max(nums) if high is None else float(high), norm)
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> RatingScale:
+        """From :class:`~medaudit.io.spec_labels.RatingScaleSpec`."""
+        if spec.codes is not None:
+            return cls.from_codes(spec.codes, low=spec.min, high=spec.max)
+        return cls.numeric(spec.min, spec.max)
+
+    def describe(self) -> str:
+        if self.codes is None:
+            return f"numbers in [{self.low:g}, {self.high:g}]"
+        return "codes " + ", ".join(f"{k!r}->{v}" for k, v in self.codes.items())
+
+    def encode(self, raw: pd.Series, *, source: str, column: str
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Numeric values (NaN for hedged) and the hedged mask; off-scale ratings raise."""
+        if self.codes is None:
+            val = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+            bad = ~np.isfinite(val) | (val < self.low) | (val > self.high)
+            hedged = np.zeros(val.size, dtype=bool)
+        else:
+            keys = [code_key(v) for v in raw.tolist()]
+            mapped = [self.codes.get(k) for k in keys]
+            hedged = np.array([m == HEDGE for m in mapped], dtype=bool)
+            bad = np.array([m is None for m in mapped], dtype=bool)
+            val = np.array([np.nan if (m is None or m == HEDGE) else float(m) for m in mapped])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            seen = sorted({repr(v) for v in raw[bad].tolist()})[:5]
+            raise SchemaError(
+                f"{source}: column {column!r} has rating(s) outside the declared scale "
+                f"({self.describe()}) at row(s) {_rows(bad)} (row {i} has {raw.iloc[i]!r}; values "
+                f"seen: {', '.join(seen)}). Fix the data or declare the scale (annotations.scale: "
+                "min/max or codes) - medaudit does not coerce or drop ratings.")
+        return val, hedged
+
+
+def validate_annotations(
+    table: pd.DataFrame, *, scale: RatingScale, source: str = "annotations",
+    columns: tuple[str, str, str] = ANNOTATION_COLUMNS, cohort_column: str | None = None,
+    cohort: str | None = None, duplicates: str = "error",
+) -> pd.DataFrame:
+    """Return the validated long table, or raise :class:`SchemaError`.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Raw annotations, one row per (item, annotator) rating.
+    scale : RatingScale
+        The declared scale; every rating must be on it.
+    source : str
+        Name used in messages (the file path when read from disk).
+    columns : (item, annotator, rating), default=("item_id", "annotator", "rating")
+        Column names in ``table`` (crowd layout: ``("task", "worker", "label")``).
+    cohort_column : str, optional
+        Column holding each item's cohort; default ``"cohort"`` when present.
+    cohort : str, optional
+        The cohort of every row (a file without a cohort column).
+    duplicates : {"error", "keep"}, default="error"
+        A repeated (cohort, item, annotator) triple: an error, or kept as two ratings.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``item_id, annotator, rating, value, hedged`` (+ ``cohort``) in input
+        order: ids as text, ``rating`` the raw value, ``value`` the number on the scale
+        (NaN when hedged).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"item_id": [1, 1, 2], "annotator": ["a", "b", "a"],
+    ...                   "rating": ["YES", "HEDGE", "NO"]})
+    >>> v = validate_annotations(t, scale=RatingScale.from_codes({"YES": 1, "NO": 0,
+    ...                          "HEDGE": "hedge"}))
+    >>> v["value"].tolist(), v["hedged"].tolist()
+    ([1.0, nan, 0.0], [False, True, False])
+    """
+    if duplicates not in ("error", "keep"):
+        raise SchemaError(f"duplicates must be 'error' or 'keep'; got {duplicates!r}.")
+    item_c, ann_c, rat_c = columns
+    if cohort_column is None and "cohort" in table.columns:
+        cohort_column = "cohort"
+    need = [item_c, ann_c, rat_c] + ([cohort_column] if cohort_column else [])
+    missing = [c for c in need if c not in table.columns]
+    if missing:
+        raise SchemaError(f"{source}: missing column(s) {missing}; the file has "
+                          f"{list(table.columns)}. Name the columns in the spec (item_column, "
+                          "annotator_column, rating_column) or use format: crowd for task/worker/label.")
+    if len(table) == 0:
+        raise SchemaError(f"{source}: the annotation table has no rows.")
+    if cohort is not None and cohort_column is not None:
+        raise SchemaError(f"{source}: the table has a cohort column {cohort_column!r} and the spec "
+                          f"names cohort {cohort!r}; give only one.")
+    t = table.reset_index(drop=True)
+    for col, what in ((item_c, "item id"), (ann_c, "annotator id"), (rat_c, "rating")) + (
+            ((cohort_column, "cohort"),) if cohort_column else ()):
+        empty = t[col].isna().to_numpy() | (t[col].astype(str).str.strip() == "").to_numpy()
+        if empty.any():
+            raise SchemaError(f"{source}: column {col!r} ({what}) is empty at row(s) {_rows(empty)}; "
+                              f"every rating needs its {what}.")
+    value, hedged = scale.encode(t[rat_c], source=source, column=rat_c)
+    out = pd.DataFrame({"item_id": t[item_c].astype(str).to_numpy(),
+                        "annotator": t[ann_c].astype(str).to_numpy(),
+                        "rating": t[rat_c].to_numpy(), "value": value, "hedged": hedged})
+    if cohort_column is not None:
+        out.insert(0, "cohort", t[cohort_column].astype(str).to_numpy())
+    elif cohort is not None:
+        out.insert(0, "cohort", str(cohort))
+    key = [c for c in ("cohort", "item_id", "annotator") if c in out.columns]
+    dup = out.duplicated(key, keep=False).to_numpy()
+    if dup.any() and duplicates == "error":
+        ex = out.loc[dup, key].head(2).to_dict("records")
+        raise SchemaError(f"{source}: {int(dup.sum())} rows repeat an ({', '.join(key)}) pair at "
+                          f"row(s) {_rows(dup)}, e.g. {ex}. Keep one rating per annotator and item, "
+                          "or declare annotations.duplicates: keep to count each as a rating.")
+    return out
+
+
+def read_annotations(
+    path: str | Path, *, scale: RatingScale, format: str = "long",
+    columns: tuple[str, str, str] | None = None, cohort_column: str | None = None,
+    cohort: str | None = None, duplicates: str = "error",
+) -> pd.DataFrame:
+    """Read and validate an annotation file (CSV or Parquet) in the long or crowd layout.
+
+    ``columns`` defaults to the layout's names: ``item_id, annotator, rating`` (long) or
+    ``task, worker, label`` (crowd).  Other arguments as in :func:`validate_annotations`.
+    """
+    from medaudit.io.tables import read_table
+
+    if format not in _LAYOUTS:
+        raise SchemaError(f"format must be one of {list(_LAYOUTS)}; got {format!r}.")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"annotation file {str(path)!r} does not exist.")
+    return validate_annotations(read_table(path), scale=scale, source=str(path),
+                                columns=columns or _LAYOUTS[format], cohort_column=cohort_column,
+                                cohort=cohort, duplicates=duplicates)
+
+
+@dataclass(frozen=True)
+class AnnotationTable:
+    """A validated annotation table with its scale (see :func:`validate_annotations`)."""
+
+    frame: pd.DataFrame
+    scale: RatingScale
+    source: str = "annotations"
+
+    @classmethod
+    def from_frame(cls, table: pd.DataFrame, *, scale: RatingScale, source: str = "annotations",
+                   **kwargs: Any) -> AnnotationTable:
+        return cls(validate_annotations(table, scale=scale, source=source, **kwargs), scale, source)
+
+    @classmethod
+    def read(cls, path: str | Path, *, scale: RatingScale, **kwargs: Any) -> AnnotationTable:
+        return cls(read_annotations(path, scale=scale, **kwargs), scale, str(path))
+
+    @property
+    def has_cohort(self) -> bool:
+        return "cohort" in self.frame.columns
+
+    def counts(self) -> dict[str, Any]:
+        """Rows, items, annotators and hedged ratings (per cohort when there is one)."""
+        f = self.frame
+        key = ["cohort", "item_id"] if self.has_cohort else ["item_id"]
+        per_item = f.groupby(key, sort=True).size()
+        out: dict[str, Any] = {"n_ratings": int(len(f)), "n_items": int(per_item.size),
+                               "n_annotators": int(f["annotator"].nunique()),
+                               "n_hedged": int(f["hedged"].sum()),
+                               "ratings_per_item": {"min": int(per_item.min()),
+                                                    "max": int(per_item.max())}}
+        if self.has_cohort:
+            out["items_by_cohort"] = {str(k): int(v) for k, v in
+                                      f.groupby("cohort", sort=True)["item_id"].nunique().items()}
+        return out
+
+    def aggregate(self, **rules: Any):
+        """Aggregate to soft and hard labels (:func:`medaudit.labels.aggregate_labels`)."""
+        from medaudit.labels.aggregate import aggregate_labels
+
+        return aggregate_labels(self.frame, scale=self.scale, **rules)

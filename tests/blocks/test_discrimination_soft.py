@@ -1,0 +1,133 @@
+"""Block `discrimination` with soft labels (issue 4 item 2: soft metrics beside the ordinary ones).
+
+Witnesses: the double-sum soft oracles of tests/_oracles.py; scikit-learn on the data set
+duplicated into a positive copy of weight p and a negative copy of weight 1 - p (anchors
+T9: soft AP equals sklearn's AP on it, and inclusive soft AUROC equals sklearn's AUROC
+plus half the self-pair term); and the reduction to hard labels: with 0/1 soft labels
+the soft rows must reproduce the ordinary rows' estimates and intervals (same design,
+same draws).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from medaudit.blocks import discrimination as D
+from medaudit.blocks._base import AuditContext
+from medaudit.io.schema import validate_score_table
+from medaudit.io.spec import AuditSpec
+from tests import _oracles as oracle
+
+PROMPT = "none"
+
+
+def make_ctx(cohorts: dict, designs: dict | None = None) -> AuditContext:
+    """cohorts: name -> (label, label_soft or None, {model: scores})."""
+    rows = []
+    for c, (y, p, by_model) in cohorts.items():
+        for m, s in by_model.items():
+            for i in range(len(y)):
+                r = {"image_id": f"{c}{i:03d}", "cohort": c, "model": m, "prompt": PROMPT,
+                     "score": float(s[i]), "label": int(y[i])}
+                r["label_soft"] = float(p[i]) if p is not None else 0.0
+                rows.append(r)
+    table = pd.DataFrame(rows)
+    if all(p is None for _, p, _ in cohorts.values()):
+        table = table.drop(columns="label_soft")
+    spec = AuditSpec.model_validate({
+        "name": "t", "scores": "unused.csv", "primary_prompt": PROMPT, "seed": 5,
+        "n_resamples": 150, "blocks": ["discrimination"],
+        "cohorts": {c: {"design": (designs or {}).get(c, "ordinary")} for c in cohorts}})
+    return AuditContext(scores=validate_score_table(table), spec=spec)
+
+
+def _study(seed=1, n=50):
+    rng = np.random.default_rng(seed)
+    p = rng.beta(0.5, 0.5, n)
+    y = (p > 0.5).astype(int)
+    models = {m: 1 / (1 + np.exp(-(3 * (p - 0.5) + rng.normal(0, k, n))))
+              for m, k in (("a", 0.5), ("b", 1.5))}
+    return y, p, models
+
+
+def _row(df, **kw):
+    sel = np.ones(len(df), dtype=bool)
+    for k, v in kw.items():
+        sel &= (df[k] == v).to_numpy()
+    assert sel.sum() == 1, kw
+    return df[sel].iloc[0]
+
+
+@pytest.fixture(scope="module")
+def soft_run():
+    y, p, models = _study()
+    return (y, p, models), D.run(make_ctx({"k": (y, p, models)}))
+
+
+def test_soft_rows_match_the_double_sums(soft_run):
+    (_, p, models), res = soft_run
+    t = res.tables["metrics"]
+    for m, s in models.items():
+        assert _row(t, model=m, criterion="soft_roc_auc")["estimate"] == pytest.approx(
+            oracle.soft_auroc_inclusive(p, s), rel=1e-12)
+        assert _row(t, model=m, criterion="soft_average_precision")["estimate"] == pytest.approx(
+            oracle.soft_ap(p, s), rel=1e-12)
+    assert any("label_soft" in n for n in res.notes)
+
+
+def test_soft_rows_match_sklearn_on_duplicated_data(soft_run):
+    (_, p, models), res = soft_run
+    t = res.tables["metrics"]
+    n = p.size
+    y_dup = np.r_[np.ones(n), np.zeros(n)]
+    w_dup = np.r_[p, 1 - p]
+    n_pos, n_neg = p.sum(), (1 - p).sum()
+    for m, s in models.items():
+        s_dup = np.r_[s, s]
+        trap = roc_auc_score(y_dup, s_dup, sample_weight=w_dup)
+        want = trap + 0.5 * np.sum(p * (1 - p)) / (n_pos * n_neg)  # inclusive (T9)
+        assert _row(t, model=m, criterion="soft_roc_auc")["estimate"] == pytest.approx(want,
+                                                                                      rel=1e-12)
+        ap = average_precision_score(y_dup, s_dup, sample_weight=w_dup)
+        assert _row(t, model=m, criterion="soft_average_precision")["estimate"] == pytest.approx(
+            ap, rel=1e-12)
+
+
+@pytest.mark.parametrize("design", ["ordinary", "within_label"])
+def test_binary_soft_labels_reproduce_the_ordinary_rows(design):
+    y, _, models = _study(seed=3)
+    res = D.run(make_ctx({"k": (y, y.astype(float), models)}, designs={"k": design}))
+    t = res.tables["metrics"]
+    for m in models:
+        for soft, hard in (("soft_roc_auc", "roc_auc"),
+                           ("soft_average_precision", "average_precision")):
+            a, b = _row(t, model=m, criterion=soft), _row(t, model=m, criterion=hard)
+            for col in ("estimate", "ci_low", "ci_high"):
+                assert a[col] == pytest.approx(b[col], rel=1e-12), (m, soft, col)
+            assert a["design"] == b["design"] == f"{design}+paired"
+            assert a["n_resamples"] == b["n_resamples"] == 150
+    d = res.tables["model_differences"]
+    sd, hd = (_row(d, criterion=c) for c in ("soft_roc_auc_difference", "roc_auc_difference"))
+    for col in ("estimate", "ci_low", "ci_high"):
+        assert sd[col] == pytest.approx(hd[col], rel=1e-9, abs=1e-12)
+    assert sd["verdict"] == hd["verdict"]
+
+
+def test_soft_difference_rows(soft_run):
+    _, res = soft_run
+    t, d = res.tables["metrics"], res.tables["model_differences"]
+    row = _row(d, criterion="soft_roc_auc_difference")
+    want = (_row(t, model="a", criterion="soft_roc_auc")["estimate"]
+            - _row(t, model="b", criterion="soft_roc_auc")["estimate"])
+    assert row["estimate"] == pytest.approx(want, rel=1e-12)
+    assert np.isnan(row["pvalue"]) and row["ci_low"] <= row["estimate"] <= row["ci_high"]
+
+
+def test_cohorts_without_soft_labels_are_unchanged():
+    y, _, models = _study(seed=4)
+    res = D.run(make_ctx({"k": (y, None, models)}))
+    assert not res.tables["metrics"]["criterion"].str.startswith("soft_").any()
+    assert not res.tables["model_differences"]["criterion"].str.startswith("soft_").any()

@@ -1,0 +1,136 @@
+"""AnnotationTable validation and reading (issue 4, item 1; bad input named by row and column).
+
+Witnesses: hand-built tables whose expected values and offending rows are known by
+construction; files written to tmp_path in both layouts and formats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from medaudit.exceptions import SchemaError
+from medaudit.io.spec_labels import AnnotationsSpec, RatingScaleSpec
+from medaudit.labels import AnnotationTable, RatingScale, read_annotations, validate_annotations
+from medaudit.labels.annotations import code_key
+
+YESNO = RatingScale.from_codes({"YES": 1, "NO": 0, "HEDGE": "hedge"})
+
+
+def _long(**cols):
+    base = {"item_id": ["a", "a", "b", "b"], "annotator": ["r1", "r2", "r1", "r2"],
+            "rating": [1, 0, 1, 1]}
+    base.update(cols)
+    return pd.DataFrame(base)
+
+
+def test_codes_map_values_and_hedges_in_input_order():
+    t = _long(rating=["YES", "HEDGE", "NO", " YES"])
+    v = validate_annotations(t, scale=YESNO)
+    assert list(v.columns) == ["item_id", "annotator", "rating", "value", "hedged"]
+    assert v["value"].tolist()[0] == 1.0 and np.isnan(v["value"].iloc[1])
+    assert v["value"].tolist()[2:] == [0.0, 1.0]
+    assert v["hedged"].tolist() == [False, True, False, False]
+    assert YESNO.low == 0.0 and YESNO.high == 1.0
+
+
+def test_numeric_codes_compare_by_value():
+    # CheXpert-style codes 1 / 0 / -1 (uncertain); the file gives them as numbers
+    sc = RatingScale.from_codes({"1": 1, "0": 0, "-1": "hedge"})
+    v = validate_annotations(_long(rating=[1.0, 0, -1, "1"]), scale=sc)
+    assert v["hedged"].tolist() == [False, False, True, False]
+    assert code_key(1.0) == code_key("1") == code_key(1) == "1"
+
+
+@pytest.mark.parametrize("bad, row", [(3, 2), (-0.5, 0), ("x", 3)])
+def test_rating_outside_the_scale_names_row_and_column(bad, row):
+    ratings = [1, 0, 1, 1]
+    ratings[row] = bad
+    with pytest.raises(SchemaError, match=rf"column 'rating'.*\[0, 2\].*row\(s\) {row}\b"):
+        validate_annotations(_long(rating=ratings), scale=RatingScale.numeric(0, 2), source="f.csv")
+
+
+def test_unknown_code_is_an_error():
+    with pytest.raises(SchemaError, match=r"row\(s\) 1 .*'MAYBE'"):
+        validate_annotations(_long(rating=["YES", "MAYBE", "NO", "NO"]), scale=YESNO)
+
+
+def test_missing_annotator_and_item_ids_are_named():
+    with pytest.raises(SchemaError, match=r"'annotator' \(annotator id\) is empty at row\(s\) 1, 3"):
+        validate_annotations(_long(annotator=["r1", None, "r1", ""]), scale=YESNO.numeric(0, 1))
+    with pytest.raises(SchemaError, match=r"'item_id' \(item id\) is empty at row\(s\) 2"):
+        validate_annotations(_long(item_id=["a", "a", np.nan, "b"]), scale=RatingScale.numeric(0, 1))
+    with pytest.raises(SchemaError, match=r"'rating' \(rating\) is empty at row\(s\) 0"):
+        validate_annotations(_long(rating=[None, 0, 1, 1]), scale=RatingScale.numeric(0, 1))
+
+
+def test_missing_columns_and_empty_table():
+    with pytest.raises(SchemaError, match=r"missing column\(s\) \['annotator'\]"):
+        validate_annotations(_long().drop(columns="annotator"), scale=RatingScale.numeric(0, 1))
+    with pytest.raises(SchemaError, match="no rows"):
+        validate_annotations(_long().iloc[:0], scale=RatingScale.numeric(0, 1))
+
+
+def test_duplicate_item_annotator_pairs():
+    t = _long(annotator=["r1", "r1", "r1", "r2"])
+    with pytest.raises(SchemaError, match=r"repeat .*row\(s\) 0, 1"):
+        validate_annotations(t, scale=RatingScale.numeric(0, 1))
+    assert len(validate_annotations(t, scale=RatingScale.numeric(0, 1), duplicates="keep")) == 4
+
+
+def test_cohort_column_and_declared_cohort():
+    t = _long(cohort=["c1", "c1", "c2", "c2"])
+    v = validate_annotations(t, scale=RatingScale.numeric(0, 1))
+    assert v["cohort"].tolist() == ["c1", "c1", "c2", "c2"]
+    # the same annotator may rate the same item id in two cohorts
+    t2 = _long(cohort=["c1", "c2", "c1", "c2"], annotator=["r1"] * 4, item_id=["a", "a", "b", "b"])
+    assert len(validate_annotations(t2, scale=RatingScale.numeric(0, 1))) == 4
+    v = validate_annotations(_long(), scale=RatingScale.numeric(0, 1), cohort="c9")
+    assert set(v["cohort"]) == {"c9"}
+    with pytest.raises(SchemaError, match="give only one"):
+        validate_annotations(t, scale=RatingScale.numeric(0, 1), cohort="c9")
+
+
+def test_crowd_layout_csv_and_parquet(tmp_path):
+    crowd = pd.DataFrame({"task": ["t1", "t1", "t2"], "worker": ["w1", "w2", "w1"],
+                          "label": [1, 0, 1]})
+    crowd.to_csv(tmp_path / "c.csv", index=False)
+    crowd.to_parquet(tmp_path / "c.parquet")
+    for name in ("c.csv", "c.parquet"):
+        v = read_annotations(tmp_path / name, scale=RatingScale.numeric(0, 1), format="crowd")
+        assert v["item_id"].tolist() == ["t1", "t1", "t2"]
+        assert v["annotator"].tolist() == ["w1", "w2", "w1"]
+        assert v["value"].tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(SchemaError, match=r"missing column\(s\) \['item_id', 'annotator', 'rating'\]"):
+        read_annotations(tmp_path / "c.csv", scale=RatingScale.numeric(0, 1))
+    with pytest.raises(FileNotFoundError):
+        read_annotations(tmp_path / "nope.csv", scale=RatingScale.numeric(0, 1))
+
+
+def test_custom_column_names_and_counts(tmp_path):
+    pd.DataFrame({"img": ["x", "x", "y"], "reader": ["A", "B", "A"], "score": [2, 0, 1]}).to_csv(
+        tmp_path / "r.csv", index=False)
+    tab = AnnotationTable.read(tmp_path / "r.csv", scale=RatingScale.numeric(0, 2),
+                               columns=("img", "reader", "score"))
+    assert tab.counts() == {"n_ratings": 3, "n_items": 2, "n_annotators": 2, "n_hedged": 0,
+                            "ratings_per_item": {"min": 1, "max": 2}}
+
+
+def test_scale_from_spec_and_spec_rules():
+    sc = RatingScale.from_spec(RatingScaleSpec(codes={1: 1, 0: 0, -1: "hedge"}))
+    assert (sc.low, sc.high) == (0.0, 1.0) and sc.codes["-1"] == "hedge"
+    with pytest.raises(ValueError, match="min"):
+        RatingScaleSpec(min=0)
+    with pytest.raises(ValueError, match="outside"):
+        RatingScaleSpec(min=0, max=1, codes={"A": 2})
+    with pytest.raises(ValueError, match="threshold"):
+        AnnotationsSpec(path="a.csv", hard="threshold")
+    with pytest.raises(ValueError, match="posterior"):
+        AnnotationsSpec(path="a.csv", hard="posterior")
+    with pytest.raises(ValueError, match="half"):
+        AnnotationsSpec(path="a.csv", soft="glad", hedge=0.5)
+    assert AnnotationsSpec(path="a.csv", hedge=0.5).hedge == "half"
+    assert AnnotationsSpec(path="a.csv", format="crowd").columns() == ("task", "worker", "label")
+    with pytest.raises(SchemaError, match="min < max"):
+        RatingScale.numeric(1, 1)
