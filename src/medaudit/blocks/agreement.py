@@ -1,0 +1,283 @@
+"""Reliability estimators across institutions (paper 002, M2.4-M2.8, M2.10).
+
+Reads ``ctx.judgments`` (the evaluable JudgmentTable) at ``agreement.protocol`` and runs
+:func:`medaudit.agreement.design.run_design`: every estimator on every
+leave-one-institution-out fold with nested label budgets, the strict institution-excluded
+selector, the Set-B per-cell oracle, the Beta-Binomial interval audit and the
+institution-cluster bootstrap of the family Brier gap.  E columns: ``model``, ``prompt`` =
+protocol, ``cohort`` = target (receiving) institution, ``criterion`` (``brier_score``,
+``ece[n_bins=10]``, ``coverage[level=0.95]``, ``brier_score_difference``), ``design``
+(``loio[budget=25,repeat=3]``, ``loio[budget=25]``, ``strict_selection[...]``, ...).
+Tables:
+
+``fixed_policy``
+    One row per fold x estimator x criterion (``estimate``; ``n`` test judgments,
+    ``n_shot``; ``fallback`` when a logistic fit fell back to the constant; ``software``).
+``fixed_policy_summary``
+    Set A: per setting (model x target x budget) the mean over repeats (``estimate``,
+    ``std``, ``n_repeats``) and ``worse_than_naive``.
+``selection``
+    The strict selector's decisions (paper: 240): mean development Brier of each candidate
+    (``dev_brier[<estimator>]``), ``best``, ``selected``, ``gate_returned_naive``, and the
+    test ``estimate`` (Brier), ``ece``, ``oracle_brier`` on the receiving institution.
+``selection_summary``
+    Mean test Brier over the decisions of the selector, of each always-the-same candidate
+    (identical folds) and of the Set-B per-cell oracle; ``relative_excess`` of the selector
+    over the oracle; selection counts and gate returns.
+``coverage`` / ``coverage_cells``
+    The M2.8 audit: coverage and mean width of the 95% posterior-predictive interval,
+    primary (``N_train >= 1``, ``N_test >= 20``) and sensitivity (every evaluable cell),
+    overall, by institution and by direction; and the per-cell evaluations.
+``family_gap``
+    Per institution the mean Brier gap ``hdcal - beta_binomial`` over its models x non-zero
+    budgets, and their mean with the institution-cluster bootstrap percentile interval.
+``settings``
+    Solver, settings and library versions of every estimator (they move under separation).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from medaudit.agreement.design import (
+    DesignResult,
+    JudgmentData,
+    coverage_records,
+    institution_cluster_bootstrap,
+    relative_excess,
+    run_design,
+)
+from medaudit.agreement.estimators import FAMILIES
+from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.exceptions import SchemaError
+
+__all__ = ["NAME", "run"]
+
+NAME = "agreement"
+
+
+def _software(info: dict[str, Any]) -> str:
+    if "sklearn" in info:
+        return (f"sklearn {info['sklearn']} LogisticRegression(lbfgs, l2, C={info['C']:g}, "
+                f"max_iter={info['max_iter']})" + (" -> naive fallback" if info["fallback"] else ""))
+    if "numpyro" in info:
+        return (f"numpyro {info['numpyro']} / jax {info['jax']} SVI AutoNormal "
+                f"Adam({info['step_size']:g}) {info['n_steps']} steps, seed {info['seed']}")
+    if "solver" in info:
+        import scipy
+
+        return f"scipy {scipy.__version__} {info['solver']}"
+    return f"numpy {np.__version__} (closed form)"
+
+
+def _fixed_rows(ctx: AuditContext, res: DesignResult, protocol: str, ece_id: str) -> list[dict]:
+    d = res.data
+    rows = []
+    for f in res.loio:
+        k = f.key
+        for est in res.settings["estimators"]:
+            info = f.info[est]
+            for crit, val in (("brier_score", f.brier[est]), (ece_id, f.ece[est])):
+                rows.append(spec_row(
+                    model=d.models[k.model], prompt=protocol, cohort=d.institutions[k.target],
+                    criterion=crit, design=f"loio[budget={k.budget},repeat={k.rep}]",
+                    seed=res.settings["first_seed"] + k.rep, estimator=est,
+                    estimator_family=FAMILIES[est], budget=k.budget, repeat=k.rep, estimate=val,
+                    n=f.n_test, n_shot=f.n_shot, fallback=bool(info.get("fallback", False)),
+                    converged=info.get("converged"), software=_software(info),
+                    qualification=""))
+    return rows
+
+
+def _summary(fixed: pd.DataFrame, first_seed: int) -> pd.DataFrame:
+    keys = ["model", "prompt", "cohort", "criterion", "budget", "estimator"]
+    agg = fixed.groupby(keys, sort=False)["estimate"].agg(["mean", "std", "size"])
+    naive = {k[:-1]: v for k, v in agg["mean"].items() if k[-1] == "naive"}
+    rows = []
+    for (m, p, c, crit, b, est), r in agg.iterrows():
+        ref = naive.get((m, p, c, crit, b))
+        rows.append(spec_row(model=m, prompt=p, cohort=c, criterion=crit,
+                             design=f"loio[budget={b}]", seed=first_seed, estimator=est,
+                             estimator_family=FAMILIES[est], budget=b, estimate=float(r["mean"]),
+                             std=float(r["std"]), n_repeats=int(r["size"]),
+                             worse_than_naive=None if ref is None else bool(r["mean"] > ref),
+                             qualification=""))
+    return pd.DataFrame(rows)
+
+
+def _selection(ctx: AuditContext, res: DesignResult, protocol: str
+               ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    d = res.data
+    cands = res.settings["candidates"]
+    rows = []
+    for x in res.decisions:
+        rows.append(spec_row(
+            model=d.models[x.model], prompt=protocol, cohort=d.institutions[x.target],
+            criterion="brier_score", design=f"strict_selection[budget={x.budget},repeat={x.rep}]",
+            seed=res.settings["first_seed"] + x.rep, budget=x.budget, repeat=x.rep, best=x.best,
+            selected=x.selected, gate_returned_naive=x.gate_returned_naive, estimate=x.test_brier,
+            ece=x.test_ece, oracle_brier=x.oracle_brier,
+            **{f"dev_brier[{c}]": x.dev_brier[c] for c in cands}))
+    sel = pd.DataFrame(rows)
+    n = len(res.decisions)
+    policies = {"selector": [x.test_brier for x in res.decisions],
+                "oracle[set_b,per_cell]": [x.oracle_brier for x in res.decisions]}
+    by_key = {(f.key.model, f.key.target, f.key.budget, f.key.rep): f for f in res.loio}
+    for c in cands:
+        policies[f"always[{c}]"] = [by_key[(x.model, x.target, x.budget, x.rep)].brier[c]
+                                    for x in res.decisions]
+    oracle = float(np.mean(policies["oracle[set_b,per_cell]"]))
+    summ = []
+    for p, vals in policies.items():
+        m = float(np.mean(vals))
+        summ.append(spec_row(model="all", prompt=protocol, cohort="all", criterion="brier_score",
+                             design="strict_selection", seed=res.settings["first_seed"], policy=p,
+                             estimate=m, n=n,
+                             relative_excess=relative_excess(m, oracle) if p == "selector" else None,
+                             n_gate_returned_naive=(sum(x.gate_returned_naive
+                                                        for x in res.decisions)
+                                                    if p == "selector" else None)))
+    counts = Counter(x.selected for x in res.decisions)
+    cnt = pd.DataFrame([spec_row(model="all", prompt=protocol, cohort="all", criterion="selected",
+                                 design="strict_selection", seed=res.settings["first_seed"],
+                                 estimator=c, estimate=int(counts.get(c, 0)), n=n) for c in cands])
+    return sel, pd.DataFrame(summ), cnt
+
+
+def _coverage(res: DesignResult, protocol: str, level: float, min_test: int
+              ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    d = res.data
+    recs = coverage_records(res, confidence_level=level, min_test=min_test)
+    if not recs:
+        return pd.DataFrame(), pd.DataFrame()
+    cells = pd.DataFrame(recs)
+    cells["model"] = [d.models[i] for i in cells["model"]]
+    cells["cohort"] = [d.institutions[i] for i in cells["target"]]
+    cells["finding"] = [d.findings[i] for i in cells["finding"]]
+    cells["direction"] = np.where(cells["direction"] == 1, "present", "absent")
+    cells = cells.drop(columns="target")
+    crit = f"coverage[level={level:g}]"
+    rows = []
+    for analysis, sub in (("primary", cells[cells["eligible"]]), ("all_evaluable", cells)):
+        strata = [("all", "all", sub)]
+        strata += [("institution", c, g) for c, g in sub.groupby("cohort", sort=True)]
+        strata += [("direction", r, g) for r, g in sub.groupby("direction", sort=True)]
+        for kind, value, g in strata:
+            rows.append(spec_row(
+                model="all", prompt=protocol, cohort=value if kind == "institution" else "all",
+                criterion=crit, design="loio[budget>0]", seed=res.settings["first_seed"],
+                analysis=analysis, stratum=kind,
+                direction=value if kind == "direction" else "all",
+                estimate=float(g["covered"].mean()) if len(g) else np.nan, n=len(g),
+                mean_width=float(g["width"].mean()) if len(g) else np.nan))
+    lead = ["model", "cohort", "budget", "rep", "finding", "direction"]
+    return pd.DataFrame(rows), cells[lead + [c for c in cells.columns if c not in lead]]
+
+
+def _family_gap(ctx: AuditContext, summary: pd.DataFrame, protocol: str) -> pd.DataFrame:
+    a = ctx.spec.agreement
+    hi, lo = a.gap_estimators
+    s = summary[(summary["criterion"] == "brier_score") & (summary["budget"] > 0)]
+    if not {hi, lo} <= set(s["estimator"]) or s.empty:
+        return pd.DataFrame()
+    w = s.pivot_table(index=["model", "cohort", "budget"], columns="estimator", values="estimate")
+    diff = (w[hi] - w[lo]).groupby(level="cohort", sort=True)
+    gap, n_settings = diff.mean(), diff.size()
+    crit = "brier_score_difference"
+    name = f"{hi} - {lo}"
+    rows = [spec_row(model="all", prompt=protocol, cohort=c, criterion=crit, design="loio[budget>0]",
+                     estimator=name, estimate=float(v), ci_low=None, ci_high=None,
+                     n=int(n_settings[c])) for c, v in gap.items()]
+    if gap.size >= 2:
+        b = institution_cluster_bootstrap(gap.to_numpy(), n_resamples=a.n_resamples,
+                                          confidence_level=ctx.spec.confidence_level,
+                                          rng=ctx.rng(NAME, "family_gap"))
+        rows.append(spec_row(model="all", prompt=protocol, cohort="all", criterion=crit,
+                             design="cluster(institution)", n_resamples=a.n_resamples,
+                             seed=ctx.seed, estimator=name, estimate=b["estimate"],
+                             ci_low=b["ci_low"], ci_high=b["ci_high"], n=int(gap.size)))
+    return pd.DataFrame(rows)
+
+
+def _settings(res: DesignResult) -> pd.DataFrame:
+    rows = []
+    first = {}
+    for f in res.loio:
+        for est, info in f.info.items():
+            if est not in first and not info.get("fallback", False):
+                first[est] = info
+    for est in res.settings["estimators"]:
+        info = first.get(est) or res.loio[0].info[est]
+        keep = {k: v for k, v in info.items() if k not in ("tau2", "delta", "rate", "mu", "v",
+                                                            "kappa", "alpha", "beta", "n_iter",
+                                                            "converged", "tau2_delta",
+                                                            "n_features", "fallback", "seed")}
+        rows.append({"estimator": est, "estimator_family": FAMILIES[est],
+                     "software": _software({**info, "fallback": False}),
+                     "settings": json.dumps(keep, sort_keys=True, default=str)})
+    return pd.DataFrame(rows)
+
+
+def run(ctx: AuditContext) -> BlockResult:
+    """Set A, the strict selector, the oracle, the interval audit and the family gap."""
+    if ctx.judgments is None:
+        raise SchemaError("block 'agreement' needs a judgment table (`judgments:` in the spec).")
+    a = ctx.spec.agreement
+    t = ctx.judgments[ctx.judgments["protocol"] == a.protocol]
+    if t.empty:
+        raise SchemaError(f"agreement.protocol is {a.protocol!r}, but the judgment table has "
+                          f"protocols {sorted(ctx.judgments['protocol'].unique())}; set "
+                          "`agreement: {protocol: ...}` in the spec.")
+    present = sorted(t["model"].unique())
+    if a.models is not None:
+        missing = [m for m in a.models if m not in present]
+        if missing:
+            raise SchemaError(f"agreement.models names {missing} with no {a.protocol!r} "
+                              f"judgments; models present: {present}.")
+        t = t[t["model"].isin(a.models)]
+    ctx.tick("agreement: coding judgments")
+    data = JudgmentData.from_columns(model=t["model"].to_numpy(), institution=t["institution"].to_numpy(),
+                                     finding=t["finding"].to_numpy(),
+                                     direction=t["direction"].to_numpy(),
+                                     correct=t["correct"].to_numpy(), study_id=t["study_id"].to_numpy())
+    res = run_design(data, estimators=a.active_estimators(), budgets=a.budgets, repeats=a.repeats,
+                     first_seed=a.first_seed, selection=a.selection,
+                     candidates=a.active_candidates(), glmm_steps=a.glmm_steps,
+                     glmm_step_size=a.glmm_step_size, n_bins=a.n_bins, progress=ctx.tick)
+    ece_id = f"ece[n_bins={a.n_bins}]"
+    fixed = pd.DataFrame(_fixed_rows(ctx, res, a.protocol, ece_id))
+    summary = _summary(fixed, a.first_seed)
+    tables = {"fixed_policy": fixed, "fixed_policy_summary": summary}
+    notes = [f"Agreement estimators on {a.protocol!r} verdicts: leave-one-institution-out, "
+             f"budgets {a.budgets}, {a.repeats} repeats (seeds {a.first_seed}.."
+             f"{a.first_seed + a.repeats - 1}); Set A = {res.settings['estimators']}."]
+    if not a.glmm and "glmm" in a.estimators:
+        notes.append("The GLMM was switched off (`agreement.glmm: false`); it is in neither set.")
+    n_fb = int(fixed.loc[fixed["criterion"] == "brier_score", "fallback"].sum())
+    if n_fb:
+        notes.append(f"{n_fb} estimator fits fell back to the pooled-rate constant "
+                     "(single-class fitting pool or shot).")
+    if a.selection:
+        ctx.tick("agreement: selection tables")
+        sel, summ, cnt = _selection(ctx, res, a.protocol)
+        tables.update(selection=sel, selection_summary=summ, selection_counts=cnt)
+        notes.append(f"Strict institution-excluded selection: {len(res.decisions)} decisions over "
+                     f"Set B = {res.settings['candidates']} (fixed tie-break order); the gate keeps "
+                     "the pooled-rate constant unless the best mean development Brier is strictly "
+                     "lower.  The 'oracle' is the Set-B per-cell lower bound, not a policy.")
+    if "beta_binomial" in res.settings["estimators"]:
+        cov, cells = _coverage(res, a.protocol, a.interval_level, a.min_test)
+        tables.update(coverage=cov, coverage_cells=cells)
+    gap = _family_gap(ctx, summary, a.protocol)
+    if not gap.empty:
+        tables["family_gap"] = gap
+        if len(gap) <= 4:
+            notes.append("Family Brier gap: with three institutions the cluster-bootstrap "
+                         "percentile interval equals the smallest and largest institution gaps.")
+    tables["settings"] = _settings(res)
+    return BlockResult(name=NAME, tables=tables, notes=tuple(notes))
