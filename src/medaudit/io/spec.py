@@ -49,6 +49,8 @@ class ModelCard(_Strict):
     score_rule: str | None = None
     learned_scale: float | None = None
     library_versions: dict[str, str] = Field(default_factory=dict)
+    #: how a trained model was made (initial weights, device, autocast, seeds, split seed...)
+    training: dict[str, str] = Field(default_factory=dict)
     #: cohort -> note, e.g. {"vindr": "documented pretraining exposure to VinDr-CXR"}
     exposure: dict[str, str] = Field(default_factory=dict)
 
