@@ -13,8 +13,11 @@ block tables (never recomputing a statistic here):
 * ``does not hold`` — a level or retention claim fails under the changed specification.
 
 Claims: rankings ("A ranks above B on AUROC", with the Brier criterion and every π
-as changes of r), reliability ("m has AUROC ≥ L", ``claims.auroc_at_least``) and
-operating constraints ("τ chosen on S keeps Se ≥ 0.95").
+as changes of r, and soft labels as a change of the reference standard y),
+reliability ("m has AUROC ≥ L", ``claims.auroc_at_least``) and operating
+constraints ("τ chosen on S keeps Se ≥ 0.95"); paper 001 and 002 claims (rankings
+under soft labels, error rates and reliability estimates across institutions) are
+built in :mod:`medaudit.audit.claims_extra`.
 
 Qualifications (documented exposure, small groups, degenerate replicates) travel
 with each cell.
@@ -139,6 +142,11 @@ def _ranking_claims(results, spec) -> list[dict[str, Any]]:
                                       source="spectrum.model_differences"))
             rows.append(_cell(claim, "π", "any", None, hi_m, verdict="unaffected",
                               note="AUROC does not depend on prevalence"))
+            o = _pair_rows(diffs[diffs["cohort"] == cohort], a, b, "soft_roc_auc_difference")
+            if len(o):  # the cohort has soft labels: the reference standard as a changed element
+                rows.append(_cell(claim, "y", "soft labels", o.iloc[0], hi_m,
+                                  source="discrimination.model_differences",
+                                  criterion="soft_roc_auc"))
             o = _pair_rows(diffs[diffs["cohort"] == cohort], a, b, "brier_score_difference")
             rows.append(_cell(claim, "r", "brier_score", o.iloc[0] if len(o) else None, hi_m,
                               lower_is_better=True, source="discrimination.model_differences",
@@ -277,13 +285,20 @@ def _reliability_claims(results, spec) -> list[dict[str, Any]]:
                                      negatives=o["negatives"]))
             rows.append({**cell("π", "any", None), "verdict": "unaffected",
                          "qualification": "AUROC does not depend on prevalence"})
+            soft = metrics[(metrics["cohort"] == cohort) & (metrics["model"] == m)
+                           & (metrics["criterion"] == "soft_roc_auc")]
+            if len(soft):
+                rows.append(cell("y", "soft labels", soft.iloc[0], criterion="soft_roc_auc"))
     return rows
 
 
 def build_claims(results: dict[str, BlockResult], spec) -> pd.DataFrame:
     """The portability matrix in long form: one row per claim × changed element."""
+    from medaudit.audit.claims_extra import agreement_claims, institution_claims, label_claims
+
     rows = (_ranking_claims(results, spec) + _reliability_claims(results, spec)
-            + _threshold_claims(results, spec))
+            + _threshold_claims(results, spec) + label_claims(results, spec)
+            + institution_claims(results, spec) + agreement_claims(results, spec))
     if not rows:
         return pd.DataFrame(columns=list(CLAIM_COLUMNS))
     df = pd.DataFrame(rows)

@@ -360,6 +360,55 @@ def _fig8(tables: Tables) -> Built | None:
         "operating_points.risk_coverage.", _designs(t))
 
 
+def _fig9(tables: Tables) -> Built | None:
+    from medaudit.report._figures_labels import plot_soft_vs_ordinary
+
+    t = _table(tables, "label_uncertainty", "metrics")
+    if t is None:
+        return None
+    fig = plot_soft_vs_ordinary(t, _table(tables, "label_uncertainty", "agreement"))
+    return fig.axes[0], "Ordinary vs soft metrics across models", _caption(
+        "Each model's ordinary metric against the aggregated hard label (x) and its soft "
+        "counterpart against the soft label (y), one panel per cohort and metric pair, from "
+        "table label_uncertainty.metrics; R² in each title is the Pearson R² across models from "
+        "table label_uncertainty.agreement (paper 001 Fig. 1).", _designs(t), _b(t))
+
+
+def _fig10(tables: Tables) -> Built | None:
+    from medaudit.report._figures_labels import plot_rank_stability
+
+    t = _table(tables, "label_uncertainty", "stability")
+    if t is None:
+        return None
+    fig = plot_rank_stability(t)
+    return fig.axes[0], "Ranking stability under annotation resampling", _caption(
+        "Rank correlation between each annotation-bootstrap replicate's model ranking and the "
+        "original ranking, per metric (ordinary vs soft), from table label_uncertainty.stability "
+        "(resampling each item's annotations with replacement).", _designs(t), _b(t))
+
+
+def _fig11(tables: Tables) -> Built | None:
+    from medaudit.report._figures_agreement import build_error_rates
+
+    t = _table(tables, "error_structure", "rates")
+    return None if t is None else build_error_rates({"error_structure": {"rates": t}})
+
+
+def _fig12(tables: Tables) -> Built | None:
+    from medaudit.report._figures_estimators import plot_estimator_budget
+
+    t = _table(tables, "agreement", "fixed_policy_summary")
+    if t is None or "ece[n_bins=10]" not in set(t["criterion"].astype(str)):
+        return None
+    fig = plot_estimator_budget(t, criterion="ece[n_bins=10]")
+    return fig.axes[0], "Estimator calibration error against the target label budget", _caption(
+        "ECE (10 equal-width bins) of each reliability estimator's predicted agreement on the "
+        "held-out target rows against the number of target labels used (leave-one-institution-"
+        "out; mean over repeats with ± one SD band), per model and target institution, from "
+        "table agreement.fixed_policy_summary (paper 002 Figs. 1-2).",
+        "Budgets: " + ", ".join(_names(t["budget"])) + "." if "budget" in t else "")
+
+
 #: (file stem, block, builder) in report order
 FIGURES: tuple[tuple[str, str, Callable[[Tables], Built | None]], ...] = (
     ("fig1_discrimination", "discrimination", _fig1),
@@ -370,6 +419,10 @@ FIGURES: tuple[tuple[str, str, Callable[[Tables], Built | None]], ...] = (
     ("fig6_transport", "transport", _fig6),
     ("fig7_seeds", "retained", _fig7),
     ("fig8_risk_coverage", "operating_points", _fig8),
+    ("fig9_soft_vs_ordinary", "label_uncertainty", _fig9),
+    ("fig10_rank_stability", "label_uncertainty", _fig10),
+    ("fig11_error_rates", "error_structure", _fig11),
+    ("fig12_estimator_budget", "agreement", _fig12),
 )
 
 

@@ -54,6 +54,8 @@ CHANGES: dict[str, tuple[str, str, str]] = {
     "π": ("π", "prevalence", "another prevalence"),
     "r": ("r", "criterion", "another criterion (score error instead of ranking)"),
     "r, π": ("r + π", "criterion at π", "another criterion at each prevalence of the grid"),
+    "y": ("y", "reference labels", "soft labels from the raw annotations, or the annotations "
+                                   "resampled (paper 001)"),
 }
 
 #: verdict -> (css class, meaning); the legend lists them in this order

@@ -10,7 +10,7 @@ from medaudit.report.format import fmt_ci, fmt_estimate, md_table
 
 __all__ = ["audit_summary", "portability_pivot"]
 
-_ORDER = ["at E", "C", "p", "N", "π", "r", "r, π"]
+_ORDER = ["at E", "C", "p", "N", "π", "r", "r, π", "y"]
 
 
 def _cell_text(g: pd.DataFrame) -> str:
@@ -55,7 +55,8 @@ def audit_summary(outcome: Any) -> str:
                   "shaped like paper 000; no real model or patient is involved.", ""]
     lines += ["## Portability matrix", "",
               "Each claim at its specification E, then with one element of E changed "
-              "(C cohort, p prompt, N negative class, π prevalence, r criterion). Verdicts from the "
+              "(C cohort or institution, p prompt, N negative class, π prevalence, r criterion, "
+              "y reference labels). Verdicts from the "
               "interval: holds / reversed / unresolved (interval spans the boundary) / not defined "
               "/ unaffected; threshold claims are judged on the point estimate as in paper 000 "
               "eq. 7 (holds / does not hold; specificity only for named control groups; the "

@@ -1,0 +1,121 @@
+"""Paper 001 and 002 audits end to end: claims, figures and the report in headless Chromium.
+
+A synthetic multi-annotator study (scores + raw annotations written as CSV) and the embedded
+simulated three-institution study (judgments only) run through ``audit``; their portability
+matrices hold the new claim kinds, their figures are drawn, and their pages render in a real
+browser with the matrix first and a section per block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from medaudit.audit.run import audit, load_outcome, write_outcome
+from medaudit.io.spec import AuditSpec
+from tests.report.test_browser import CHROMIUM, _check_page
+
+
+def _labels_study(tmp, n=120, seed=5):
+    rng = np.random.default_rng(seed)
+    truth = rng.random(n)  # latent probability of the finding
+    ann = []
+    for i in range(n):
+        for a in range(5):
+            ann.append({"item_id": f"i{i:03d}", "annotator": f"r{a}",
+                        "rating": int(rng.random() < truth[i])})
+    rows = []
+    for m, noise in (("good", 0.15), ("fair", 0.35), ("poor", 0.6)):
+        s = np.clip(truth + rng.normal(0, noise, n), 0.001, 0.999)
+        rows += [{"image_id": f"i{i:03d}", "cohort": "derm", "model": m, "prompt": "none",
+                  "score": float(s[i])} for i in range(n)]
+    pd.DataFrame(ann).to_csv(tmp / "ann.csv", index=False)
+    pd.DataFrame(rows).to_csv(tmp / "scores.csv", index=False)
+    return AuditSpec.model_validate({
+        "name": "labels-synthetic", "scores": "scores.csv", "primary_prompt": "none",
+        "cohorts": {"derm": {}}, "n_resamples": 100, "seed": 7,
+        "blocks": ["discrimination", "label_uncertainty"],
+        "annotations": {"path": "ann.csv", "scale": {"min": 0, "max": 1}},
+        "label_uncertainty": {"n_resamples": 100}})
+
+
+@pytest.fixture(scope="module")
+def labels_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("labels")
+    spec = _labels_study(tmp)
+    outcome = audit(spec, tmp)
+    write_outcome(outcome, tmp / "out")
+    return outcome, tmp / "out", tmp
+
+
+@pytest.fixture(scope="module")
+def agreement_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("agreement")
+    spec = AuditSpec.model_validate({
+        "name": "paper002-small", "seed": 3,
+        "judgments": {"simulate": "paper002", "simulate_scale": 0.08},
+        "error_structure": {"n_resamples": 200},
+        "agreement": {"repeats": 2, "glmm": False, "n_resamples": 200, "budgets": [0, 25, 50]}})
+    outcome = audit(spec, tmp)
+    write_outcome(outcome, tmp / "out")
+    return outcome, tmp / "out"
+
+
+def test_soft_label_claims_read_the_block_tables(labels_run):
+    outcome, _, tmp = labels_run
+    c = outcome.claims
+    y = c[c["change"] == "y"]
+    assert {"ranking", "stability"} <= set(y["kind"])
+    # the ranking claims from discrimination carry the soft-label difference with its interval
+    r = y[(y["kind"] == "ranking") & (y["source_table"] == "discrimination.model_differences")]
+    assert len(r) == 3 and r["ci_low"].notna().all()
+    # witness: the claim's hard-label order is the sklearn AUROC order on the majority label
+    ann = pd.read_csv(tmp / "ann.csv")
+    maj = ann.groupby("item_id")["rating"].mean().gt(0.5).astype(int)
+    sc = pd.read_csv(tmp / "scores.csv").pivot(index="image_id", columns="model", values="score")
+    auc = {m: roc_auc_score(maj.loc[sc.index], sc[m]) for m in sc.columns}
+    for claim in c[c["claim_id"].str.startswith("Y") & (c["kind"] == "ranking")]["claim"].unique():
+        hi, lo = claim.split(" ranks above ")[0], claim.split(" ranks above ")[1].split(" on ")[0]
+        assert auc[hi] > auc[lo], claim
+
+
+def test_institution_and_agreement_claims(agreement_run):
+    outcome, _ = agreement_run
+    c = outcome.claims
+    inst = c[c["kind"] == "institution"]
+    con = outcome.results["error_structure"].tables["contrasts"]
+    # every contrast appears once as a 'C' cell; a BH-significant one does not hold
+    cells = inst[inst["change"] == "C"]
+    assert len(cells) == len(con)
+    sig = con["significant"].astype(str).str.lower().eq("true").sum()
+    assert (cells["verdict"] == "does not hold").sum() == sig
+    assert set(cells["verdict"]) <= {"does not hold", "unresolved", "not defined"}
+    cov = c[c["kind"] == "coverage"]
+    assert len(cov) and set(cov["verdict"]) <= {"holds", "does not hold", "not defined"}
+    # a coverage verdict is the point estimate against the nominal level, nothing else
+    for r in cov.itertuples():
+        assert (r.verdict == "holds") == (r.estimate >= 0.95)
+
+
+@pytest.mark.parametrize("which, figures", [
+    ("labels_run", {"fig1_discrimination", "fig9_soft_vs_ordinary", "fig10_rank_stability"}),
+    ("agreement_run", {"fig11_error_rates", "fig12_estimator_budget"})])
+def test_figures_written_and_rerendered(which, figures, request):
+    run = request.getfixturevalue(which)
+    outcome, out = run[0], run[1]
+    names = {p.stem for p in (out / "figures").glob("*.png")}
+    assert figures <= names
+    again = load_outcome(out)
+    assert again.claims.shape == outcome.claims.shape
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH")
+@pytest.mark.parametrize("which", ["labels_run", "agreement_run"])
+def test_paper001_002_reports_render_in_chromium(which, request, tmp_path):
+    run = request.getfixturevalue(which)
+    outcome, out = run[0], run[1]
+    _check_page(outcome, out, tmp_path, which)
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html
