@@ -52,3 +52,30 @@ def test_get_families_selects_in_requested_order_and_rejects_unknown():
         PromptFamily(name="x", positive=(), negative=("a",))
     with pytest.raises(MedauditError, match=r"\|"):
         PromptFamily(name="a|b", positive=("a",), negative=("b",))
+
+
+def _paper_table3() -> list[str]:
+    """The lines of paper 000's extracted Table 3 (between its caption and its footnote)."""
+    seeds = sorted((DOCS.parent / "seeds").glob("000_*.txt"))
+    if not seeds:
+        pytest.skip(f"{DOCS.parent / 'seeds'} lacks paper 000; the witness is its Table 3 text")
+    text = seeds[0].read_text(encoding="utf-8")
+    block = text.split("Table 3: Exact text supplied to each frozen text encoder.", 1)[1]
+    block = block.split("Clinical averages four normalized text embeddings", 1)[0]
+    return [ln.strip() for ln in block.splitlines() if ln.strip()]
+
+
+def test_families_verbatim_against_the_paper_text():
+    lines = _paper_table3()
+    fams = {f.name: f for f in PAPER000_FAMILIES}
+    # Clinical: each class's four texts, in order, make one extracted line (case-sensitive)
+    assert " ".join(fams["clinical"].positive) in lines
+    assert " ".join(fams["clinical"].negative) in lines
+    for name in ("photo", "presence", "normal"):
+        assert fams[name].positive[0] in lines and fams[name].negative[0] in lines, name
+    # Report: the PDF interleaved two columns, each broken in two: A C B D with pos = A B, neg = C D
+    pos, neg = fams["report"].positive[0].split(), fams["report"].negative[0].split()
+    row = next(ln for ln in lines if ln.startswith("chest radiograph findings"))
+    splits = {" ".join(pos[:i] + neg[:j] + pos[i:] + neg[j:])
+              for i in range(1, len(pos)) for j in range(1, len(neg))}
+    assert row in splits

@@ -59,6 +59,22 @@ CATALOGUE = [
     ("Right pneumothorax. No right pneumothorax on the lateral view.", {PTX: U}),  # conflict
     ("Not a normal chest: large right pleural effusion.", {EFF: P}),  # no global-normal fallback
     ("", {}),
+    # a comma ends a mention's reach: the "no" belongs to the next finding only
+    ("Small right pleural effusion, no pneumothorax.", {EFF: P, PTX: A}),
+    ("There is a pneumothorax, no effusion.", {PTX: P, EFF: A}),
+    # a hedge belongs to the mention it is attached to, and the nearest cue in scope decides
+    ("No pneumothorax, cannot exclude small effusion.", {PTX: A}),
+    ("No pneumothorax, effusion may be present.", {PTX: A}),
+    ("Possible consolidation but definite pleural effusion.", {EFF: P}),
+    ("Possible consolidation, no effusion.", {EFF: A}),
+    ("Effusion, possibly with atelectasis.", {EFF: P}),
+    ("Pleural effusion has resolved.", {EFF: A}),
+    ("The heart is not enlarged.", {CAR: A}),
+    ("Edema - yes. Pneumothorax - no.", {EDE: P, PTX: A}),
+    # one structure being normal is not a normal study: no global-normal fallback
+    ("Heart size within normal limits. Bibasilar atelectasis.", {CAR: A, ATL: P}),
+    ("The osseous structures are unremarkable. Small effusion.", {EFF: P}),
+    ("Normal chest radiograph. Pneumothorax cannot be excluded.", {**dict.fromkeys(FINDINGS, A), PTX: U}),
 ]
 
 
@@ -74,6 +90,9 @@ def test_parser_configuration_and_evaluable_rule():
     assert not parse_report("No edema.").evaluable
     lenient = NarrativeParser(ParserConfig(uncertain_as="present", conflict_as="present"))
     assert lenient("Possible consolidation.").judgments[CON] == P
+    # hedged, not dropped: the configured verdict shows where the default reads "unparsed"
+    got = lenient("No pneumothorax, cannot exclude small effusion. Effusion, possibly with atelectasis.")
+    assert (got.judgments[PTX], got.judgments[EFF], got.judgments[ATL]) == (A, P, P)
     assert lenient("Right pneumothorax. No pneumothorax.").judgments[PTX] == P
     custom = NarrativeParser(ParserConfig(global_normal=("clear lungs",)))
     assert custom("Clear lungs.").judgments == dict.fromkeys(FINDINGS, A)
@@ -109,8 +128,8 @@ def test_binary_verdict_and_confidence():
     assert v.p_yes[0] == pytest.approx(1 / (1 + np.exp(-1.0)), rel=1e-15)
     with pytest.raises(MedauditError, match="finite"):
         binary_verdicts([np.nan], [0.0])
-    assert [normalise_reference(x) for x in (1, 0.0, -1, np.nan, "", "uncertain")] == \
-        ["1", "0", "uncertain", "missing", "missing", "uncertain"]
+    assert [normalise_reference(x) for x in (1, 0.0, -1, np.nan, "", "uncertain", pd.NA, None)] == \
+        ["1", "0", "uncertain", "missing", "missing", "uncertain", "missing", "missing"]
     with pytest.raises(SchemaError):
         normalise_reference("maybe")
 
@@ -225,6 +244,13 @@ def test_narrative_driver_and_failures(tiny_llava, studies, tmp_path):
         assert got == parse_report(r.output).judgments
     with pytest.raises(SchemaError, match="lacks column"):
         run_narrative(studies.drop(columns=["institution"]), runner)
+    # the rules that produced the verdicts travel with them, and rebuild the same parser
+    rules = res.provenance["parser"]
+    assert rules["min_parsed"] == 4 and "no acute cardiopulmonary" in rules["global_normal"]
+    rebuilt = NarrativeParser(ParserConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                              for k, v in rules.items()}))
+    for r in res.raw.itertuples():
+        assert rebuilt(r.output).judgments == parse_report(r.output).judgments
 
 
 def test_load_vlm_from_a_saved_snapshot(tiny_llava, studies, tmp_path):
@@ -243,15 +269,51 @@ def test_load_vlm_from_a_saved_snapshot(tiny_llava, studies, tmp_path):
         load_vlm("gpt")
 
 
+def test_studies_and_references_are_checked(tiny_llava, studies):
+    model, proc = tiny_llava
+    runner = VLMRunner(model=model, processor=proc, name="tiny-llava", yes=("Yes",), no=("No",))
+    q = {EDE: "Is there edema ?"}
+    # a study_id names one study: the JudgmentTable keys studies by it alone
+    twice = pd.concat([studies.iloc[:1], studies.iloc[:1].assign(institution="other")])
+    with pytest.raises(SchemaError, match="repeat a study_id"):
+        run_binary(twice, runner, questions=q)
+    with pytest.raises(SchemaError, match="'patient_id' is empty"):
+        run_binary(studies.assign(patient_id=[None, "p2", "p3"]), runner, questions=q)
+    sid = studies["study_id"][0]
+    clash = pd.DataFrame({"study_id": [sid, sid], "finding": [EDE, EDE], "reference": [1, 0]})
+    with pytest.raises(SchemaError, match="contradictory labels"):
+        run_binary(studies, runner, questions=q, references=clash)
+    # references that match no study or finding are counted, not silently ignored
+    refs = pd.DataFrame({"study_id": [sid, "nobody", sid], "finding": [EDE, EDE, "fracture"],
+                         "reference": [1, 0, 1]})
+    res = run_binary(studies.iloc[:1], runner, questions=q, references=refs)
+    assert res.provenance["references"] == {"reference_rows": 3, "unmatched_study": 1,
+                                            "unmatched_finding": 1}
+    assert res.judgments["reference"].tolist() == ["1"]
+    with pytest.raises(MedauditError, match="questions"):
+        run_binary(studies, runner, questions={})
+
+
 def test_judgment_rows_pass_the_judgment_table_validator(tiny_llava, studies):
     judgments = pytest.importorskip("medaudit.agreement.judgments")
     model, proc = tiny_llava
     runner = VLMRunner(model=model, processor=proc, name="tiny-llava")
+    raw_refs = [1, 0, -1, None, 0, 1] + [0, 1, 1, 0, 1, 0] * 2
     refs = pd.DataFrame({"study_id": np.repeat(studies["study_id"].to_numpy(), 6),
-                         "finding": list(FINDINGS) * 3,
-                         "reference": [1, 0, -1, None, 0, 1] + [0, 1, 1, 0, 1, 0] * 2})
+                         "finding": list(FINDINGS) * 3, "reference": raw_refs})
     a = run_binary(studies, runner, references=refs).judgments
     b = run_narrative(studies, runner, references=refs, max_new_tokens=8).judgments
-    table, report = judgments.validate_judgments(pd.concat([a, b], ignore_index=True),
-                                                 min_parsed_findings=1, uncertain="negative")
-    assert set(table["protocol"]) <= {"binary", "narrative"} and len(table) > 0
+    both = pd.concat([a, b], ignore_index=True)
+    table, report = judgments.validate_judgments(both, min_parsed_findings=1, uncertain="negative")
+    # the other module reads our vocabularies as we mean them: binary rows, all parsed, lose
+    # only the unmentioned reference; the uncertain one becomes 0; predictions keep their sense
+    assert report.step("parse").rows_removed == int((both["prediction"] == U).sum())
+    binary = table[table["protocol"] == "binary"]
+    assert len(binary) == 17
+    want = {(s, f): r for s, f, r in zip(refs["study_id"], refs["finding"], raw_refs, strict=True)}
+    for r in binary.itertuples():
+        ref = want[(r.study_id, r.finding)]
+        assert r.reference == (0 if ref == -1 else ref)
+        src = a[(a["study_id"] == r.study_id) & (a["finding"] == r.finding)].iloc[0]
+        assert r.prediction == int(src["prediction"] == P)
+        assert r.logit_yes == src["logit_yes"]

@@ -152,6 +152,15 @@ def test_openclip_matches_slow_rule_and_encodes_once(tiny_openclip_dir, real_man
                            lambda p: model.encode_image(pre(_rgb(p))[None])[0],
                            lambda t: model.encode_text(tok([t]))[0], float(model.logit_scale.exp()))
     _compare(res, slow)
+    # open_clip's own logits apply its stored log-scale (exp) and any bias: for the one-text
+    # families their two-class softmax is the score
+    with torch.no_grad():
+        for fam in PAPER000_FAMILIES[1:]:
+            text = tok([fam.positive[0], fam.negative[0]])
+            for iid, p in zip(manifest["image_id"], manifest["path"], strict=True):
+                native = torch.softmax(model.get_logits(pre(_rgb(p))[None], text)[0][0].double(), 0)
+                mine = res.scores.query("image_id == @iid and prompt == @fam.name")["score"].item()
+                assert mine == pytest.approx(native[0].item(), rel=1e-5)
     card = res.card
     assert card.learned_scale == pytest.approx(20.0, rel=1e-6)
     assert card.revision.startswith("sha256:") and "open_clip" in card.library_versions
@@ -191,6 +200,21 @@ def test_medsiglip_path_slow_rule_and_bias_cancellation(tiny_siglip_dir, real_ma
     enc2 = load_encoder("medsiglip", model=model, preprocess=enc.preprocess, tokenizer=tok, device="cpu")
     res2 = score_manifest(manifest, enc2, batch_size=4)
     np.testing.assert_allclose(res2.scores["score"], res.scores["score"], rtol=1e-6)
+    # an injected model is named by its weights, never by the hub's pinned revision: the
+    # bias change makes another model, hence another cache namespace and ModelCard revision
+    pinned = get_entry("medsiglip").revision
+    assert enc2.revision.startswith("injected sha256:") and pinned not in enc2.revision
+    assert enc.revision.startswith("sha256:") and enc2.revision != res.card.revision
+    with torch.no_grad():
+        model.logit_bias.fill_(-3.0)
+    same = load_encoder("medsiglip", model=model, preprocess=enc.preprocess, tokenizer=tok, device="cpu")
+    assert same.revision != enc2.revision
+    assert load_encoder("medsiglip", model=model, preprocess=enc.preprocess, tokenizer=tok,
+                        device="cpu").revision == same.revision
+    assert load_encoder("medsiglip", model=model, preprocess=enc.preprocess, tokenizer=tok,
+                        revision=pinned, device="cpu").revision == pinned
+    with pytest.raises(MedauditError, match="injected model only"):
+        load_encoder("medsiglip", weights=tiny_siglip_dir, revision=pinned, device="cpu")
 
 
 def test_chexficient_shaped_two_tower(tmp_path, real_manifest):
@@ -227,6 +251,21 @@ def test_family_average_is_equal_weight_mean_of_scores(tiny_openclip_dir, real_m
         assert r.score == pytest.approx(math.fsum(fam["score"]) / 5, rel=1e-13)
     with pytest.raises(SchemaError, match="every family"):
         family_average(res.scores.iloc[1:])
+    # a repeated score or a label that differs between families is an error, not "first wins"
+    with pytest.raises(SchemaError, match="repeats"):
+        family_average(pd.concat([res.scores, res.scores.iloc[[0]]]))
+    flipped = res.scores.copy()
+    flipped.loc[flipped.index[-1], "label"] = 1 - flipped["label"].iloc[-1]
+    with pytest.raises(SchemaError, match="differ between families"):
+        family_average(flipped)
+    with pytest.raises(MedauditError, match="already a prompt"):
+        family_average(res.scores, name="clinical")
+    # a declared subset averages those families only
+    two = family_average(res.scores, families=["photo", "normal"], name="avg2")
+    for r in two.itertuples():
+        fam = res.scores[(res.scores["image_id"] == r.image_id)
+                         & res.scores["prompt"].isin(["photo", "normal"])]
+        assert r.score == pytest.approx(math.fsum(fam["score"]) / 2, rel=1e-13)
 
 
 def test_unreadable_images_are_reported_and_the_rest_scored(tmp_path, tiny_openclip_dir, real_manifest):
@@ -240,6 +279,45 @@ def test_unreadable_images_are_reported_and_the_rest_scored(tmp_path, tiny_openc
     assert res.failures["image_id"].tolist() == ["gone", "junk"]
     assert "cannot read file" in res.failures["error"][0] and "cannot decode" in res.failures["error"][1]
     assert sorted(res.scores["image_id"].unique()) == sorted(manifest["image_id"].iloc[:3])
+    # an empty (NaN) key is an error naming the row, not the text "nan"
+    with pytest.raises(SchemaError, match="'image_id' is empty at row"):
+        score_manifest(m.assign(image_id=[None, "b", "c", "d", "e"]), object())
+
+
+def test_a_file_changed_after_hashing_is_not_scored_under_the_old_key(tmp_path, tiny_openclip_dir,
+                                                                      real_manifest):
+    import shutil
+
+    _, manifest = real_manifest
+    rows = manifest.iloc[:2].copy()
+    for i, p in enumerate(rows["path"]):
+        shutil.copy(p, tmp_path / f"im{i}.png")
+    rows["path"] = ["im0.png", "im1.png"]
+    swap = manifest["path"].iloc[5]
+
+    def progress(done, total):  # after the first batch, the second file is replaced
+        if done == 1:
+            shutil.copy(swap, tmp_path / "im1.png")
+
+    res = score_manifest(rows, load_encoder("openclip", weights=tiny_openclip_dir, device="cpu"),
+                         base_dir=tmp_path, batch_size=1, cache=tmp_path / "cache", progress=progress)
+    assert res.failures["image_id"].tolist() == [rows["image_id"].iloc[1]]
+    assert "changed" in res.failures["error"][0]
+    assert res.scores["image_id"].unique().tolist() == [rows["image_id"].iloc[0]]
+
+
+def test_model_card_names_the_prompts(tiny_openclip_dir, real_manifest):
+    from medaudit.adapters import PAPER000_VERSION, PromptFamily, get_families
+
+    _, manifest = real_manifest
+    enc = load_encoder("openclip", weights=tiny_openclip_dir, device="cpu")
+    sub = score_manifest(manifest.iloc[:2], enc, families=get_families(["normal", "clinical"]))
+    assert sub.card.score_rule.endswith(f"prompts {PAPER000_VERSION} ['normal', 'clinical']")
+    # a custom family with a Table 3 name is not mistaken for Table 3: its texts are digested
+    own = PromptFamily(name="clinical", positive=("tuberculosis",), negative=("normal",))
+    custom = score_manifest(manifest.iloc[:2], enc, families=[own])
+    assert "custom prompts ['clinical'] sha256:" in custom.card.score_rule
+    assert PAPER000_VERSION not in custom.card.score_rule
 
 
 def test_registry_and_device():

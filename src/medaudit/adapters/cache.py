@@ -6,6 +6,10 @@ embeddings is one shard file, written to a temporary name and renamed into place
 (``os.replace`` is atomic on POSIX and Windows), so after a kill every shard on disk is
 complete and a rerun recomputes only the batches that never reached the disk.  Two images
 with identical bytes share one embedding.
+
+Several processes (Ray workers) may write into one cache at the same time: a temporary
+file carries its writer's process id and host, and only temporaries of writers that are
+gone (same host, process dead) or older than a day are removed as debris of a killed run.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ import hashlib
 import io
 import json
 import os
+import re
+import socket
 import tempfile
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +34,31 @@ from medaudit.exceptions import MedauditError
 __all__ = ["EmbeddingCache", "namespace_key", "bytes_sha256"]
 
 _FORMAT = 1
+#: a temporary file older than this is debris whatever its writer (seconds)
+_STALE_AFTER = 24 * 3600
+_HOST = hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:8]
+_TMP = re.compile(r"^\.tmp-(\d+)-([0-9a-f]{8})-")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):  # exists but not ours, or the check is unsupported
+        return True
+    return True
+
+
+def _is_debris(path: Path, now: float) -> bool:
+    """A temporary file whose writer is gone: same host and a dead pid, or older than a day."""
+    try:
+        if now - path.stat().st_mtime > _STALE_AFTER:
+            return True
+    except FileNotFoundError:  # its writer just renamed it into place
+        return False
+    m = _TMP.match(path.name)
+    return m is not None and m.group(2) == _HOST and not _pid_alive(int(m.group(1)))
 
 
 def bytes_sha256(data: bytes) -> str:
@@ -55,8 +87,13 @@ class EmbeddingCache:
     -----
     A shard is ``shard-<digest>.npz`` holding ``digests`` (image SHA-256 strings) and
     ``embeddings`` (float32, one row per digest).  Files that start with ``.tmp-`` are
-    unfinished writes of a killed run; they are ignored and removed.  A shard that cannot
-    be read is reported with a warning naming it and its images are recomputed.
+    writes in progress or unfinished writes of a killed run; they are never read, and
+    removed once their writer is gone.  A shard that cannot be read is reported with a
+    warning naming it and its images are recomputed.  ``namespace.json`` records the key;
+    a directory whose record disagrees raises rather than serve another model's rows.
+
+    Embeddings are stored as computed: a cache filled with another batch size or device
+    may differ from a fresh computation in the last float32 bits (see ``ScoringResult``).
     """
 
     def __init__(self, root: str | os.PathLike[str], *, model: str, revision: str, processor: str):
@@ -68,14 +105,27 @@ class EmbeddingCache:
         if not meta.exists():
             self._atomic_write_bytes(meta, json.dumps(self.namespace, sort_keys=True,
                                                       indent=2).encode("utf-8"), suffix=".json")
+        else:
+            try:
+                recorded = json.loads(meta.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise MedauditError(f"embedding cache {self.directory}: namespace.json cannot be "
+                                    f"read ({exc}); delete the directory and rerun.") from exc
+            if recorded != self.namespace:
+                raise MedauditError(f"embedding cache {self.directory}: namespace.json records "
+                                    f"{recorded}, not {self.namespace}; delete the directory and "
+                                    "rerun.")
         self._rows: dict[str, NDArray[np.float32]] = {}
         self._dim: int | None = None
         self._load()
 
     # -- reading ---------------------------------------------------------------------------
     def _load(self) -> None:
-        for stale in sorted(self.directory.glob(".tmp-*")):
-            stale.unlink(missing_ok=True)  # an unfinished write of a killed run
+        now = time.time()
+        for tmp in sorted(self.directory.glob(".tmp-*")):
+            # another live process may be writing it: remove only a dead writer's debris
+            if _is_debris(tmp, now):
+                tmp.unlink(missing_ok=True)
         for shard in sorted(self.directory.glob("shard-*.npz")):
             try:
                 with np.load(shard, allow_pickle=False) as z:
@@ -143,7 +193,8 @@ class EmbeddingCache:
         return path
 
     def _atomic_write_bytes(self, path: Path, data: bytes, *, suffix: str) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=self.directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".tmp-{os.getpid()}-{_HOST}-", suffix=suffix,
+                                   dir=self.directory)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -153,3 +204,13 @@ class EmbeddingCache:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        try:  # make the rename itself durable (POSIX); not possible on every platform
+            dfd = os.open(self.directory, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(dfd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)

@@ -15,6 +15,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from numpy.typing import NDArray
 from medaudit.exceptions import MedauditError
 
 __all__ = ["CheckpointEntry", "REGISTRY", "get_entry", "ImageTextEncoder", "load_encoder",
-           "default_device", "weights_digest"]
+           "default_device", "weights_digest", "module_digest"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +137,28 @@ def weights_digest(path: str | os.PathLike[str]) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def module_digest(model: Any) -> str | None:
+    """``sha256:<hex>`` over a torch module's state dict (names, dtypes, shapes, bytes), or None.
+
+    It names an injected model by its weights, so that two different models never share a
+    cache namespace or a recorded revision.
+    """
+    state = getattr(model, "state_dict", None)
+    if state is None:
+        return None
+    import torch
+
+    h = hashlib.sha256()
+    for key, t in sorted(state().items()):
+        if not isinstance(t, torch.Tensor):
+            continue
+        t = t.detach().cpu().contiguous()
+        h.update(f"{key}|{t.dtype}|{tuple(t.shape)}\n".encode("utf-8"))
+        # raw bytes through a uint8 view: works for bf16, which numpy cannot hold
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return "sha256:" + h.hexdigest()
+
+
 def _features(out: Any) -> Any:
     """transformers 5 returns model outputs from ``get_*_features``; 4.x returned tensors."""
     import torch
@@ -168,7 +191,8 @@ class ImageTextEncoder:
     def processor_id(self) -> str:
         """The entry's processor text plus a digest of the actual preprocessing settings."""
         if self.kind == "open_clip":
-            desc = repr(self.preprocess)
+            # a function or lambda in a transform prints its memory address: not part of the key
+            desc = re.sub(r" at 0x[0-9a-fA-F]+", "", repr(self.preprocess))
         else:
             desc = json.dumps(self.preprocess.to_dict(), sort_keys=True, default=str)
         tok = json.dumps({"tokenizer": type(self.tokenizer).__name__, **dict(self.entry.text_kwargs)},
@@ -218,7 +242,7 @@ class ImageTextEncoder:
 
 def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str] | None = None,
                  model: Any = None, preprocess: Any = None, tokenizer: Any = None,
-                 device: str | None = None) -> ImageTextEncoder:
+                 revision: str | None = None, device: str | None = None) -> ImageTextEncoder:
     """Build the encoder of a registry entry.
 
     Parameters
@@ -234,6 +258,10 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
     model, preprocess, tokenizer : optional
         An already-built model with its image preprocessing (open_clip transform or
         transformers image processor) and tokenizer; all three are required together.
+    revision : str, optional
+        Only with ``model``: what the caller knows the injected weights to be.  Default:
+        ``injected sha256:<digest of the state dict>`` (never the entry's pinned revision,
+        which an injected model need not match; the revision is part of the cache key).
     device : str, optional
         Default: ``"cuda"`` when available, else ``"cpu"``.
 
@@ -247,10 +275,18 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
         if preprocess is None or tokenizer is None:
             raise MedauditError("load_encoder: an injected model needs preprocess= and tokenizer= "
                                 "as well (the processor is part of the specification).")
+        if revision is None:
+            digest = module_digest(model)
+            if digest is None:
+                raise MedauditError("load_encoder: the injected model has no state_dict to name it "
+                                    "by; pass revision= to record what it is.")
+            revision = f"injected {digest}"
         return ImageTextEncoder(entry, kind=kind, model=model, preprocess=preprocess,
-                                tokenizer=tokenizer, device=device,
-                                revision=entry.revision or "unrecorded (injected model)",
+                                tokenizer=tokenizer, device=device, revision=str(revision),
                                 checkpoint=f"{entry.checkpoint} (injected model)")
+    if revision is not None:
+        raise MedauditError("load_encoder: revision= applies to an injected model only; a loaded "
+                            "checkpoint records its pinned revision or the digest of its files.")
     if weights is not None and not Path(weights).exists():
         raise FileNotFoundError(f"weights {str(weights)!r} do not exist; give a local snapshot "
                                 f"directory or checkpoint file for {entry.name}.")

@@ -68,13 +68,23 @@ class ParserConfig:
     negation_cues : tuple of str
         Cues before a mention that negate it, up to a scope terminator.
     post_negation_cues / post_affirmation_cues : tuple of str
-        Cues right after a mention ("pneumothorax: absent", "effusion is present").
+        Cues right after a mention, optionally after a separator and a verb
+        ("pneumothorax: absent", "effusion is present", "effusion has resolved").  A comma
+        ends the reach of a mention: in "effusion, no pneumothorax" the "no" is not the
+        effusion's.
+    post_negation_answers / post_affirmation_answers : tuple of str
+        One-word answers that count only after a separator ("pneumothorax: no",
+        "edema - yes").
     uncertainty_cues : tuple of str
-        Hedges ("possible", "cannot be excluded"); such mentions become ``uncertain_as``.
+        Hedges ("possible", "cannot be excluded") right after a mention or in scope before
+        it; such mentions become ``uncertain_as``.  Before a mention, the nearest cue in
+        scope (hedge or negation) decides.
     terminators : tuple of str
-        Words that end a negation scope inside a sentence ("but", "however").
+        Words that end a negation or hedge scope inside a sentence ("but", "however").
     global_normal : tuple of str
-        Phrases asserting overall normality (the fallback).
+        Phrases asserting overall normality (the fallback).  Phrases that describe one
+        structure ("the bones are unremarkable", "heart size within normal limits") are
+        not among them.
     uncertain_as, conflict_as : {"present", "absent", "unparsed"}
         Verdict for hedged-only mentions and for findings both affirmed and negated.
     min_parsed : int
@@ -98,7 +108,9 @@ class ParserConfig:
         "cardiomegaly": ("heart size is normal", "normal heart size", "heart is normal in size",
                          "normal cardiac silhouette", "cardiac silhouette is normal",
                          "heart size within normal limits", "normal cardiomediastinal silhouette",
-                         "cardiomediastinal silhouette is normal"),
+                         "cardiomediastinal silhouette is normal", "heart is not enlarged",
+                         "heart size is not enlarged", "cardiac silhouette is not enlarged",
+                         "heart size is within normal limits", "no cardiac enlargement"),
     })
     exclusions: tuple[str, ...] = ("pericardial effusion", "pericardial effusions")
     pseudo_negations: tuple[str, ...] = ("no change", "no interval change", "no significant change",
@@ -109,8 +121,11 @@ class ParserConfig:
                                       "neither", "rather than")
     post_negation_cues: tuple[str, ...] = ("absent", "not present", "not seen", "not identified",
                                            "not demonstrated", "not visualized", "not evident",
-                                           "not detected", "negative", "resolved", "no")
-    post_affirmation_cues: tuple[str, ...] = ("present", "yes", "positive", "seen", "identified")
+                                           "not detected", "resolved", "no longer seen",
+                                           "no longer present")
+    post_affirmation_cues: tuple[str, ...] = ("present", "seen", "identified", "noted")
+    post_negation_answers: tuple[str, ...] = ("no", "negative")
+    post_affirmation_answers: tuple[str, ...] = ("yes", "positive")
     uncertainty_cues: tuple[str, ...] = ("cannot be excluded", "can not be excluded",
                                          "cannot be ruled out", "cannot exclude", "not excluded",
                                          "not ruled out", "possible", "possibly", "probable",
@@ -119,10 +134,17 @@ class ParserConfig:
                                          "concerning for", "suggestive of", "versus", "vs")
     terminators: tuple[str, ...] = ("but", "however", "although", "though", "except", "whereas",
                                     "there is", "there are", "which", "while", "yet")
-    global_normal: tuple[str, ...] = ("no acute cardiopulmonary", "normal chest", "unremarkable",
+    global_normal: tuple[str, ...] = ("no acute cardiopulmonary", "normal chest",
+                                      "unremarkable chest", "unremarkable study",
+                                      "unremarkable radiograph", "unremarkable examination",
+                                      "chest is unremarkable", "radiograph is unremarkable",
+                                      "study is unremarkable", "examination is unremarkable",
+                                      "x-ray is unremarkable", "chest is within normal limits",
+                                      "radiograph is within normal limits",
+                                      "study is within normal limits",
                                       "no acute abnormality", "no acute abnormalities",
                                       "no acute disease", "no abnormality", "no abnormalities",
-                                      "within normal limits", "normal study", "no active disease",
+                                      "normal study", "no active disease",
                                       "normal radiograph", "normal chest x-ray", "normal examination")
     uncertain_as: Verdict = "unparsed"
     conflict_as: Verdict = "unparsed"
@@ -140,6 +162,15 @@ class ParserConfig:
         if not 0 <= int(self.min_parsed) <= len(self.synonyms):
             raise MedauditError(f"ParserConfig.min_parsed must lie in 0..{len(self.synonyms)}; "
                                 f"got {self.min_parsed!r}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every rule, as plain data (recorded beside the verdicts it produced)."""
+        out: dict[str, Any] = {}
+        for k in self.__dataclass_fields__:
+            v = getattr(self, k)
+            out[k] = ({f: list(p) for f, p in v.items()} if isinstance(v, Mapping)
+                      else list(v) if isinstance(v, tuple) else v)
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,10 +216,16 @@ class NarrativeParser:
         self._unc = _words(c.uncertainty_cues)
         self._term = _words(c.terminators)
         self._normal = _words(c.global_normal)
-        self._post_neg = re.compile(rf"^[\s:=\-–—,(]*(?:is|are|was|were)?\s*"
-                                    rf"(?:{_alt(c.post_negation_cues)})(?![\w-])")
-        self._post_aff = re.compile(rf"^[\s:=\-–—,(]*(?:is|are|was|were)?\s*"
-                                    rf"(?:{_alt(c.post_affirmation_cues)})(?![\w-])")
+        # right after a mention: optional separator (never a comma), optional verb, the cue
+        lead = r"^\s*(?:[:=\-–—(]\s*)?(?:(?:is|are|was|were|has|have|had)\s+(?:been\s+)?)?"
+        sep = r"^\s*[:=\-–—(]\s*"
+
+        def post(cues: Sequence[str], answers: Sequence[str]) -> re.Pattern[str]:
+            return re.compile(rf"(?:{lead}(?:{_alt(cues)})|{sep}(?:{_alt(answers)}))(?![\w-])")
+
+        self._post_neg = post(c.post_negation_cues, c.post_negation_answers)
+        self._post_aff = post(c.post_affirmation_cues, c.post_affirmation_answers)
+        self._post_unc = post(c.uncertainty_cues, ())
 
     @staticmethod
     def _mask(text: str, pattern: re.Pattern[str]) -> str:
@@ -199,20 +236,21 @@ class NarrativeParser:
         after = clause[end:next_start]
         if self._post_neg.match(after):
             return "absent"
-        hedged = self._unc.search(clause[:start]) is not None or self._unc.search(after) is not None
-        if self._post_aff.match(after):  # "effusion is present" overrides an earlier cue
-            return "uncertain" if hedged else "present"
-        before = clause[:start]
-        # a negation scope runs from its cue to the mention unless a terminator intervenes
-        negs = list(self._neg.finditer(before))
-        scope = before[negs[-1].end():] if negs else ""
-        # a colon also closes the scope ("not a normal chest: large effusion")
-        negated = bool(negs) and ":" not in scope and not self._term.search(scope)
-        if hedged:
+        if self._post_unc.match(after):  # "pneumothorax cannot be excluded", "is possible"
             return "uncertain"
-        if negated:
-            return "absent"
-        return "present"
+        # before the mention the nearest cue decides, if no terminator or colon closes its scope
+        before = clause[:start]
+        cues = [(m.end(), 1, "absent") for m in self._neg.finditer(before)]
+        cues += [(m.end(), 2, "uncertain") for m in self._unc.finditer(before)]
+        cue = None
+        if cues:
+            pos, _, kind = max(cues)  # a hedge ending where a negation ends ("not excluded") wins
+            scope = before[pos:]
+            if ":" not in scope and not self._term.search(scope):
+                cue = kind
+        if self._post_aff.match(after):  # "effusion is present" overrides an earlier negation
+            return "uncertain" if cue == "uncertain" else "present"
+        return cue or "present"
 
     def __call__(self, text: str) -> ParsedReport:
         if not isinstance(text, str):
@@ -310,8 +348,8 @@ def binary_verdicts(logit_yes: ArrayLike, logit_no: ArrayLike) -> BinaryVerdicts
 
 def normalise_reference(value: Any) -> str:
     """Reference label as ``"1" | "0" | "uncertain" | "missing"`` (CheXpert: 1, 0, -1, blank)."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "missing"
+    if value is None or (np.ndim(value) == 0 and not isinstance(value, str) and bool(pd.isna(value))):
+        return "missing"  # None, NaN, pd.NA, NaT from a nullable column
     s = str(value).strip().lower()
     table = {"1": "1", "1.0": "1", "0": "0", "0.0": "0", "-1": "uncertain", "-1.0": "uncertain",
              "uncertain": "uncertain", "": "missing", "missing": "missing", "nan": "missing"}
@@ -446,22 +484,43 @@ def _check_studies(studies: pd.DataFrame, vision: bool) -> pd.DataFrame:
         raise SchemaError(f"studies table lacks column(s) {missing}; it needs {need}.")
     t = studies.reset_index(drop=True).copy()
     for c in need:
+        na = t[c].isna().to_numpy()  # NaN must not become the text "nan"
         t[c] = t[c].astype(str)
-    dup = t.duplicated(["institution", "study_id"], keep=False).to_numpy()
+        empty = na | (t[c].str.strip() == "").to_numpy()
+        if empty.any():
+            raise SchemaError(f"studies: column {c!r} is empty at row(s) "
+                              f"{np.flatnonzero(empty)[:5].tolist()}.")
+    # the JudgmentTable keys a study by study_id alone (one institution, one patient each)
+    dup = t.duplicated(["study_id"], keep=False).to_numpy()
     if dup.any():
-        raise SchemaError(f"studies repeat (institution, study_id) at row(s) "
-                          f"{np.flatnonzero(dup)[:5].tolist()}.")
+        raise SchemaError(f"studies repeat a study_id at row(s) {np.flatnonzero(dup)[:5].tolist()}; "
+                          "a study_id must name one study (prefix it with the institution if "
+                          "two institutions reuse identifiers).")
     return t
 
 
-def _reference_lookup(references: pd.DataFrame | None) -> dict[tuple[str, str], str]:
+def _reference_lookup(references: pd.DataFrame | None, studies: pd.DataFrame,
+                      findings: Sequence[str]) -> tuple[dict[tuple[str, str], str], dict[str, int]]:
+    """``{(study_id, finding): reference}`` and counts of reference rows that match nothing."""
     if references is None:
-        return {}
+        return {}, {"reference_rows": 0, "unmatched_study": 0, "unmatched_finding": 0}
     need = {"study_id", "finding", "reference"}
     if not need <= set(references.columns):
         raise SchemaError(f"references lack column(s) {sorted(need - set(references.columns))}.")
-    return {(str(s), str(f)): normalise_reference(r) for s, f, r in
-            zip(references["study_id"], references["finding"], references["reference"], strict=True)}
+    out: dict[tuple[str, str], str] = {}
+    for i, (s, f, r) in enumerate(zip(references["study_id"], references["finding"],
+                                      references["reference"], strict=True)):
+        key, ref = (str(s), str(f)), normalise_reference(r)
+        if out.get(key, ref) != ref:
+            raise SchemaError(f"references: study {key[0]!r}, finding {key[1]!r} has contradictory "
+                              f"labels {out[key]!r} and {ref!r} (row {i}); give one label per "
+                              "study and finding.")
+        out[key] = ref
+    ids, fset = set(studies["study_id"]), set(findings)
+    counts = {"reference_rows": len(references),
+              "unmatched_study": sum(k[0] not in ids for k in out),
+              "unmatched_finding": sum(k[1] not in fset for k in out)}
+    return out, counts
 
 
 def _iterate(studies: pd.DataFrame, runner: VLMRunner, base_dir: str | os.PathLike[str],
@@ -504,8 +563,11 @@ def run_binary(studies: pd.DataFrame, runner: VLMRunner, *,
     """
     import torch
 
+    if not questions or not all(isinstance(q, str) and q.strip() for q in questions.values()):
+        raise MedauditError(f"questions must map each finding to a non-empty question; got "
+                            f"{dict(questions)!r}.")
     t = _check_studies(studies, runner.vision)
-    refs = _reference_lookup(references)
+    refs, ref_counts = _reference_lookup(references, t, list(questions))
     (yid, ytxt), (nid, ntxt) = answer_token_ids(runner.tokenizer, yes=runner.yes, no=runner.no)
     rows, raw, failures = [], [], []
     runner.model.eval()
@@ -529,7 +591,8 @@ def run_binary(studies: pd.DataFrame, runner: VLMRunner, *,
     prov = {"protocol": "binary", "model": runner.name, "checkpoint": runner.checkpoint,
             "revision": runner.revision, "answer_tokens": {"yes": [yid, ytxt], "no": [nid, ntxt]},
             "verdict_rule": "present iff logit_yes > logit_no (tie -> absent); "
-                            "p_yes = sigmoid(logit_yes - logit_no)", "questions": dict(questions)}
+                            "p_yes = sigmoid(logit_yes - logit_no)", "questions": dict(questions),
+            "references": ref_counts}
     return _result(rows, raw, failures, prov)
 
 
@@ -542,7 +605,7 @@ def run_narrative(studies: pd.DataFrame, runner: VLMRunner, *, prompt: str = DEF
 
     parser = parser or NarrativeParser()
     t = _check_studies(studies, runner.vision)
-    refs = _reference_lookup(references)
+    refs, ref_counts = _reference_lookup(references, t, list(parser.config.synonyms))
     rows, raw, failures = [], [], []
     runner.model.eval()
     for k, (row, image) in enumerate(_iterate(t, runner, base_dir, failures)):
@@ -565,5 +628,5 @@ def run_narrative(studies: pd.DataFrame, runner: VLMRunner, *, prompt: str = DEF
             progress(k + 1, len(t))
     prov = {"protocol": "narrative", "model": runner.name, "checkpoint": runner.checkpoint,
             "revision": runner.revision, "decoding": f"greedy, max_new_tokens={int(max_new_tokens)}",
-            "prompt": prompt, "parser_min_parsed": parser.config.min_parsed}
+            "prompt": prompt, "parser": parser.config.to_dict(), "references": ref_counts}
     return _result(rows, raw, failures, prov)

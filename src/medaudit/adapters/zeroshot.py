@@ -16,7 +16,10 @@ is not an average of text embeddings (that is what the Clinical family does insi
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import io
+import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -33,8 +36,8 @@ from medaudit.adapters.prompts import PAPER000_FAMILIES, PAPER000_VERSION, Promp
 from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.spec import ModelCard
 
-__all__ = ["open_rgb", "check_manifest", "unit_rows", "class_prototype", "two_class_score", "family_prototypes",
-           "family_average", "read_manifest", "score_manifest", "ScoringResult", "SCORE_RULE"]
+__all__ = ["open_rgb", "check_manifest", "unit_rows", "class_prototype", "two_class_score",
+           "family_prototypes", "family_average", "read_manifest", "score_manifest", "ScoringResult", "SCORE_RULE"]
 
 SCORE_RULE = ("two-class softmax sigmoid(alpha * v.(q1 - q0)) with alpha = exp(logit_scale); "
               "v unit image embedding; q_c = renormalised mean of unit text embeddings of class c; "
@@ -98,23 +101,43 @@ def family_average(scores: pd.DataFrame, *, families: Sequence[str] | None = Non
                    name: str = "average") -> pd.DataFrame:
     """Equal-weight mean of family scores per (model, cohort, image): M0.6 step 7.
 
-    Every image must have a score under every family; otherwise this raises (a mean over
-    fewer families would not be the declared estimand).
+    Every image must have exactly one score under every family, and its other columns
+    (label, carried columns) must agree across families; otherwise this raises (a mean
+    over fewer or repeated families would not be the declared estimand).  Rows come out
+    in the order of the images' first appearance.
     """
-    fams = list(dict.fromkeys(scores["prompt"])) if families is None else list(families)
-    sub = scores[scores["prompt"].isin(fams)]
     keys = ["model", "cohort", "image_id"]
-    wide = sub.pivot_table(index=keys, columns="prompt", values="score", aggfunc="first",
-                           sort=False)
-    lacking = wide[fams].isna().any(axis=1) if set(fams) <= set(wide.columns) else None
-    if lacking is None or lacking.any():
-        raise SchemaError(f"family_average: some images lack a score for one of {fams}; the "
-                          "equal-weight average needs every family for every image.")
+    missing = [c for c in (*keys, "prompt", "score") if c not in scores.columns]
+    if missing:
+        raise SchemaError(f"family_average: scores lack column(s) {missing}.")
+    fams = list(dict.fromkeys(scores["prompt"])) if families is None else list(families)
+    if not fams or len(set(fams)) != len(fams):
+        raise MedauditError(f"family_average: families must be distinct and non-empty; got {fams}.")
+    if name in set(scores["prompt"]):
+        raise MedauditError(f"family_average: name {name!r} is already a prompt of the table; "
+                            "choose another name for the average.")
+    sub = scores[scores["prompt"].isin(fams)]
+    dup = sub.duplicated([*keys, "prompt"], keep=False).to_numpy()
+    if dup.any():
+        raise SchemaError(f"family_average: (model, cohort, image_id, prompt) repeats at row(s) "
+                          f"{sub.index[dup][:5].tolist()}; keep one score per image and family.")
+    wide = sub.pivot(index=keys, columns="prompt", values="score")
+    lacking = wide.reindex(columns=fams).isna().any(axis=1)
+    if lacking.any():
+        raise SchemaError(f"family_average: {int(lacking.sum())} image(s) lack a score for one of "
+                          f"{fams}, e.g. {lacking[lacking].index[0]}; the equal-weight average "
+                          "needs every family for every image.")
+    meta_cols = [c for c in scores.columns if c not in ("prompt", "score")]
+    n_meta = sub[meta_cols].astype(str).drop_duplicates().shape[0]
+    meta = sub.drop_duplicates(keys)[meta_cols]
+    if n_meta != len(meta):
+        raise SchemaError("family_average: an image's other columns (label, carried columns) "
+                          "differ between families; the families do not score the same images.")
+    # plain arithmetic mean of the family probabilities, weights 1/len(fams)
     avg = wide[fams].mean(axis=1).rename("score").reset_index()
-    meta = sub.drop_duplicates(keys).drop(columns=["prompt", "score"])
-    out = avg.merge(meta, on=keys, how="left", validate="one_to_one")
+    out = meta.merge(avg, on=keys, how="left", validate="one_to_one", sort=False)
     out["prompt"] = name
-    return out[list(scores.columns)]
+    return out[list(scores.columns)].reset_index(drop=True)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -127,6 +150,7 @@ def read_manifest(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def check_manifest(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
+    """Validated copy of a scoring manifest (text keys, label 0/1, one row per cohort image)."""
     missing = [c for c in MANIFEST_COLUMNS if c not in df.columns]
     if missing:
         raise SchemaError(f"{source}: missing column(s) {missing}; a scoring manifest needs "
@@ -135,8 +159,9 @@ def check_manifest(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
         raise SchemaError(f"{source}: the manifest has no rows.")
     t = df.reset_index(drop=True).copy()
     for c in ("image_id", "path", "cohort"):
+        na = t[c].isna().to_numpy()  # NaN must not become the text "nan"
         t[c] = t[c].astype(str)
-        empty = (t[c].str.strip() == "").to_numpy()
+        empty = na | (t[c].str.strip() == "").to_numpy()
         if empty.any():
             raise SchemaError(f"{source}: column {c!r} is empty at row(s) "
                               f"{np.flatnonzero(empty)[:5].tolist()}.")
@@ -171,7 +196,8 @@ class ScoringResult:
     batch_size : int
         Images per forward pass.  Recorded because float32 kernels may round differently
         for different batch shapes (relative differences near 1e-7): outputs are
-        byte-identical for the same inputs, batch size, device and library versions.
+        byte-identical for the same inputs, batch size, device and library versions
+        (embeddings read from a cache keep the rounding of the run that computed them).
     device : str
     """
 
@@ -205,12 +231,31 @@ def _library_versions(kind: str) -> dict[str, str]:
     return out
 
 
-def open_rgb(path: Path) -> Any:
+def open_rgb(path: Path | io.BytesIO) -> Any:
+    """The image at ``path`` (or in a bytes buffer) as RGB (M0.3: before the checkpoint's processor)."""
     from PIL import Image
 
     with Image.open(path) as im:
         im.load()
-        return im.convert("RGB")  # M0.3: RGB before the checkpoint's own processor
+        return im.convert("RGB")
+
+
+def _open_hashed(path: Path, digest: str) -> Any:
+    """Decode the very bytes whose SHA-256 keys the cache: a file changed since it was hashed fails."""
+    data = path.read_bytes()
+    if bytes_sha256(data) != digest:
+        raise MedauditError("the file changed while the run was reading it (SHA-256 differs from "
+                            "the first read); rerun once it is stable")
+    return open_rgb(io.BytesIO(data))
+
+
+def _prompt_record(fams: tuple[PromptFamily, ...]) -> str:
+    """How the ModelCard names the prompts: Table 3 version + families, or a digest of the texts."""
+    names = [f.name for f in fams]
+    if all(f in PAPER000_FAMILIES for f in fams):
+        return f"prompts {PAPER000_VERSION} {names}"
+    raw = json.dumps([f.to_dict() for f in fams], sort_keys=True).encode("utf-8")
+    return f"custom prompts {names} sha256:{hashlib.sha256(raw).hexdigest()}"
 
 
 def score_manifest(manifest: pd.DataFrame, encoder: Any, *, base_dir: str | os.PathLike[str] = ".",
@@ -253,9 +298,16 @@ def score_manifest(manifest: pd.DataFrame, encoder: Any, *, base_dir: str | os.P
     m = check_manifest(manifest, source="manifest")
     base = Path(base_dir)
     name = model_name or encoder.entry.name
+    namespace = {"model": encoder.entry.name, "revision": encoder.revision,
+                 "processor": encoder.processor_id}
     if isinstance(cache, (str, os.PathLike)):
-        cache = EmbeddingCache(cache, model=encoder.entry.name, revision=encoder.revision,
-                               processor=encoder.processor_id)
+        cache = EmbeddingCache(cache, **namespace)
+    elif cache is not None:
+        got = {k: cache.namespace.get(k) for k in namespace}
+        if got != namespace:
+            raise MedauditError(f"the embedding cache is keyed {got} but the encoder is {namespace}; "
+                                "its rows are another model's embeddings.  Pass the cache directory "
+                                "instead and the right namespace is chosen.")
 
     # 1. hash every file (the cache key); a missing file is a failure, not an abort
     failures: list[dict[str, Any]] = []
@@ -283,7 +335,7 @@ def score_manifest(manifest: pd.DataFrame, encoder: Any, *, base_dir: str | os.P
             p = m["path"].iloc[i]
             path = Path(p) if Path(p).is_absolute() else base / p
             try:
-                images.append(open_rgb(path))
+                images.append(_open_hashed(path, d))
                 chunk.append(d)
             except Exception as exc:  # noqa: BLE001 - any decoder error is reported per image
                 undecodable.add(d)
@@ -329,8 +381,7 @@ def score_manifest(manifest: pd.DataFrame, encoder: Any, *, base_dir: str | os.P
     fail = fail.sort_values("row", kind="stable").reset_index(drop=True)
     card = ModelCard(name=name, checkpoint=encoder.checkpoint, revision=encoder.revision,
                      processor=encoder.processor_id,
-                     score_rule=f"{SCORE_RULE}; prompts {PAPER000_VERSION}" if fams == PAPER000_FAMILIES
-                     else f"{SCORE_RULE}; prompts {[f.name for f in fams]}",
+                     score_rule=f"{SCORE_RULE}; {_prompt_record(fams)}",
                      learned_scale=scale, library_versions=_library_versions(encoder.kind),
                      exposure=dict(encoder.entry.exposure))
     return ScoringResult(scores=scores, card=card, failures=fail, n_images=len(m),

@@ -5,7 +5,8 @@ of a manifest (``image_id, path, cohort, label``; paths relative to the manifest
 the five prompt families of paper 000 and writes a ScoreTable (CSV, or Parquet when FILE
 ends in ``.parquet``) plus ``FILE.card.json`` (the ModelCard and run counts), atomically.
 Images that cannot be read are listed in ``FILE.failures.csv``; the others are scored and
-the exit code is 1.  ``--cache DIR`` makes a killed run resume where it stopped.
+the exit code is 1.  ``--cache DIR`` makes a killed run resume where it stopped.  The
+ScoreTable is written last, so its presence marks a finished run.
 """
 
 from __future__ import annotations
@@ -53,19 +54,21 @@ def run_score(manifest: str | os.PathLike[str], *, model: str, out: str | os.Pat
     res = score_manifest(table, encoder, base_dir=manifest.parent, families=get_families(families),
                          batch_size=batch_size, cache=cache, progress=progress)
     scores = validate_score_table(res.scores, source=f"scores of {manifest}")
-    if out.suffix == ".parquet":
-        _atomic(out, lambda p: scores.to_parquet(p, index=False))
-    else:
-        _atomic(out, lambda p: scores.to_csv(p, index=False, float_format="%.17g"))
-    card = out.with_name(out.name + ".card.json")
-    payload = {**res.to_dict(), "manifest": str(manifest), "model": model,
-               "weights": None if weights is None else str(weights)}
-    _atomic(card, lambda p: write_json(p, payload))
+    # the ScoreTable is written last: its presence means the card and failure list beside it
+    # belong to the same finished run (a killed run leaves no --out and reruns without --overwrite)
     fail = out.with_name(out.name + ".failures.csv")
     if len(res.failures):
         _atomic(fail, lambda p: res.failures.to_csv(p, index=False))
     elif fail.exists():
         fail.unlink()  # a stale list from an earlier run would misreport this one
+    card = out.with_name(out.name + ".card.json")
+    payload = {**res.to_dict(), "manifest": str(manifest), "model": model,
+               "weights": None if weights is None else str(weights)}
+    _atomic(card, lambda p: write_json(p, payload))
+    if out.suffix == ".parquet":
+        _atomic(out, lambda p: scores.to_parquet(p, index=False))
+    else:
+        _atomic(out, lambda p: scores.to_csv(p, index=False, float_format="%.17g"))
     return res
 
 
