@@ -131,3 +131,13 @@ def test_cohorts_without_soft_labels_are_unchanged():
     res = D.run(make_ctx({"k": (y, None, models)}))
     assert not res.tables["metrics"]["criterion"].str.startswith("soft_").any()
     assert not res.tables["model_differences"]["criterion"].str.startswith("soft_").any()
+
+
+def test_tied_scores_with_soft_labels_are_noted():
+    y, p, models = _study(seed=6)
+    models = {**models, "coarse": np.round(models["a"], 1)}  # a few distinct values: ties
+    res = D.run(make_ctx({"k": (y, p, models)}))
+    note = [n for n in res.notes if n.startswith("Tied scores")]
+    n_tied = int(np.sum(np.unique(models["coarse"], return_counts=True)[1][
+        np.unique(models["coarse"], return_inverse=True)[1]] > 1))
+    assert note and f"coarse: {n_tied}" in note[0] and "a:" not in note[0]

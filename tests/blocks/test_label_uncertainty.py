@@ -217,3 +217,48 @@ def test_crowd_model_labels_are_not_bootstrapped():
     res = LU.run(make_ctx(VOTES, SCORES, ann={"soft": "dawid_skene"}, lu={"n_resamples": 20}))
     assert res.tables["stability"].empty and len(res.tables["metrics"]) == 12
     assert any("not annotation-bootstrapped" in n for n in res.notes)
+
+
+def _duplicated_auroc(p, s):
+    # tie-aware soft AUROC: scikit-learn on the data set duplicated into a positive copy of
+    # weight p and a negative copy of weight 1 - p (M1.2 grouped = trapezoid, anchors T9)
+    return roc_auc_score(np.r_[np.ones(p.size), np.zeros(p.size)], np.r_[s, s],
+                         sample_weight=np.r_[p, 1 - p])
+
+
+def test_tied_scores_are_flagged_and_grouped_ties_are_tie_aware():
+    # model T gives only three distinct scores: under stable ties the soft metrics follow the
+    # image-id order inside each tie; grouped ties must match sklearn on duplicated data
+    tied = {i: (0.9 if i in ("P1", "P2", "N1") else 0.5 if i in ("P3", "N3", "P4") else 0.1)
+            for i in IDS}
+    scores = {**SCORES, "T": tied}
+    stable = LU.run(make_ctx(VOTES, scores, lu={"n_resamples": 30}))
+    note = [n for n in stable.notes if "tied scores" in n]
+    assert note and "T: 8" in note[0] and "A:" not in note[0]
+    grouped = LU.run(make_ctx(VOTES, scores, lu={"n_resamples": 30, "soft_ties": "grouped"}))
+    assert not any("tied scores" in n for n in grouped.notes)
+    soft, _ = _labels()
+    crit = "soft_roc_auc[ties=grouped]"
+    for m, by in scores.items():
+        s = np.array([by[i] for i in IDS])
+        want = _duplicated_auroc(soft, s)
+        # the case bootstrap's metric and the annotation bootstrap's engine agree with sklearn
+        assert _row(grouped.tables["metrics"], model=m, criterion=crit)["estimate"] == \
+            pytest.approx(want, rel=1e-12)
+        assert _row(grouped.tables["annotation_intervals"], model=m, criterion=crit)["estimate"] == \
+            pytest.approx(want, rel=1e-12)
+        ap = average_precision_score(np.r_[np.ones(soft.size), np.zeros(soft.size)], np.r_[s, s],
+                                     sample_weight=np.r_[soft, 1 - soft])
+        assert _row(grouped.tables["metrics"], model=m,
+                    criterion="soft_average_precision[ties=grouped]")["estimate"] == \
+            pytest.approx(ap, rel=1e-12)
+
+
+def test_grouped_ties_refuse_a_soft_variant():
+    from pydantic import ValidationError
+
+    from medaudit.io.spec_labels import LabelUncertaintySpec
+
+    with pytest.raises(ValidationError, match="soft_ties: stable only"):
+        LabelUncertaintySpec(soft_ties="grouped", soft_variant="strict")
+    assert LabelUncertaintySpec(soft_ties="grouped").soft_variant == "inclusive"

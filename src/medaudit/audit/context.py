@@ -38,6 +38,14 @@ def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str
             frames.append(read_wide(path, w))
             hashes.append({"path": w.path, "sha256": file_sha256(path), "cohort": w.cohort})
         return pd.concat(frames, ignore_index=True), {"scores_wide": hashes}, spec
+    if str(spec.scores).startswith("dataset:"):
+        # scores shipped with a public dataset (ENHANCE's algorithmic scores), read in place:
+        # "dataset:NAME" (default folder under ../shared/data) or "dataset:NAME:FOLDER"
+        from medaudit.labels.datasets import dataset_scores
+
+        name, _, folder = str(spec.scores)[len("dataset:"):].partition(":")
+        table, prov = dataset_scores(name, (base_dir / folder).resolve() if folder else None)
+        return table, {"scores": str(spec.scores), **prov}, spec
     path = (base_dir / spec.scores).resolve() if not Path(spec.scores).is_absolute() else Path(
         spec.scores)
     return read_table(path), {"scores": str(spec.scores), "sha256": file_sha256(path)}, spec

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
+from medaudit.blocks.label_uncertainty import tied_items
 from medaudit.exceptions import DegenerateDataWarning
 from medaudit.stats import adjust_pvalues, delong_test, paired_bootstrap, reliability_diagram
 
@@ -107,6 +108,7 @@ def run(ctx: AuditContext) -> BlockResult:
     diff_rows: list[dict] = []
     n_degenerate_cells = 0
     soft_cohorts: list[str] = []
+    soft_ties: list[str] = []
     probabilities = ctx.spec.score_scale == "probabilities"
     # with raw logits only the rank metrics are defined (Brier, ECE, AURC need probabilities)
     metrics = METRICS if probabilities else ("roc_auc", "average_precision")
@@ -121,6 +123,8 @@ def run(ctx: AuditContext) -> BlockResult:
             marginal.update(soft.marginal)
             all_mids += list(SOFT_METRICS)
             soft_cohorts.append(cohort)
+            if tied := tied_items(scores):
+                soft_ties.append(f"{cohort} ({', '.join(f'{m}: {n}' for m, n in tied.items())})")
         for m in models:
             for mid in all_mids:
                 r = marginal[(m, mid)]
@@ -191,6 +195,10 @@ def run(ctx: AuditContext) -> BlockResult:
         notes.append(f"Soft labels (label_soft) in {', '.join(soft_cohorts)}: soft_roc_auc (inclusive "
                      "variant) and soft_average_precision (stable tie order) with the same design "
                      "and generator as the ordinary metrics (paper 001).")
+    if soft_ties:
+        notes.append("Tied scores (items in tied blocks) in " + "; ".join(soft_ties) + ": the soft "
+                     "metrics take them in image_id order (stable ties, M1.2), so their values "
+                     "depend on that order; the label_uncertainty block offers soft_ties: grouped.")
     if n_degenerate_cells:
         notes.append(f"{n_degenerate_cells} cell(s) had degenerate bootstrap replicates; see "
                      "n_degenerate and qualification.")

@@ -57,7 +57,7 @@ from medaudit.stats.annotation_bootstrap import (
 )
 from medaudit.stats.bootstrap import percentile_interval
 
-__all__ = ["NAME", "run"]
+__all__ = ["NAME", "run", "tied_items"]
 
 NAME = "label_uncertainty"
 
@@ -127,6 +127,10 @@ def run(ctx: AuditContext) -> BlockResult:
             raise SchemaError(f"cohort {cohort!r} has no label_soft; the label_uncertainty block "
                               "reads soft labels attached from `annotations:`.")
         scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
+        if lu.soft_ties == "stable" and (tied := tied_items(scores)):
+            notes.append(f"{cohort}: tied scores ({_counts(tied)} items in tied blocks) are taken "
+                         "in image_id order by the stable soft metrics, so their values depend on "
+                         "that order; label_uncertainty.soft_ties: grouped makes them tie-aware.")
         design = ctx.cohort_design(cohort)
         # one generator key for both calls: under the ordinary design hard and soft metrics
         # see the very same resampled images
@@ -234,6 +238,21 @@ def run(ctx: AuditContext) -> BlockResult:
     ]
     frames = {k: pd.DataFrame(v) for k, v in T.items()}
     return BlockResult(name=NAME, tables=frames, notes=tuple(notes))
+
+
+def tied_items(scores: dict[str, np.ndarray]) -> dict[str, int]:
+    """Per model, the number of items whose score another item shares (0 omitted)."""
+    out = {}
+    for m, s in scores.items():
+        _, inv, cnt = np.unique(s, return_inverse=True, return_counts=True)
+        n = int((cnt[inv] > 1).sum())
+        if n:
+            out[m] = n
+    return out
+
+
+def _counts(tied: dict[str, int]) -> str:
+    return ", ".join(f"{m}: {n}" for m, n in tied.items())
 
 
 def _order(a: float, b: float) -> str:

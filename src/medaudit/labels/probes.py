@@ -81,7 +81,7 @@ def load_nih_images(root: str | Path | None = None, image_ids: Sequence[str] | N
     """
     from PIL import Image
 
-    from medaudit.labels.datasets import _root
+    from medaudit.labels.dataset_common import _root
 
     base = _root(root, "nih_cxr14_google_expert_readers") / "images_256"
     ids = sorted(image_ids) if image_ids is not None else sorted(p.name for p in base.glob("*.png"))

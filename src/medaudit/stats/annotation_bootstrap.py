@@ -8,16 +8,13 @@ against the soft label) are recomputed for every model with the scores fixed, th
 models are re-ranked, and each replicate's ranking is correlated with the original
 one (Spearman ρ and Kendall τ-b).
 
-Implementation.  Ratings are held grouped by item; a replicate draws one uniform per
-rating slot (``rng.random``, row order, so results do not depend on the batch size),
-turns it into an index within the slot's item and counts the draws — integer
-multinomial counts per item.  Per-item sums of the resampled ratings give the labels
-through :func:`labels_from_sums`, the single definition of the label rules shared
-with :mod:`medaudit.labels.aggregate`.  Each model's scores are sorted once; a batch
-of replicate labels is gathered into that order and every metric is evaluated by the
-weighted kernels of :mod:`medaudit.stats._kernels` (cumulative sums, O(n) per
-replicate).  An item whose hard label is a tie under ``tie="exclude"`` gets weight 0
-in that replicate; their number is recorded per replicate.
+Implementation.  :func:`resampled_item_sums` draws the resampled per-item sums (integer
+multinomial counts per item, one uniform per rating slot, independent of the batch
+size); :func:`labels_from_sums` turns them into labels (the single definition of the
+rules, shared with :mod:`medaudit.labels.aggregate`).  Each model's scores are sorted
+once and every metric is a weighted cumulative-sum kernel of :mod:`medaudit.stats._kernels`
+(O(n) per replicate).  An item whose hard label is a tie under ``tie="exclude"`` gets
+weight 0 in that replicate; their number is recorded per replicate.
 
 Pure numpy/scipy: arrays in, a frozen result out.
 """
@@ -25,7 +22,7 @@ Pure numpy/scipy: arrays in, a frozen result out.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +40,7 @@ from medaudit.stats.contingency import binomial_test
 __all__ = [
     "HEDGE_POLICIES", "HARD_RULES", "TIE_RULES", "resolve_hedges", "labels_from_sums",
     "metric_ids", "min_rank", "pearson_r", "pearson_r2", "annotation_bootstrap", "AnnotationBootstrapResult",
-    "rank_stability_test", "RANK_DECIMALS",
+    "rank_stability_test", "RANK_DECIMALS", "resampled_item_sums",
 ]
 
 HEDGE_POLICIES = ("negative", "positive", "exclude", "half")
@@ -404,6 +401,45 @@ def _check_inputs(ratings, item, scores):
     return r, it.astype(np.intp), arrays, k
 
 
+def resampled_item_sums(
+    ratings: NDArray[np.float64], count: NDArray[np.intp], *, n_resamples: int,
+    rng: np.random.Generator, batch: int | None = None,
+) -> Iterator[NDArray[np.float64]]:
+    """Per-item sums of ratings resampled with replacement within each item, in batches.
+
+    The draw contract shared by :func:`annotation_bootstrap` and
+    :func:`medaudit.labels.label_stability`: ``ratings`` are grouped by item (item 0's
+    ``count[0]`` ratings first, ...); each replicate draws one uniform per rating slot in
+    row order (``rng.random``) and takes rating ``floor(u * k)`` of the slot's item, so
+    the replicates do not depend on the batch size.
+
+    Yields
+    ------
+    ndarray of shape (b, n_items)
+        Sums of the resampled ratings, ``b`` replicates at a time (``n_resamples`` in all).
+    """
+    n_r, n_items = ratings.size, count.size
+    offsets = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.intp)
+    item = np.repeat(np.arange(n_items), count)
+    slot_size = count[item].astype(np.float64) * (1.0 - 2.0**-52)  # floor(u * k) < k for all u < 1
+    slot_offset = offsets[item]
+    size = batch or max(1, min(n_resamples, _BATCH_ELEMENTS // max(n_r, 1)))
+    u_buf = np.empty((size, n_r))
+    done = 0
+    while done < n_resamples:
+        b = min(size, n_resamples - done)
+        u = rng.random(out=u_buf[:b])
+        np.multiply(u, slot_size, out=u)
+        draw = u.astype(np.intp)  # floor, as u >= 0
+        draw += slot_offset
+        draw += (np.arange(b, dtype=np.intp) * n_r)[:, None]
+        # integer multinomial counts: how often each rating of its item was drawn
+        counts = np.bincount(draw.ravel(), minlength=b * n_r).reshape(b, n_r)
+        yield np.add.reduceat(counts * ratings, offsets, axis=1)
+        done += b
+        _progress.report("bootstrap", done, n_resamples)
+
+
 def annotation_bootstrap(
     ratings: ArrayLike,
     item: ArrayLike,
@@ -475,10 +511,7 @@ def annotation_bootstrap(
     # ratings grouped by item (stable: input order within an item)
     by_item = np.argsort(it, kind="stable")
     r, it = r[by_item], it[by_item]
-    offsets = np.concatenate([[0], np.cumsum(k)[:-1]]).astype(np.intp)
     n_r = r.size
-    slot_size = k[it].astype(np.float64) * (1.0 - 2.0**-52)  # floor(u * k) < k for all u < 1
-    slot_offset = offsets[it]
     names = list(arrays)
     models = []
     for name in names:
@@ -491,27 +524,13 @@ def annotation_bootstrap(
     estimate = {m: base[i][0] for i, m in enumerate(ids)}
     rank = {m: min_rank(estimate[m]) for m in ids}
 
-    size = batch or max(1, min(n_res, _BATCH_ELEMENTS // max(n_r, 1)))
     reps: list[list[NDArray[np.float64]]] = [[] for _ in ids]
     n_excl: list[NDArray[np.intp]] = []
-    u_buf = np.empty((size, n_r))
-    done = 0
-    while done < n_res:
-        b = min(size, n_res - done)
-        u = gen.random(out=u_buf[:b])
-        np.multiply(u, slot_size, out=u)
-        draw = u.astype(np.intp)  # floor, as u >= 0
-        draw += slot_offset
-        draw += (np.arange(b, dtype=np.intp) * n_r)[:, None]
-        # integer multinomial counts: how often each rating of its item was drawn
-        counts = np.bincount(draw.ravel(), minlength=b * n_r).reshape(b, n_r)
-        sums = np.add.reduceat(counts * r, offsets, axis=1)
+    for sums in resampled_item_sums(r, k, n_resamples=n_res, rng=gen, batch=batch):
         soft, hard = labels_from_sums(sums, k[None, :], **rules)
         n_excl.append(np.isnan(hard).sum(axis=1).astype(np.intp))
         for i, v in enumerate(_evaluate(soft, hard, models, opts)):
             reps[i].append(v)
-        done += b
-        _progress.report("bootstrap", done, n_res)
     replicates = {m: np.concatenate(reps[i]) for i, m in enumerate(ids)}
     spear, kend, n_deg, n_und = {}, {}, {}, {}
     for m in ids:
