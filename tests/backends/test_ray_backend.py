@@ -39,11 +39,12 @@ def _spec(backend: str = "local", num_workers: int | None = None):
 
 
 def _files(directory: Path) -> dict[str, bytes]:
-    """Every table, results.json and the portability matrix, by relative path."""
-    paths = sorted((directory / "tables").iterdir()) + [directory / "results.json",
-                                                        directory / "portability.csv",
-                                                        directory / "portability.parquet"]
-    return {str(p.relative_to(directory)): p.read_bytes() for p in paths}
+    """Every file the run wrote (tables, results.json, portability, summary.md), by relative path."""
+    files = {p.relative_to(directory).as_posix(): p.read_bytes()
+             for p in sorted(directory.rglob("*")) if p.is_file()}
+    # the comparison is not vacuous: the outputs write_outcome promises are all there
+    assert {"results.json", "summary.md", "portability.csv", "portability.parquet"} <= set(files)
+    return files
 
 
 def _assert_same_bytes(a: dict[str, bytes], b: dict[str, bytes]) -> None:
@@ -206,6 +207,23 @@ def test_a_cell_error_is_the_original_exception(ray_session):
     assert any("Ray task 3 of 4" in n for n in info.value.__notes__)
 
 
+def _two_bad_cells(x):
+    if x == 1:
+        time.sleep(1.0)  # fails last ...
+        raise SchemaError("cell 1 is bad")
+    if x == 3:
+        raise ValueError("cell 3 is bad")  # ... this one fails first
+    return x
+
+
+def test_the_error_is_the_first_failing_cell_in_item_order(ray_session):
+    # the local backend stops at item 1; Ray must report the same error whatever finishes first
+    with pytest.raises(SchemaError, match="cell 1 is bad"):
+        LocalBackend().map(_two_bad_cells, range(5))
+    with pytest.raises(SchemaError, match="cell 1 is bad"):
+        RayBackend(num_workers=2).map(_two_bad_cells, range(5))
+
+
 def _warning_cell(x):
     if x % 2:
         warnings.warn(f"degenerate {x}", DegenerateDataWarning, stacklevel=1)
@@ -246,10 +264,18 @@ def test_missing_ray_names_the_extra(monkeypatch):
 
 
 def test_core_and_local_audit_do_not_import_ray():
-    code = ("import sys, medaudit.audit.run, medaudit.backends, medaudit.blocks.spectrum\n"
-            "from medaudit.backends import make_backend\n"
-            "from medaudit.io.spec import ExecutionSpec\n"
-            "make_backend(ExecutionSpec()).map(abs, [-1])\n"
+    # every module of this change (the Ray ones included: they import ray only when used),
+    # the CLI, and a small audit run end to end on the local backend
+    code = ("import sys\n"
+            "import medaudit.cli.main, medaudit.backends.ray_backend, medaudit.backends.ray_scoring\n"
+            "from medaudit.blocks import operating_points, prompts, spectrum, prevalence\n"
+            "from medaudit.blocks import transport, retained\n"
+            "from medaudit.audit.run import audit\n"
+            "from medaudit.io.spec import ExecutionSpec, load_spec\n"
+            f"spec, base = load_spec({str(EXAMPLE)!r})\n"
+            "spec = spec.model_copy(update={'simulate_scale': 0.02, 'n_resamples': 20,\n"
+            "                               'n_permutations': 19, 'execution': ExecutionSpec()})\n"
+            "assert audit(spec, base).results\n"
             "assert 'ray' not in sys.modules, 'ray was imported'\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr

@@ -274,6 +274,55 @@ def test_no_identifying_value_reaches_any_output_log_or_error(tmp_path, capsys, 
     assert (tmp_path / "out" / "good.png").is_file()
 
 
+def _malformed(src: Path, dst: Path, tag: int, value: str) -> None:
+    """``src`` re-saved as implicit VR with ``value`` in ``tag``: read back with the dictionary
+    VR (DS, IS, ...), the value cannot be parsed and pydicom's error would quote it."""
+    from pydicom.uid import ImplicitVRLittleEndian
+
+    ds = pydicom.dcmread(src)
+    ds.add_new(tag, "LO", value)
+    ds.file_meta.TransferSyntaxUID = ImplicitVRLittleEndian
+    ds.save_as(dst, implicit_vr=True, little_endian=True, enforce_file_format=False)
+
+
+def test_malformed_header_values_fail_the_file_not_the_batch_and_are_never_quoted(tmp_path, capsys):
+    from medaudit.cli.main import main
+
+    src = tmp_path / "in"
+    src.mkdir()
+    _malformed(_file("CT_small.dcm"), src / "slope.dcm", 0x00281053, "ZQXBADSLOPE")    # RescaleSlope
+    _malformed(_file("CT_small.dcm"), src / "frames.dcm", 0x00280008, "ZQXBADFRAMES")  # NumberOfFrames
+    _malformed(_file("CT_small.dcm"), src / "photo.dcm", 0x00280004, "ZQXBADPHOTO")    # Photometric
+    shutil.copy(_file("CT_small.dcm"), src / "good.dcm")
+    assert main(["dicom", "convert", str(src), str(tmp_path / "out")]) == 1
+    captured = capsys.readouterr()
+    report = json.loads((tmp_path / "out" / "conversion_report.json").read_text())
+    assert report["converted"] == ["good.dcm"] and report["n_failed"] == 3
+    reasons = {f["source"]: f["reason"] for f in report["failures"]}
+    assert "modality transformation (ValueError)" in reasons["slope.dcm"]
+    assert "not a defined term" in reasons["photo.dcm"]
+    blobs = [captured.out, captured.err] + [p.read_text() for p in (tmp_path / "out").rglob("*.json")]
+    for needle in ("ZQXBADSLOPE", "ZQXBADFRAMES", "ZQXBADPHOTO"):
+        assert not any(needle.lower() in b.lower() for b in blobs), needle
+    # the public single-dataset call says the same
+    with pytest.raises(dc.DicomConversionError) as info:
+        dc.convert_dataset(pydicom.dcmread(src / "slope.dcm"))
+    assert "ZQXBADSLOPE" not in str(info.value) and info.value.__cause__ is None
+
+
+def test_constant_monochrome1_image_is_inverted_after_the_zero_map():
+    # M0.3 order: hi == lo maps x' to 0 (step 6), then MONOCHROME1 inverts it (step 7) -> 255
+    ds = _float_dataset(np.full((3, 3), 7.0))
+    ds.PhotometricInterpretation = "MONOCHROME1"
+    vals = np.full((3, 3), 7.0)
+    vals[0, 0] = np.nan
+    ds2 = _float_dataset(vals)
+    ds2.PhotometricInterpretation = "MONOCHROME1"
+    assert (dc.convert_dataset(ds).pixels == 255).all()
+    got = dc.convert_dataset(ds2).pixels
+    assert got[0, 0] == 0 and (got.ravel()[1:] == 255).all()  # invalid -> 0 after the inversion
+
+
 # ------------------------------------------------------------------------------ folders
 def _folder(tmp_path: Path) -> Path:
     src = tmp_path / "in"

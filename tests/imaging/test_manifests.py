@@ -206,6 +206,34 @@ def test_padchest_real_table_sample():
     assert all(a["n_after"] == b["n_before"] for a, b in zip(m.counts[:-2], m.counts[1:-1], strict=True))
 
 
+def test_padchest_ped_flag_excludes_even_adult_ages():
+    # PadChest writes its paediatric flag as "PED" (not "Yes"); 4 flagged rows have a computed
+    # age >= 18, so only the flag removes them.  Witness: the raw CSV's own flag column.
+    csv = _xrv_data() / "PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv.gz"
+    raw = pd.read_csv(csv, usecols=["ImageID", "Pediatric"], dtype=str)
+    assert set(raw["Pediatric"]) == {"PED", "No"}
+    flagged = set(raw.loc[raw["Pediatric"] == "PED", "ImageID"])
+    t = mf.padchest_manifest(csv, n_studies=None).table
+    assert len(t) > 60_000 and not t["image_id"].isin(flagged).any()
+
+
+def test_padchest_flag_values_and_missing_patient_are_refused(tmp_path):
+    _padchest_csv(tmp_path / "pc.csv")
+    df = pd.read_csv(tmp_path / "pc.csv", dtype=str)
+    df.loc[df["ImageID"] == "d1.png", "Pediatric"] = "PED"  # the real spelling: same result as "Yes"
+    df.to_csv(tmp_path / "ped.csv", index=False)
+    assert sorted(mf.padchest_manifest(tmp_path / "ped.csv", n_studies=None).table["study_id"]) == [
+        "S1", "S10", "S5", "S6"]
+    df.loc[df["ImageID"] == "j1.png", "Pediatric"] = "unknown"
+    df.to_csv(tmp_path / "odd.csv", index=False)
+    with pytest.raises(SchemaError, match="Pediatric.*'unknown'"):
+        mf.padchest_manifest(tmp_path / "odd.csv", n_studies=None)
+    df.loc[df["ImageID"] == "j1.png", ["Pediatric", "PatientID"]] = ["No", None]
+    df.to_csv(tmp_path / "nopid.csv", index=False)
+    with pytest.raises(SchemaError, match="no PatientID"):
+        mf.padchest_manifest(tmp_path / "nopid.csv", n_studies=None)
+
+
 def test_padchest_sample_is_decided_by_the_seed(tmp_path):
     _padchest_csv(tmp_path / "pc.csv")
     draws = {seed: tuple(mf.padchest_manifest(tmp_path / "pc.csv", n_studies=2, rng=seed).table["study_id"])
@@ -263,5 +291,6 @@ def test_write_and_read_round_trip_is_byte_identical(tmp_path):
     assert back["label"].tolist() == m.table["label"].tolist()
     with pytest.raises(FileExistsError):
         mf.write_manifest(m, tmp_path / "a.csv")
+    assert not list(tmp_path.glob(".*"))  # no temporary file left behind
     with pytest.raises(MedauditError, match="unknown dataset"):
         mf.build_manifest("chexpert", tmp_path)

@@ -166,6 +166,22 @@ def test_write_overlap_is_deterministic(screened, tmp_path):
     assert list(back.columns) == ["dataset", "image_id", "path", "reason"]
 
 
+def test_hashes_read_back_from_csv_give_the_same_screen(tmp_path):
+    (tmp_path / "a.png").write_bytes(b"not a png")
+    (tmp_path / "b.png").write_bytes(b"not a png")
+    man = pd.DataFrame({"dataset": ["a", "b"], "image_id": ["x", "y"],
+                        "path": [str(tmp_path / "a.png"), str(tmp_path / "b.png")]})
+    res = ov.screen_overlap(man)
+    res.hashes.to_csv(tmp_path / "h.csv", index=False)
+    back = pd.read_csv(tmp_path / "h.csv")  # empty phash cells come back as NaN
+    assert back["phash"].isna().all()
+    again = ov.screen_overlap(man, hashes=back)
+    pd.testing.assert_frame_equal(again.pairs, res.pairs)
+    assert again.to_dict()["unhashed"] == res.to_dict()["unhashed"]
+    with pytest.raises(SchemaError, match="other images than the manifest"):
+        ov.screen_overlap(man.iloc[:1], hashes=back)
+
+
 def test_unreadable_images_are_reported_not_dropped(tmp_path):
     (tmp_path / "bad.png").write_bytes(b"not a png")
     (tmp_path / "bad2.png").write_bytes(b"not a png")

@@ -136,8 +136,8 @@ class RayBackend:
         Raises
         ------
         Exception
-            The original exception of the first failing cell (in completion order);
-            the cells still running are cancelled.
+            The original exception of the first failing cell in item order (what the
+            local backend raises); cells after it are cancelled.
         medaudit.exceptions.MedauditError
             A cell whose worker died more than ``max_retries`` times.
         """
@@ -153,24 +153,41 @@ class RayBackend:
         pending: dict[Any, int] = {}
         out: list[Any] = [None] * n
         submitted = 0
+        # The error reported is that of the first failing cell *in item order*, as on the local
+        # path (which stops there): a later cell that fails sooner does not decide the message.
+        failed: tuple[int, BaseException] | None = None
         try:
-            while submitted < n or pending:
-                while submitted < n and len(pending) < window:
+            while True:
+                while failed is None and submitted < n and len(pending) < window:
                     pending[self._task.remote(fn_ref, items[submitted])] = submitted
                     submitted += 1
+                if failed is not None:  # cells after the failure are not needed
+                    for ref in [r for r, i in pending.items() if i > failed[0]]:
+                        ray.cancel(ref, force=True)
+                        del pending[ref]
+                if not pending:
+                    break
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
                     i = pending.pop(ref)
-                    out[i] = self._get(ref, i, n)
+                    try:
+                        out[i] = self._get(ref, i, n)
+                    except Exception as exc:  # noqa: BLE001 - re-raised below, in item order
+                        if failed is None or i < failed[0]:
+                            failed = (i, exc)
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
+        stop = n if failed is None else failed[0]
         values = []
-        for value, caught in out:
+        for value, caught in out[:stop]:
+            # the warnings of the cells that ran before the failure, as a local run shows them
             for category, message, filename, lineno in caught:
                 warnings.warn_explicit(message, category, filename, lineno)
             values.append(value)
+        if failed is not None:
+            raise failed[1]
         return values
 
     def _get(self, ref: Any, i: int, n: int) -> Any:

@@ -67,6 +67,9 @@ class _EncodeShards:
         self.shards = shards
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import io
+
+        from medaudit.adapters.cache import bytes_sha256
         from medaudit.adapters.zeroshot import open_rgb
 
         done = []
@@ -75,7 +78,12 @@ class _EncodeShards:
             chunk, images = [], []
             for d, p in zip(digests, paths, strict=True):
                 try:
-                    images.append(open_rgb(Path(p)))
+                    data = Path(p).read_bytes()
+                    # decode the very bytes the driver hashed: a file changed since planning must
+                    # not put its new embedding into the shared cache under the old digest
+                    if bytes_sha256(data) != d:
+                        continue  # score_manifest sees the change and reports it
+                    images.append(open_rgb(io.BytesIO(data)))
                     chunk.append(d)
                 except Exception:  # noqa: BLE001 - the driver's score_manifest reports it
                     continue

@@ -31,6 +31,11 @@ Tables:
 ``family_gap``
     Per institution the mean Brier gap ``hdcal - beta_binomial`` over its models x non-zero
     budgets, and their mean with the institution-cluster bootstrap percentile interval.
+``comparisons``
+    Within-family counts over the settings (model x target x non-zero budget): HD-Cal
+    below additive, Beta-Binomial below HD-Cal, and every estimator worse than the
+    constant, per criterion (M2.12-M2.13).  :func:`uncertain_sensitivity` repeats them
+    under each uncertain-label policy (M2.12) given the three evaluable tables.
 ``settings``
     Solver, settings and library versions of every estimator (they move under separation).
 """
@@ -56,7 +61,7 @@ from medaudit.agreement.estimators import FAMILIES
 from medaudit.blocks._base import AuditContext, BlockResult, spec_row
 from medaudit.exceptions import SchemaError
 
-__all__ = ["NAME", "run"]
+__all__ = ["NAME", "run", "comparisons", "uncertain_sensitivity", "COMPARISONS"]
 
 NAME = "agreement"
 
@@ -204,6 +209,89 @@ def _family_gap(ctx: AuditContext, summary: pd.DataFrame, protocol: str) -> pd.D
     return pd.DataFrame(rows)
 
 
+#: within-family comparisons counted over the settings (model x target x budget > 0), M2.12-M2.13:
+#: HD-Cal vs additive (22/24 on ECE and Brier), Beta-Binomial vs HD-Cal (ECE lower in 23/24)
+COMPARISONS = (("hdcal", "additive"), ("beta_binomial", "hdcal"))
+
+
+def comparisons(summary: pd.DataFrame, *, pairs: tuple[tuple[str, str], ...] = COMPARISONS,
+                versus_naive: bool = True) -> pd.DataFrame:
+    """Count the settings where estimator ``a`` has a strictly lower mean than ``b``.
+
+    A setting is (model, target, non-zero budget) of ``fixed_policy_summary``; per
+    criterion, ``estimate`` = ``n_lower`` / ``n_settings``.  With ``versus_naive``, every
+    estimator is also counted against the constant (``n_lower`` = settings where it is
+    *worse*, criterion-wise, as the paper counts "worse than the constant in 9/24").
+    Pairs whose estimators were not run are skipped.
+    """
+    s = summary[summary["budget"] > 0]
+    rows = []
+    ests = set(s["estimator"])
+    todo = [(a, b, "lower") for a, b in pairs if a in ests and b in ests]
+    if versus_naive and "naive" in ests:
+        todo += [(e, "naive", "higher") for e in sorted(ests - {"naive"})]
+    for crit, g in s.groupby("criterion", sort=True):
+        w = g.pivot_table(index=["model", "prompt", "cohort", "budget"], columns="estimator",
+                          values="estimate")
+        for a, b, how in todo:
+            diff = (w[a] - w[b]).dropna()
+            hit = int((diff < 0).sum() if how == "lower" else (diff > 0).sum())
+            p = sorted(set(g["prompt"]))
+            rows.append(spec_row(model="all", prompt=", ".join(p), cohort="all", criterion=crit,
+                                 design="loio[budget>0]", estimator=a, versus=b,
+                                 comparison=f"{a} {'<' if how == 'lower' else '>'} {b}",
+                                 estimate=hit / len(diff) if len(diff) else np.nan,
+                                 n_holds=hit, n_settings=int(len(diff))))
+    return pd.DataFrame(rows)
+
+
+def uncertain_sensitivity(variants: dict[str, pd.DataFrame], spec: Any, *,
+                          estimators: tuple[str, ...] = ("naive", "additive", "hdcal",
+                                                         "beta_binomial"),
+                          progress: Any = None) -> pd.DataFrame:
+    """M2.12 uncertain-label sensitivity: the within-family counts under each policy.
+
+    Parameters
+    ----------
+    variants : dict policy -> DataFrame
+        Evaluable judgment tables of the *same* raw table validated with
+        ``uncertain="exclude"``, ``"negative"`` and/or ``"positive"``.
+    spec : AgreementSpec
+        Protocol, models, budgets, repeats, seeds and ECE bins (selection and the GLMM
+        are not rerun: the comparison is between fixed policies).
+    estimators : tuple of str
+        The fixed policies refitted (those of :data:`COMPARISONS` plus the constant).
+
+    Returns
+    -------
+    DataFrame
+        :func:`comparisons` of each policy, with an ``uncertain`` column.
+    """
+    out = []
+    ests = [e for e in estimators if e in spec.active_estimators()] or list(estimators)
+    for policy in sorted(variants):
+        t = variants[policy]
+        t = t[t["protocol"] == spec.protocol]
+        if spec.models is not None:
+            t = t[t["model"].isin(spec.models)]
+        if t.empty:
+            raise SchemaError(f"uncertain sensitivity ({policy!r}): no {spec.protocol!r} judgments "
+                              "of the selected models.")
+        data = JudgmentData.from_columns(
+            model=t["model"].to_numpy(), institution=t["institution"].to_numpy(),
+            finding=t["finding"].to_numpy(), direction=t["direction"].to_numpy(),
+            correct=t["correct"].to_numpy(), study_id=t["study_id"].to_numpy())
+        res = run_design(data, estimators=ests, budgets=spec.budgets, repeats=spec.repeats,
+                         first_seed=spec.first_seed, selection=False, n_bins=spec.n_bins,
+                         progress=progress)
+        fixed = pd.DataFrame(_fixed_rows(None, res, spec.protocol, f"ece[n_bins={spec.n_bins}]"))
+        c = comparisons(_summary(fixed, spec.first_seed))
+        c.insert(0, "uncertain", policy)
+        c["n_judgments"] = len(t)
+        out.append(c)
+    return pd.concat(out, ignore_index=True)
+
+
 def _settings(res: DesignResult) -> pd.DataFrame:
     rows = []
     first = {}
@@ -279,5 +367,21 @@ def run(ctx: AuditContext) -> BlockResult:
         if len(gap) <= 4:
             notes.append("Family Brier gap: with three institutions the cluster-bootstrap "
                          "percentile interval equals the smallest and largest institution gaps.")
+    if a.uncertain_sensitivity:
+        variants = getattr(ctx, "judgment_variants", None)
+        if not variants:
+            raise SchemaError(
+                "agreement.uncertain_sensitivity needs the judgment table under every uncertain "
+                "policy (AuditContext.judgment_variants, built by "
+                "medaudit.agreement.judgments.judgment_variants); this context has none.")
+        ctx.tick("agreement: uncertain-label sensitivity")
+        tables["uncertain_sensitivity"] = uncertain_sensitivity(variants, a, progress=ctx.tick)
+        notes.append("Uncertain-label sensitivity (M2.12): naive, additive, HD-Cal and "
+                     "Beta-Binomial refitted with uncertain references excluded, mapped to "
+                     "negative and mapped to positive; counts of the settings where each "
+                     "within-family comparison holds.")
+    comp = comparisons(summary)
+    if not comp.empty:
+        tables["comparisons"] = comp
     tables["settings"] = _settings(res)
     return BlockResult(name=NAME, tables=tables, notes=tuple(notes))

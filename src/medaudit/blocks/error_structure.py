@@ -317,8 +317,10 @@ def _cmh_rows(ctx, m, prot, inst, findings, c, es) -> list[dict[str, Any]]:
     for metric in METRICS:
         ev, n = c[f"{metric}_events"], c[f"{metric}_n"]
         for a, b in _contrast_pairs(inst):
-            fs = [f for f in range(len(findings)) if _present(c, a, f) and _present(c, b, f)]
-            if not fs:
+            # every finding is a stratum: one the model lacks at either institution is an
+            # empty table, dropped by cmh_test and named below (never left out unreported)
+            fs = list(range(len(findings)))
+            if not any(_present(c, a, f) or _present(c, b, f) for f in fs):
                 continue
             tabs = [[[ev[a, f], n[a, f] - ev[a, f]], [ev[b, f], n[b, f] - ev[b, f]]] for f in fs]
             # statsmodels divides by zero for an infinite pooled odds ratio (no b*c anywhere);
@@ -337,7 +339,8 @@ def _cmh_rows(ctx, m, prot, inst, findings, c, es) -> list[dict[str, Any]]:
                 estimate=orr, n_strata=len(fs), n_strata_used=r.details["n_strata_used"],
                 dropped_strata=", ".join(dropped), direction=direction,
                 correction=es.cmh_correction,
-                qualification=f"{len(dropped)} uninformative stratum(s) dropped" if dropped else ""))
+                qualification=(f"{len(dropped)} empty or uninformative stratum(s) dropped"
+                               if dropped else "")))
     return rows
 
 

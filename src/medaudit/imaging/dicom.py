@@ -60,6 +60,10 @@ PHI_KEYWORDS = (
     "BranchOfService", "CountryOfResidence", "RegionOfResidence", "PatientWeight", "PatientSize",
 )
 _PHI_VRS = {"PN", "DA", "DT", "TM"}
+#: defined terms of PhotometricInterpretation (PS3.3 C.7.6.3.1.2): the only values echoed
+_PHOTOMETRIC_TERMS = frozenset({"MONOCHROME1", "MONOCHROME2", "PALETTE COLOR", "RGB", "YBR_FULL",
+                                "YBR_FULL_422", "YBR_PARTIAL_422", "YBR_PARTIAL_420", "YBR_ICT",
+                                "YBR_RCT", "HSV", "ARGB", "CMYK", "XYB"})
 #: values shorter than this are not scrubbed (a one- or two-character value such as "2" would
 #: mangle every message while identifying nobody)
 _MIN_SCRUB = 3
@@ -239,18 +243,38 @@ def convert_dataset(ds: Any) -> ConvertedImage:
         No pixel data, a multi-frame or colour image, no decoder for the transfer syntax,
         or no valid pixel at all.  Messages never contain a header value.
     """
+    stage = ["reading the header"]
+    try:
+        return _convert(ds, stage)
+    except DicomConversionError as exc:
+        # decoder messages are quoted: scrub them here too, not only in convert_file
+        raise DicomConversionError(_scrub(str(exc), _phi_values(ds))) from None
+    except Exception as exc:  # noqa: BLE001 - a malformed header fails in many ways
+        # The message of such an error quotes the offending header value ("could not convert
+        # string to float: '...'"), so only its type and the step are reported.
+        raise DicomConversionError(
+            f"malformed header or pixel data while {stage[0]} ({type(exc).__name__}); "
+            "check the file with a DICOM validator.") from None
+
+
+def _convert(ds: Any, stage: list[str]) -> ConvertedImage:
+    """:func:`convert_dataset` itself; ``stage[0]`` names the step under way (for errors)."""
     if "PixelData" not in ds and "FloatPixelData" not in ds and "DoubleFloatPixelData" not in ds:
         raise DicomConversionError("the file has no pixel data (not an image object).")
     photometric = str(ds.get("PhotometricInterpretation", "")).strip().upper()
     if photometric not in ("MONOCHROME1", "MONOCHROME2"):
+        # only a defined term is echoed: a free-text value could be anything
+        shown = repr(photometric) if photometric in _PHOTOMETRIC_TERMS else (
+            "(missing)" if not photometric else "(not a defined term)")
         raise DicomConversionError(
-            f"photometric interpretation {photometric or '(missing)'!r} is not supported; only "
+            f"photometric interpretation {shown} is not supported; only "
             "MONOCHROME1 and MONOCHROME2 radiographs are converted.")
     n_frames = int(ds.get("NumberOfFrames", 1) or 1)
     if n_frames != 1:
         raise DicomConversionError(f"multi-frame image ({n_frames} frames); only single-frame "
                                    "radiographs are converted.")
     tsyntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
+    stage[0] = "decoding the pixel data"
     try:
         raw = ds.pixel_array
     except Exception as exc:  # noqa: BLE001 - decoder errors come in many types
@@ -260,9 +284,13 @@ def convert_dataset(ds: Any) -> ConvertedImage:
     if raw.ndim != 2:
         raise DicomConversionError(f"pixel array has shape {raw.shape}; expected one 2-D frame.")
 
+    stage[0] = "reading the pixel padding"
     padding, pad_info = _padding_mask(raw, ds)
+    stage[0] = "applying the modality transformation"
     values, mod_info = _modality(raw, ds)
+    stage[0] = "applying the VOI transformation"
     values, voi_info = _voi(values, ds)
+    stage[0] = "scaling the pixels"
     values = np.asarray(values, dtype=np.float64)
     finite = np.isfinite(values)
     valid = finite & ~padding
@@ -397,10 +425,11 @@ def _finished(src: Path, dst: Path) -> bool:
         return False
     try:
         meta = json.loads(side.read_text(encoding="utf-8"))
+        # an unreadable source is not finished: convert_file then reports why it fails
+        return (isinstance(meta, dict) and meta.get("method") == METHOD_VERSION
+                and meta.get("source_sha256") == _sha256(src) and meta.get("output_sha256") == _sha256(dst))
     except (OSError, ValueError):
         return False
-    return (meta.get("method") == METHOD_VERSION and meta.get("source_sha256") == _sha256(src)
-            and meta.get("output_sha256") == _sha256(dst))
 
 
 def list_inputs(src: str | os.PathLike[str]) -> list[tuple[Path, Path]]:

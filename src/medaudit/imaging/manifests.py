@@ -344,6 +344,11 @@ def _sample(df: pd.DataFrame, n: int | None, rng: Any, steps: _Steps, what: str)
     return df.iloc[chosen].reset_index(drop=True), record
 
 
+#: values of PadChest's ``Pediatric`` column (lower-cased): flagged paediatric, or not
+_PAED_YES = frozenset({"ped", "yes"})
+_PAED_NO = frozenset({"no", ""})
+
+
 def _check_mapping(mapping: Mapping[str, tuple[str, ...]], never: Mapping[str, tuple[str, ...]]) -> None:
     for finding, terms in mapping.items():
         if finding not in FINDINGS:
@@ -371,7 +376,7 @@ def padchest_manifest(labels_csv: str | os.PathLike[str], *, image_dir: str | os
     """PadChest for paper 002: mapped labels, paediatric exclusion, patient de-duplication, sampling.
 
     Order: rows with parseable ``Labels`` → drop images labelled any of ``exclude_labels`` →
-    drop paediatric (``Pediatric == 'Yes'`` or age = study year − birth year < ``min_age``) →
+    drop paediatric (``Pediatric`` flag ``PED``/``Yes``, or age = study year − birth year < ``min_age``) →
     frontal images (``Projection`` in ``views``, first by that order then ``ImageID``), one per
     study → one study per ``PatientID`` (earliest ``StudyDate``, then ``StudyID``) → seeded sample
     of ``n_studies``.  Findings come from :data:`PADCHEST_MAPPING`; "pericardial effusion" never
@@ -404,7 +409,16 @@ def padchest_manifest(labels_csv: str | os.PathLike[str], *, image_dir: str | os
     df = df[~drop]
     age = pd.to_numeric(df["StudyDate_DICOM"].str[:4], errors="coerce") - pd.to_numeric(df["PatientBirth"],
                                                                                         errors="coerce")
-    paed = (df["Pediatric"].fillna("").str.lower() == "yes") | (age < min_age)
+    # PadChest writes the flag as "PED" / "No"; "yes"/"no" are accepted too.  Any other value
+    # is refused rather than read as "not paediatric".
+    flag = df["Pediatric"].fillna("").str.strip().str.lower()
+    odd = ~flag.isin(_PAED_YES | _PAED_NO)
+    if odd.any():
+        row = df.index[odd.to_numpy()][0]
+        raise SchemaError(f"padchest: {str(csv)!r} column 'Pediatric' must be 'PED'/'Yes' or 'No' "
+                          f"(or empty); got {df.loc[row, 'Pediatric']!r} (ImageID "
+                          f"{df.loc[row, 'ImageID']!r}).")
+    paed = flag.isin(_PAED_YES) | (age < min_age)
     steps(f"adults (not flagged paediatric, age >= {min_age} or unknown)", len(df), int((~paed).sum()),
           f"{int(age[~paed].isna().sum())} retained rows have no computable age")
     df = df[~paed].assign(age=age[~paed])
@@ -415,6 +429,10 @@ def padchest_manifest(labels_csv: str | os.PathLike[str], *, image_dir: str | os
     df = df.sort_values(["StudyID", "_v", "ImageID"], kind="stable").drop_duplicates("StudyID")
     steps("one frontal image per study", int(front.sum()), len(df))
     before = len(df)
+    if df["PatientID"].isna().any():  # drop_duplicates would merge every such study into one
+        raise SchemaError(f"padchest: {int(df['PatientID'].isna().sum())} eligible row(s) have no "
+                          f"PatientID (e.g. ImageID {df.loc[df['PatientID'].isna(), 'ImageID'].iloc[0]!r}); "
+                          "patient de-duplication needs it.")
     df = df.sort_values(["PatientID", "StudyDate_DICOM", "StudyID"], kind="stable")
     df = df.drop_duplicates("PatientID")
     steps("one study per patient (earliest)", before, len(df))
@@ -561,13 +579,22 @@ def write_manifest(manifest: Manifest, path: str | os.PathLike[str], *, overwrit
     if not overwrite and (path.exists() or side.exists()):
         raise FileExistsError(f"{str(path)!r} exists; choose another --out or pass --overwrite.")
     path.parent.mkdir(parents=True, exist_ok=True)
-    for target, text in ((path, manifest.table.to_csv(index=False)),
-                         (side, json.dumps(manifest.to_dict(), sort_keys=True, indent=2,
-                                           default=str) + "\n")):
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
+    texts = ((path, manifest.table.to_csv(index=False)),
+             (side, json.dumps(manifest.to_dict(), sort_keys=True, indent=2, default=str) + "\n"))
+    # both files are complete on disk before either replaces anything; a failure leaves no temp
+    temps: list[tuple[str, Path]] = []
+    try:
+        for target, text in texts:
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            temps.append((tmp, target))
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+        for tmp, target in temps:
+            os.replace(tmp, target)
+    finally:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     return path
 
 

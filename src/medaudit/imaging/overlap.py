@@ -144,6 +144,27 @@ def hash_images(manifest: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def _given_hashes(manifest: pd.DataFrame, hashes: pd.DataFrame) -> pd.DataFrame:
+    """Check that ``hashes`` (e.g. read back from ``hashes.csv``) describes exactly ``manifest``."""
+    _check_manifest(manifest)
+    table = _check_manifest(hashes, name="hashes")
+    missing = [c for c in ("sha256", "phash", "error") if c not in table.columns]
+    if missing:
+        raise SchemaError(f"hashes lack column(s) {missing}; pass the table hash_images returned.")
+    keys = set(zip(manifest["dataset"].astype(str), manifest["image_id"].astype(str), strict=True))
+    have = set(zip(table["dataset"].astype(str), table["image_id"].astype(str), strict=True))
+    if keys != have:
+        odd = sorted(keys ^ have)[:5]
+        raise SchemaError(f"hashes describe other images than the manifest ({len(keys - have)} "
+                          f"missing, {len(have - keys)} extra, e.g. {['/'.join(k) for k in odd]}); "
+                          "hash this manifest with hash_images.")
+    table = table.copy()
+    # a CSV round trip reads empty cells as NaN: they mean "not computed", never a hash
+    for col in ("sha256", "phash", "error"):
+        table[col] = table[col].astype(object).where(table[col].notna(), "").astype(str)
+    return table
+
+
 def hamming_pairs(hashes: ArrayLike, groups: ArrayLike | None = None, *, max_distance: int = 4,
                   block_size: int | None = None) -> tuple[NDArray[np.intp], NDArray[np.intp],
                                                            NDArray[np.uint8]]:
@@ -230,7 +251,7 @@ def screen_overlap(manifest: pd.DataFrame, *, max_distance: int = 4, group_by: s
         ``(dataset, image_id)``; ``hamming`` is missing only for byte-identical files that could
         not be decoded), ``excluded`` (:func:`exclusion`), the hash table, parameters, versions.
     """
-    table = hash_images(manifest) if hashes is None else _check_manifest(hashes, name="hashes")
+    table = hash_images(manifest) if hashes is None else _given_hashes(manifest, hashes)
     if group_by not in table.columns:
         raise SchemaError(f"group_by column {group_by!r} is not in the manifest; columns are "
                           f"{list(table.columns)}.")
