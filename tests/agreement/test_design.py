@@ -180,11 +180,21 @@ def test_interval_coverage_on_beta_binomial_data():
     theta = g.beta(alpha, beta, n_cells)
     s = g.binomial(n_train, theta)
     y = g.binomial(n_test, theta)
-    lo, hi = predictive_interval(np.full(n_cells, n_test), alpha + s, beta + n_train - s)
+    a_post, b_post = alpha + s, beta + n_train - s
+    lo, hi = predictive_interval(np.full(n_cells, n_test), a_post, b_post)
     covered = int(((lo <= y) & (y <= hi)).sum())
-    assert covered == 780  # regression for this seed
-    # equal-tailed integer quantiles are conservative: coverage >= nominal up to noise
+    # the truth: given s, Y_test is exactly BetaBinomial(n_test, a_post, b_post) here, so a
+    # cell's coverage probability is F(U) - F(L - 1) under that law (scipy), never below 95%
+    p_cover = betabinom.cdf(hi, n_test, a_post, b_post) - betabinom.cdf(lo - 1, n_test, a_post, b_post)
+    assert np.all(p_cover >= 0.95)
+    # observed coverage agrees with the exact expected count (Poisson-binomial, 4 sd)
+    sd = np.sqrt(np.sum(p_cover * (1 - p_cover)))
+    assert abs(covered - p_cover.sum()) < 4 * sd
     assert binomtest(covered, n_cells, 0.95, alternative="less").pvalue > 0.01
+    # a deliberately overconfident interval (prior concentration x 50) under-covers: the
+    # check has power
+    lo2, hi2 = predictive_interval(np.full(n_cells, n_test), 50 * a_post, 50 * b_post)
+    assert ((lo2 <= y) & (y <= hi2)).mean() < 0.9
 
 
 def test_determinism_and_input_order_invariance():
@@ -224,3 +234,16 @@ def test_coverage_records_eligibility(result):
     for r in recs:
         assert r["eligible"] == (r["n_train"] >= 1 and r["n_test"] >= 20)
         assert r["covered"] == (r["lower"] <= r["y_test"] <= r["upper"])
+
+
+def test_model_absent_from_an_institution_is_a_clear_error():
+    cols = _table(n_studies=30)
+    drop = (cols["model"] == "m2") & (cols["institution"] == "inst2")
+    data = JudgmentData.from_columns(**{k: v[~drop] for k, v in cols.items()})
+    with pytest.raises(MedauditError, match=r"\('m2', 'inst2'\).*agreement.models"):
+        run_design(data, estimators=("naive", "beta_binomial"), budgets=(0, 25), repeats=1,
+                   selection=False)
+    # restricted to the model judged everywhere, the design runs
+    res = run_design(data, estimators=("naive", "beta_binomial"), budgets=(0, 25), repeats=1,
+                     selection=False, models=["m1"])
+    assert {f.key.model for f in res.loio} == {data.models.index("m1")}

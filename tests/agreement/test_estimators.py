@@ -270,3 +270,54 @@ def test_every_estimator_key_builds():
     for key in ESTIMATORS:
         if key != "glmm":
             assert make_estimator(key).key == key
+
+
+def test_interaction_of_a_finding_absent_from_the_pool_is_not_aliased():
+    # the pool has findings 0, 1 only.  A test row (d=0, k=2) must get no interaction
+    # indicator; an earlier coding d * (max k + 1) + k mapped it onto the level (d=1, k=0)
+    pool = Pool(institution=[0, 0, 1, 1, 0, 1], finding=[0, 1, 0, 1, 0, 1],
+                direction=[1, 1, 1, 1, 0, 0], n_correct=[5, 9, 2, 8, 3, 4],
+                n_total=[10, 10, 10, 10, 10, 10], target=2)
+    h = make_estimator("hdcal")
+    h._tol = 1e-10
+    h.fit(pool)
+    b, w = h.model_.intercept_[0], dict(zip(["r1", "k1", "d1", "d0k1", "d1k0", "d1k1"],
+                                            h.model_.coef_[0], strict=True))
+    # by hand from the fitted coefficients: reference levels r=0, k=0, d=0, (d,k)=(0,0)
+    want = expit([b + w["r1"],                     # (d=0, k=2): unseen finding -> k, dk zero
+                  b + w["r1"] + w["d1"] + w["d1k0"],  # (d=1, k=0)
+                  b + w["r1"] + w["d1"]])          # (d=1, k=2): unseen interaction
+    np.testing.assert_allclose(h.predict([0, 1, 1], [2, 0, 2], [1, 1, 1]), want, rtol=1e-12)
+    # the witness: sklearn on pandas dummies of the same pool rows
+    d, k, r, c = [], [], [], []
+    for i in range(pool.n_total.size):
+        for correct in (1, 0):
+            m = int(pool.n_correct[i] if correct else pool.n_total[i] - pool.n_correct[i])
+            d += [pool.institution[i]] * m
+            k += [pool.finding[i]] * m
+            r += [pool.direction[i]] * m
+            c += [correct] * m
+    d, k, r = np.array(d), np.array(k), np.array(r)
+    ref = {"r": r, "k": k, "d": d, "dk": [f"{a}:{e}" for a, e in zip(d, k)]}
+    blocks = ["r", "k", "d", "dk"]
+    lr = LogisticRegression(C=1.0, max_iter=1000, tol=1e-10).fit(_row_design(d, k, r, blocks, ref), c)
+    grid = _row_design(np.array([0, 1, 1]), np.array([2, 0, 2]), np.array([1, 1, 1]), blocks, ref)
+    np.testing.assert_allclose(h.predict([0, 1, 1], [2, 0, 2], [1, 1, 1]),
+                               lr.predict_proba(grid)[:, 1], atol=1e-7)
+
+
+def test_beta_binomial_three_cell_example_by_hand():
+    # sources 8/10 and 4/10, target shot 4/5 (all one finding, direction present):
+    # mu = 16/25 = 0.64; v = (10*0.16^2 + 10*0.24^2 + 5*0.16^2)/25 = 0.96/25 = 0.0384;
+    # kappa = 0.64*0.36/0.0384 - 1 = 6 - 1 = 5; alpha = 3.2, beta = 1.8;
+    # target posterior Beta(3.2 + 4, 1.8 + 1) = Beta(7.2, 2.8), mean 7.2/10 = 0.72
+    pool = Pool(institution=[0, 1, 2], finding=[0, 0, 0], direction=[1, 1, 1],
+                n_correct=[8, 4, 4], n_total=[10, 10, 5], target=2)
+    bb = BetaBinomial().fit(pool)
+    pr = bb.prior_
+    assert (pr.mean, pr.variance) == (pytest.approx(0.64, abs=1e-15), pytest.approx(0.0384, abs=1e-15))
+    assert (pr.concentration, pr.alpha, pr.beta) == (pytest.approx(5.0), pytest.approx(3.2),
+                                                     pytest.approx(1.8))
+    assert bb.predict([2, 2], [0, 0], [1, 0]).tolist() == [pytest.approx(0.72), pytest.approx(0.64)]
+    # source cells keep their own counts in the posterior mean: (3.2 + 8)/(5 + 10)
+    assert bb.predict([0], [0], [1])[0] == pytest.approx(11.2 / 15)

@@ -291,8 +291,8 @@ def test_load_judgments_from_csv_records_sha256(tmp_path: Path):
 def test_load_judgments_simulated_passes_seed_and_scale(monkeypatch):
     seen = {}
 
-    def fake(*, rng, scale):
-        seen.update(rng=rng, scale=scale)
+    def fake(*, rng, scale, include_degenerate):
+        seen.update(rng=rng, scale=scale, include_degenerate=include_degenerate)
         return _hand_table()
 
     mod = types.ModuleType("medaudit.agreement.simulate")
@@ -300,7 +300,7 @@ def test_load_judgments_simulated_passes_seed_and_scale(monkeypatch):
     monkeypatch.setitem(sys.modules, "medaudit.agreement.simulate", mod)
     t, prov = load_judgments(_spec(simulate="paper002", simulate_scale=0.1, uncertain="positive"),
                              Path("."), seed=42)
-    assert seen == {"rng": 42, "scale": 0.1}
+    assert seen == {"rng": 42, "scale": 0.1, "include_degenerate": False}
     assert prov["generator_seed"] == 42 and prov["filters"]["uncertain"] == "positive"
     assert len(t) == 9
 
@@ -327,3 +327,64 @@ def test_fully_unparseable_run_is_removed_by_the_parse_step():
     # s3 (3 parsed) is the only run the evaluable-study rule removes rows from
     assert rep.step("evaluable_study").studies_removed == 1
     assert rep.step("evaluable_study").rows_removed == 3
+
+
+def _vlm_table():
+    """A JudgmentTable built with the VLM adapter's own pieces, the way run_binary and
+    run_narrative build theirs (parser verdicts, binary_verdicts, normalise_reference)."""
+    vlm = pytest.importorskip("medaudit.adapters.vlm")
+    reports = {"s1": "No acute cardiopulmonary process.",
+               "s2": "Mild cardiomegaly. No pleural effusion or pneumothorax. No edema. "
+                     "No consolidation. Atelectasis at the left base.",
+               "s3": "Possible atelectasis."}  # too few findings parsed: not evaluable
+    refs = {"s1": [0, 0, -1, None, 0, 0], "s2": [1, 1, 0, 0, 0, 0], "s3": [1, 0, 0, 0, 0, 0]}
+    g = np.random.default_rng(0)
+    rows = []
+    for i, (sid, text) in enumerate(reports.items()):
+        parsed = vlm.parse_report(text)
+        ly, ln = g.normal(size=6), g.normal(size=6)
+        binary = vlm.binary_verdicts(ly, ln)
+        for j, f in enumerate(vlm.FINDINGS):
+            common = {"study_id": sid, "patient_id": f"p{i}", "institution": "A" if i < 2 else "B",
+                      "model": "medgemma", "finding": f,
+                      "reference": vlm.normalise_reference(refs[sid][j])}
+            rows.append({**common, "protocol": "narrative", "prediction": parsed.judgments[f],
+                         "logit_yes": np.nan, "logit_no": np.nan})
+            rows.append({**common, "protocol": "binary", "prediction": str(binary.prediction[j]),
+                         "logit_yes": ly[j], "logit_no": ln[j]})
+    return vlm, pd.DataFrame(rows, columns=list(vlm.JUDGMENT_COLUMNS))
+
+
+def test_vlm_adapter_tables_are_accepted(tmp_path: Path):
+    vlm, raw = _vlm_table()
+    ev = vlm.evaluable_studies(raw)
+    t, rep = validate_judgments(raw, min_parsed_findings=4)
+    # the adapter and the filters agree on which (study, protocol) runs are evaluable
+    kept = set(map(tuple, t[["study_id", "protocol"]].drop_duplicates().to_numpy()))
+    assert kept == set(map(tuple, ev.loc[ev["evaluable"], ["study_id", "protocol"]].to_numpy()))
+    assert rep.step("parse").rows_removed == int((raw["prediction"] == "unparsed").sum())
+    assert rep.step("reference_eligible").rows_removed == 2  # s1 edema, narrative + binary
+    assert rep.step("uncertain").rows_removed == 2  # s1 consolidation ('uncertain')
+    b = t[t["protocol"] == "binary"]
+    assert (b["prediction"] == (b["logit_yes"] > b["logit_no"]).astype(int)).all()
+    assert t.loc[t["protocol"] == "narrative", "logit_yes"].isna().all()
+    # the same table after a CSV round trip (references come back as 1/0/'uncertain'/'missing')
+    raw.to_csv(tmp_path / "vlm.csv", index=False)
+    t2, _ = load_judgments(_spec(path="vlm.csv"), tmp_path, seed=0)
+    key = ["study_id", "protocol", "finding"]
+    cols = ["prediction", "reference", "correct", "direction"]
+    pd.testing.assert_frame_equal(t.sort_values(key)[cols].reset_index(drop=True),
+                                  t2.sort_values(key)[cols].reset_index(drop=True))
+
+
+def test_judgment_variants_read_once_validate_three_ways(tmp_path: Path):
+    from medaudit.agreement.judgments import judgment_variants
+
+    _hand_table().to_csv(tmp_path / "j.csv", index=False)
+    v, prov = judgment_variants(_spec(path="j.csv", uncertain="exclude"), tmp_path, seed=0)
+    assert set(v) == {"exclude", "negative", "positive"}
+    # hand table: one uncertain row (s1/c, predicted YES) -> 8 rows excluded, 9 mapped
+    assert (len(v["exclude"]), len(v["negative"]), len(v["positive"])) == (8, 9, 9)
+    row = {p: v[p].query("study_id == 's1' and finding == 'c'") for p in ("negative", "positive")}
+    assert (row["negative"]["correct"].item(), row["positive"]["correct"].item()) == (0, 1)
+    assert prov["negative"]["steps"][3]["rows_mapped"] == 1

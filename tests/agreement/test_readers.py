@@ -124,9 +124,26 @@ def test_example_spec_runs_end_to_end_small_b():
     from medaudit.io.spec import load_spec
 
     spec, base = load_spec(EXAMPLE)
-    spec = spec.model_copy(update={"error_structure": spec.error_structure.model_copy(
-        update={"n_resamples": 20})})
+    spec = spec.model_copy(update={
+        "error_structure": spec.error_structure.model_copy(update={"n_resamples": 20}),
+        "agreement": spec.agreement.model_copy(update={"repeats": 1, "glmm": False,
+                                                       "budgets": [0, 25]})})
     out = audit(spec, base)
+    fixed = out.results["agreement"].tables["fixed_policy"]
+    # 3 panel slots x 2 targets x 2 budgets x 1 repeat x 6 estimators x 2 criteria
+    assert len(fixed) == 3 * 2 * 2 * 6 * 2 and set(fixed["cohort"]) == {"NIH", "VinDr"}
+    rates = out.results["error_structure"].tables["rates"]
+    assert set(rates["model"]) >= {"reader_1", "reader_2", "reader_3"}
+    # at budget 0 the constant is the pooled rate of the other institution: by hand
+    ev = out.results["agreement"].tables["fixed_policy"]
+    row = ev[(ev["model"] == "reader_1") & (ev["cohort"] == "NIH") & (ev["budget"] == 0)
+             & (ev["estimator"] == "naive") & (ev["criterion"] == "brier_score")].iloc[0]
+    raw, _ = R.nih_vindr_judgments(NIH)
+    t, _ = validate_judgments(raw, protocols=("read",), reference_by_model=True)
+    r1 = t[t["model"] == "reader_1"]
+    p = r1.loc[r1["institution"] == "VinDr", "correct"].mean()
+    c = r1.loc[r1["institution"] == "NIH", "correct"].to_numpy()
+    assert row["estimate"] == pytest.approx(np.mean((p - c) ** 2), rel=1e-12)
     con = out.results["error_structure"].tables["contrasts"]
     assert set(con["cohort"]) == {"NIH - VinDr"}
     fam = con[con["family"] == "bh[fpr]"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -99,3 +100,156 @@ def test_budget_figure_draws_the_table(result):
     assert list(line.get_ydata()) == want["estimate"].tolist()
     with pytest.raises(ValueError, match="one deployment"):
         plot_estimator_budget(summ, ax=ax)
+
+
+@pytest.mark.parametrize("policy", ["exclude", "negative", "positive"])
+def test_uncertain_policy_switch_is_wired_through_the_audit(tmp_path, policy):
+    """judgments.uncertain reaches the filters and both blocks' denominators (M2.1, M2.12)."""
+    from medaudit.audit.run import audit
+    from tests.blocks.test_error_structure import raw_table
+
+    raw = raw_table(4, 20)
+    unc = (raw["finding"] == "edema") & (raw["study_id"].str.endswith(("1", "5")))
+    raw.loc[unc, "reference"] = -1
+    raw.to_csv(tmp_path / "j.csv", index=False)
+    spec = AuditSpec.model_validate({
+        "name": "u", "judgments": {"path": "j.csv", "uncertain": policy},
+        "blocks": ["error_structure", "agreement"],
+        "error_structure": {"n_resamples": 20, "family_models": ["m1", "m2"]},
+        "agreement": {**FAST, "estimators": ["naive", "hdcal", "beta_binomial"],
+                      "candidates": ["naive", "hdcal", "beta_binomial"], "budgets": [0, 25],
+                      "repeats": 1, "models": ["m1", "m2"]}})
+    out = audit(spec, tmp_path)
+    filt = out.provenance["inputs"]["judgments"]["filters"]
+    n_unc = int(unc.sum())
+    assert filt["uncertain"] == policy
+    step = next(s for s in filt["steps"] if s["name"] == "uncertain")
+    assert (step["rows_removed"], step["rows_mapped"]) == \
+        ((n_unc, 0) if policy == "exclude" else (0, n_unc))
+    # edema denominators counted straight from the raw table under the policy
+    nar = raw[(raw["protocol"] == "narrative") & (raw["model"] == "m1") & (raw["finding"] == "edema")]
+    ref = nar["reference"].replace(-1, {"exclude": np.nan, "negative": 0, "positive": 1}[policy])
+    rates = out.results["error_structure"].tables["rates"]
+    got = rates[(rates["model"] == "m1") & (rates["negatives"] == "edema")].groupby("criterion")["n"].sum()
+    assert (got["fpr"], got["fnr"]) == (int((ref == 0).sum()), int((ref == 1).sum()))
+    fixed = out.results["agreement"].tables["fixed_policy"]
+    n_test0 = fixed[(fixed["budget"] == 0) & (fixed["estimator"] == "naive")
+                    & (fixed["criterion"] == "brier_score")].groupby("cohort")["n"].sum()
+    nar_all = raw[(raw["protocol"] == "narrative") & raw["model"].isin(["m1", "m2"])]
+    kept = nar_all if policy != "exclude" else nar_all[nar_all["reference"] != -1]
+    assert n_test0.to_dict() == kept.groupby("institution").size().to_dict()
+
+
+def test_comparisons_count_settings_by_hand():
+    # two settings x two criteria; values chosen so each count is evident
+    rows = []
+    vals = {("brier_score", 25): {"naive": .20, "additive": .18, "hdcal": .17, "beta_binomial": .16},
+            ("brier_score", 50): {"naive": .20, "additive": .15, "hdcal": .21, "beta_binomial": .14},
+            ("ece[n_bins=10]", 25): {"naive": .10, "additive": .05, "hdcal": .05, "beta_binomial": .02},
+            ("ece[n_bins=10]", 50): {"naive": .10, "additive": .06, "hdcal": .04, "beta_binomial": .05}}
+    for (crit, b), v in vals.items():
+        for est, x in v.items():
+            rows.append({"model": "m", "prompt": "narrative", "cohort": "A", "criterion": crit,
+                         "budget": b, "estimator": est, "estimate": x})
+    rows.append({**rows[0], "budget": 0, "estimate": 9.0})  # budget 0 is not a setting
+    c = agreement.comparisons(pd.DataFrame(rows)).set_index(["criterion", "comparison"])
+    # Brier: hdcal < additive in 1/2 (0.17 < 0.18; 0.21 > 0.15); bb < hdcal in 2/2;
+    # hdcal worse than naive in 1/2 (0.21 > 0.20)
+    assert c.loc[("brier_score", "hdcal < additive"), ["n_holds", "n_settings"]].tolist() == [1, 2]
+    assert c.loc[("brier_score", "beta_binomial < hdcal"), "n_holds"] == 2
+    assert c.loc[("brier_score", "hdcal > naive"), "n_holds"] == 1
+    # ECE: an exact tie (0.05 vs 0.05) is not "lower"
+    assert c.loc[("ece[n_bins=10]", "hdcal < additive"), "n_holds"] == 1
+    assert c.loc[("ece[n_bins=10]", "beta_binomial < hdcal"), "estimate"] == 0.5
+    assert c.loc[("ece[n_bins=10]", "additive > naive"), "n_holds"] == 0
+
+
+def test_block_reports_comparisons(result):
+    c = result.tables["comparisons"]
+    summ = result.tables["fixed_policy_summary"]
+    s = summ[(summ["budget"] > 0) & (summ["criterion"] == "brier_score")]
+    w = s.pivot_table(index=["model", "cohort", "budget"], columns="estimator", values="estimate")
+    row = c[(c["criterion"] == "brier_score") & (c["comparison"] == "hdcal < additive")].iloc[0]
+    assert row["n_settings"] == len(w) == 2 * 3 * 2
+    assert row["n_holds"] == int((w["hdcal"] < w["additive"]).sum())
+
+
+def test_uncertain_sensitivity_reruns_each_policy():
+    raw = simulate_paper002(rng=11, scale=0.04, protocols=("narrative",))
+    variants = {p: validate_judgments(raw, uncertain=p, source="sim")[0]
+                for p in ("exclude", "negative", "positive")}
+    spec = AuditSpec.model_validate({"name": "t", "judgments": {"simulate": "paper002"},
+                                     "agreement": {**FAST, "budgets": [0, 25], "repeats": 1}})
+    out = agreement.uncertain_sensitivity(variants, spec.agreement)
+    assert set(out["uncertain"]) == {"exclude", "negative", "positive"}
+    n = out.groupby("uncertain")["n_judgments"].first()
+    # mapping keeps the uncertain rows; excluding drops them (MIMIC has uncertain labels)
+    assert n["negative"] == n["positive"] > n["exclude"]
+    for p, t in variants.items():  # each policy's counts = the block run on that table
+        ctx = AuditContext(scores=pd.DataFrame(), judgments=t, spec=spec.model_copy(update={
+            "agreement": spec.agreement.model_copy(update={
+                "estimators": ["naive", "additive", "hdcal", "beta_binomial"],
+                "selection": False})}))
+        want = agreement.run(ctx).tables["comparisons"]
+        got = out[out["uncertain"] == p].drop(columns=["uncertain", "n_judgments"])
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
+
+
+def test_block_uncertain_sensitivity_table_and_missing_variants():
+    raw = simulate_paper002(rng=5, scale=0.04, protocols=("narrative",))
+    variants = {p: validate_judgments(raw, uncertain=p, source="sim")[0]
+                for p in ("exclude", "negative", "positive")}
+    ctx = _ctx(uncertain_sensitivity=True, budgets=[0, 25], repeats=1)
+    ctx = AuditContext(scores=pd.DataFrame(), spec=ctx.spec, judgments=variants["exclude"])
+    with pytest.raises(SchemaError, match="judgment_variants"):
+        agreement.run(ctx)
+    import dataclasses
+
+    ctx = dataclasses.replace(ctx, judgment_variants=variants)
+    t = agreement.run(ctx).tables["uncertain_sensitivity"]
+    assert t.equals(agreement.uncertain_sensitivity(variants, ctx.spec.agreement))
+    assert set(t["uncertain"]) == {"exclude", "negative", "positive"}
+
+
+def test_simulated_example_spec_small():
+    """examples/paper002_simulated.yaml, shrunk: degenerate llava-med flagged, kept out of the
+    BH families and the estimators."""
+    from pathlib import Path
+
+    from medaudit.audit.run import audit
+    from medaudit.io.spec import load_spec
+
+    spec, base = load_spec(Path(__file__).resolve().parents[2] / "examples" / "paper002_simulated.yaml")
+    spec = spec.model_copy(update={
+        "judgments": spec.judgments.model_copy(update={"simulate_scale": 0.03}),
+        "error_structure": spec.error_structure.model_copy(update={"n_resamples": 20}),
+        "agreement": spec.agreement.model_copy(update={**FAST, "models": ["medgemma", "chexagent"],
+                                                       "budgets": [0, 25], "repeats": 1})})
+    out = audit(spec, base)
+    es_t = out.results["error_structure"].tables
+    a = es_t["assertion"]
+    summ = a[(a["model"] == "llava-med") & (a["negatives"] == "all")].set_index("prompt")
+    assert summ["degenerate"].all()
+    assert set(summ.loc["narrative", "kind"]) == {"never_present"}
+    assert set(summ.loc["binary", "kind"]) == {"always_present"}
+    con = es_t["contrasts"]
+    assert set(con.loc[con["model"] == "llava-med", "family"]) == {"descriptive"}
+    assert set(out.results["agreement"].tables["fixed_policy"]["model"]) == {"medgemma", "chexagent"}
+    assert out.provenance["inputs"]["judgments"]["degenerate_model"] is True
+
+
+def test_uncertain_sensitivity_runs_from_the_spec_through_audit():
+    """`agreement.uncertain_sensitivity: true` loads the three policies in build_context."""
+    from medaudit.audit.run import audit
+    from medaudit.io.spec import AuditSpec
+
+    spec = AuditSpec.model_validate({
+        "name": "u", "seed": 5, "blocks": ["agreement"],
+        "judgments": {"simulate": "paper002", "simulate_scale": 0.04},
+        "agreement": {**FAST, "uncertain_sensitivity": True, "budgets": [0, 25], "repeats": 1,
+                      "protocol": "narrative"}})
+    out = audit(spec, ".")
+    t = out.results["agreement"].tables["uncertain_sensitivity"]
+    assert set(t["uncertain"]) == {"exclude", "negative", "positive"}
+    prov = out.provenance["inputs"]["judgments"]["uncertain_variants"]
+    assert prov  # the three policies' filter counts reach results.json

@@ -151,7 +151,7 @@ def test_cmh_drops_one_collapsed_stratum_and_names_it():
     r = es.run(make_ctx(raw)).tables["cmh"]
     row = r[(r["model"] == "m1") & (r["criterion"] == "fpr_cmh") & (r["cohort"] == "A - B")].iloc[0]
     assert row["dropped_strata"] == "pneumothorax" and row["n_strata_used"] == 3
-    assert "1 uninformative" in row["qualification"]
+    assert "1 empty or uninformative" in row["qualification"]
 
 
 def test_jaccard_from_the_significant_sets(result):
@@ -309,3 +309,22 @@ def test_end_to_end_audit_with_judgments_only(tmp_path: Path):
     assert out.provenance["inputs"]["judgments"]["filters"]["n_input_rows"] == len(raw_table(2, 15))
     write_outcome(out, tmp_path / "out")
     assert (tmp_path / "out" / "tables" / "error_structure__contrasts.csv").is_file()
+
+
+def test_cmh_names_a_stratum_the_model_lacks_at_one_institution():
+    # m1 has no narrative pneumothorax rows at B (m2 keeps them, so the table validates): the
+    # empty stratum is dropped *and reported*, and the test equals statsmodels on the rest
+    base = make_ctx(raw_table(3))
+    t = base.judgments
+    t = t[~((t["model"] == "m1") & (t["protocol"] == "narrative")
+            & (t["finding"] == "pneumothorax") & (t["institution"] == "B"))].reset_index(drop=True)
+    ctx = AuditContext(scores=pd.DataFrame(), spec=base.spec, judgments=t)
+    r = es.run(ctx).tables["cmh"]
+    row = r[(r["model"] == "m1") & (r["criterion"] == "fnr_cmh") & (r["cohort"] == "A - B")].iloc[0]
+    assert row["dropped_strata"] == "pneumothorax" and row["n_strata"] == 4
+    assert row["n_strata_used"] == 3 and "1 empty" in row["qualification"]
+    c = _pandas_counts(ctx.judgments)
+    tabs = [[[c.loc[("m1", i, f), "fnr_events"], c.loc[("m1", i, f), "fnr_n"]
+              - c.loc[("m1", i, f), "fnr_events"]] for i in ("A", "B")] for f in FINDINGS[:3]]
+    st = StratifiedTable(np.moveaxis(np.asarray(tabs, dtype=float), 0, -1))
+    assert row["pvalue"] == pytest.approx(st.test_null_odds(correction=True).pvalue, rel=1e-10)

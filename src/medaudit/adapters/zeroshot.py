@@ -231,6 +231,13 @@ def _library_versions(kind: str) -> dict[str, str]:
     return out
 
 
+def _no_address(text: str) -> str:
+    """Drop object addresses (``<... at 0x7f...>``) so failure tables are identical across runs."""
+    import re
+
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
+
+
 def open_rgb(path: Path | io.BytesIO) -> Any:
     """The image at ``path`` (or in a bytes buffer) as RGB (M0.3: before the checkpoint's processor)."""
     from PIL import Image
@@ -341,7 +348,7 @@ def score_manifest(manifest: pd.DataFrame, encoder: Any, *, base_dir: str | os.P
                 undecodable.add(d)
                 failures.extend({"row": j, "image_id": m["image_id"].iloc[j],
                                  "cohort": m["cohort"].iloc[j], "path": str(path),
-                                 "error": f"cannot decode image: {type(exc).__name__}: {exc}"}
+                                 "error": "cannot decode image: " + _no_address(f"{type(exc).__name__}: {exc}")}
                                 for j, dj in enumerate(digests) if dj == d)
         if images:
             emb = np.asarray(encoder.encode_images(images), dtype=np.float32)

@@ -329,6 +329,15 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
         if extra:
             raise MedauditError(f"candidates {extra} are not in estimators; the selector's choice "
                                 "is scored as that fixed policy, so add them to estimators.")
+    # every deployment needs judgments: a model absent from an institution has no target rows
+    # there and leaves the folds that use it as a source one institution short
+    absent = [(data.models[m], data.institutions[i]) for m in model_codes for i in range(n_inst)
+              if data.rows(m, i).size == 0]
+    if absent:
+        raise MedauditError(
+            f"leave-one-institution-out needs every model at every institution; (model, "
+            f"institution) pair(s) {absent[:5]} have no evaluable judgments.  Restrict "
+            "`agreement.models` to models judged at every institution.")
     nonzero = [b for b in budgets if b > 0]
     insts = range(n_inst)
     loio_keys = [FoldKey("loio", m, t, tuple(s for s in insts if s != t), b, rep)

@@ -206,18 +206,28 @@ class Naive(_Estimator):
 _BLOCKS = {"additive": ("r", "k", "d"), "hdcal": ("r", "k", "d", "dk")}
 
 
+#: combined (d, k) level = d * _DK_WIDTH + k.  A fixed width, never one taken from the pool:
+#: with ``max(k in pool) + 1`` a test finding absent from the pool aliased another
+#: institution's interaction level (d=0, k=K) == (d=1, k=0) and switched its indicator on
+_DK_WIDTH = 1 << 31
+
+
+def _combined(d: NDArray[np.int64], k: NDArray[np.int64]) -> NDArray[np.int64]:
+    if k.size and int(k.max()) >= _DK_WIDTH:
+        raise MedauditError(f"finding codes must be below {_DK_WIDTH}; got {int(k.max())}.")
+    return d.astype(np.int64) * _DK_WIDTH + k
+
+
 def _levels(pool: Pool) -> dict[str, NDArray[np.int64]]:
     """Non-reference levels of each factor in the pool (first sorted level dropped)."""
     d, k, r = pool.institution, pool.finding, pool.direction
-    width = int(k.max()) + 1 if k.size else 1  # combined (d, k) level = d * width + k
     return {"r": np.unique(r)[1:], "k": np.unique(k)[1:], "d": np.unique(d)[1:],
-            "dk": np.unique(d * width + k)[1:], "_width": np.array([width])}
+            "dk": np.unique(_combined(d, k))[1:]}
 
 
 def _design(levels: dict[str, NDArray[np.int64]], blocks: tuple[str, ...], d, k, r) -> NDArray:
     """One-hot indicators of the non-reference levels; unseen levels give all zeros."""
-    width = int(levels["_width"][0])
-    value = {"r": r, "k": k, "d": d, "dk": d * width + k}
+    value = {"r": r, "k": k, "d": d, "dk": _combined(d, k)}
     cols = [(value[b][:, None] == levels[b][None, :]) for b in blocks]
     return np.concatenate(cols, axis=1).astype(np.float64) if cols else np.zeros((d.size, 0))
 

@@ -45,7 +45,8 @@ finding, direction) with ``n`` judgments and ``k = sum(correct)``.
 Parquet file (``spec.path``, relative to ``base_dir``), or builds the embedded simulated
 study (``spec.simulate == "paper002"``) or the real reader table (``spec.readers``),
 validates it and returns the evaluable table with its provenance (sha256 of the file,
-filter counts).
+filter counts).  :func:`judgment_variants` reads the same source once and returns the
+evaluable table under each uncertain policy (the M2.12 sensitivity).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from medaudit.exceptions import MedauditError, SchemaError
 
 __all__ = ["JUDGMENT_COLUMNS", "OPTIONAL_COLUMNS", "CELL_KEYS", "UNCERTAIN_POLICIES",
            "PROTOCOLS", "FilterStep", "JudgmentReport", "validate_judgments", "cells",
-           "load_judgments", "parse_prediction", "parse_reference"]
+           "load_judgments", "judgment_variants", "parse_prediction", "parse_reference"]
 
 JUDGMENT_COLUMNS = ("study_id", "patient_id", "institution", "model", "protocol", "finding",
                     "prediction", "reference")
@@ -439,39 +440,23 @@ def _resolve(base_dir: Path, p: str) -> Path:
     return Path(p) if Path(p).is_absolute() else (base_dir / p).resolve()
 
 
-def load_judgments(spec: Any, base_dir: Path, *, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read (or simulate, or build from reader labels), validate and filter the judgment table.
-
-    Parameters
-    ----------
-    spec : JudgmentsSpec
-        ``path`` (CSV/Parquet, relative to ``base_dir``), ``simulate="paper002"`` or
-        ``readers``; plus the filter settings (``uncertain``, ``min_parsed_findings``,
-        ``protocols``, ``reference_by_model``; the reader design fixes the last two to
-        ``("read",)`` and True) and a ``columns`` rename map.
-    base_dir : Path
-        Directory of the spec file.
-    seed : int
-        Seed of the simulated study (the audit seed).
-
-    Returns
-    -------
-    table : DataFrame
-        The evaluable table.
-    provenance : dict
-        Where the table came from (path and sha256, or generator and seed, or the reader
-        design) and the filter counts.
-    """
+def _read_raw(spec: Any, base_dir: Path, seed: int
+              ) -> tuple[pd.DataFrame, str, dict[str, Any], tuple[str, ...], bool]:
+    """The raw table named by ``spec``, renamed, with its source, provenance and filter design."""
     base_dir = Path(base_dir)
     prov: dict[str, Any]
+    protocols, by_model = tuple(spec.protocols), spec.reference_by_model
     if getattr(spec, "simulate", None) == "paper002":
         from medaudit.agreement.simulate import simulate_paper002
 
-        raw = simulate_paper002(rng=seed, scale=spec.simulate_scale)
+        degenerate = bool(getattr(spec, "simulate_degenerate", False))
+        raw = simulate_paper002(rng=seed, scale=spec.simulate_scale,
+                                include_degenerate=degenerate)
         raw = raw if isinstance(raw, pd.DataFrame) else pd.DataFrame(raw)
         source = "simulated paper-002 judgment table"
         prov = {"simulated": True, "generator": "medaudit.agreement.simulate.simulate_paper002",
-                "generator_seed": int(seed), "scale": spec.simulate_scale}
+                "generator_seed": int(seed), "scale": spec.simulate_scale,
+                "degenerate_model": degenerate}
     elif getattr(spec, "readers", None) is not None:
         from medaudit.agreement.readers import nih_vindr_judgments
 
@@ -501,11 +486,58 @@ def load_judgments(spec: Any, base_dir: Path, *, seed: int) -> tuple[pd.DataFram
             raise SchemaError(f"{source}: judgments.columns renames column(s) {absent} that the "
                               f"table lacks; it has {list(raw.columns)}.")
         raw = raw.rename(columns=rename)
-    if getattr(spec, "readers", None) is None:
-        protocols, by_model = tuple(spec.protocols), spec.reference_by_model
+    return raw, source, prov, protocols, by_model
+
+
+def load_judgments(spec: Any, base_dir: Path, *, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read (or simulate, or build from reader labels), validate and filter the judgment table.
+
+    Parameters
+    ----------
+    spec : JudgmentsSpec
+        ``path`` (CSV/Parquet, relative to ``base_dir``), ``simulate="paper002"`` or
+        ``readers``; plus the filter settings (``uncertain``, ``min_parsed_findings``,
+        ``protocols``, ``reference_by_model``; the reader design fixes the last two to
+        ``("read",)`` and True) and a ``columns`` rename map.
+    base_dir : Path
+        Directory of the spec file.
+    seed : int
+        Seed of the simulated study (the audit seed).
+
+    Returns
+    -------
+    table : DataFrame
+        The evaluable table.
+    provenance : dict
+        Where the table came from (path and sha256, or generator and seed, or the reader
+        design) and the filter counts.
+    """
+    raw, source, prov, protocols, by_model = _read_raw(spec, base_dir, seed)
     table, report = validate_judgments(
         raw, source=source, uncertain=spec.uncertain,
         min_parsed_findings=spec.min_parsed_findings, protocols=protocols,
         reference_by_model=by_model)
     prov["filters"] = report.to_dict()
     return table, prov
+
+
+def judgment_variants(spec: Any, base_dir: Path, *, seed: int
+                      ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """The evaluable table under every uncertain-label policy (M2.12 sensitivity).
+
+    The raw table is read once and validated with ``uncertain`` = ``"exclude"``,
+    ``"negative"`` and ``"positive"`` (every other filter setting from ``spec``).
+
+    Returns
+    -------
+    variants : dict policy -> DataFrame
+    provenance : dict policy -> filter counts
+    """
+    raw, source, _, protocols, by_model = _read_raw(spec, base_dir, seed)
+    out, prov = {}, {}
+    for policy in UNCERTAIN_POLICIES:
+        out[policy], rep = validate_judgments(
+            raw, source=source, uncertain=policy, min_parsed_findings=spec.min_parsed_findings,
+            protocols=protocols, reference_by_model=by_model)
+        prov[policy] = rep.to_dict()
+    return out, prov

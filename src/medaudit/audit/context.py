@@ -75,13 +75,19 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> tuple[AuditCon
     """
     base_dir = Path(base_dir)
     inputs: dict[str, Any] = {}
-    annotations = judgments = None
+    annotations = judgments = variants = None
     if spec.judgments is not None:
         from medaudit.agreement.judgments import load_judgments
 
         judgments, inputs["judgments"] = load_judgments(spec.judgments, base_dir, seed=spec.seed)
+        if spec.agreement.uncertain_sensitivity:
+            from medaudit.agreement.judgments import judgment_variants
+
+            variants, prov = judgment_variants(spec.judgments, base_dir, seed=spec.seed)
+            inputs["judgments"]["uncertain_variants"] = prov
     if not spec.has_scores:
-        return AuditContext(scores=_EMPTY_SCORES.copy(), spec=spec, judgments=judgments), inputs
+        return AuditContext(scores=_EMPTY_SCORES.copy(), spec=spec, judgments=judgments,
+                            judgment_variants=variants), inputs
     table, score_inputs, spec = load_scores(spec, base_dir)
     inputs.update(score_inputs)
     source = score_inputs.get("scores", "simulated paper-000 table")
@@ -101,7 +107,7 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> tuple[AuditCon
         t = ensemble_seeds(t)
     check_spec_against_table(spec, t, source=source)
     return AuditContext(scores=t, spec=spec, seed_scores=seed_scores, annotations=annotations,
-                        judgments=judgments), inputs
+                        judgments=judgments, judgment_variants=variants), inputs
 
 
 _EMPTY_SCORES = pd.DataFrame({"image_id": pd.Series(dtype=object), "cohort": pd.Series(dtype=object),

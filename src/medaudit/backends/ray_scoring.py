@@ -62,7 +62,17 @@ class _EncodeShards:
                  namespace: dict[str, str]):
         from medaudit.adapters.cache import EmbeddingCache
 
+        from medaudit.exceptions import MedauditError
+
         self.encoder = encoder_factory()
+        # a worker whose factory builds another model (other weights, other processor) must not
+        # write its embeddings under the driver's cache key
+        mine = {"model": self.encoder.entry.name, "revision": self.encoder.revision,
+                "processor": self.encoder.processor_id}
+        if mine != dict(namespace):
+            raise MedauditError(f"a Ray worker's encoder is {mine} but the run's embedding cache "
+                                f"is keyed {dict(namespace)}; the encoder factory must build the "
+                                "model the driver planned with.")
         self.cache = EmbeddingCache(cache_root, **namespace)
         self.shards = shards
 

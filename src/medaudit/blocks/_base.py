@@ -99,6 +99,8 @@ class AuditContext:
     annotations: pd.DataFrame | None = None
     #: validated judgment table (paper 002), when the spec has ``judgments:``
     judgments: pd.DataFrame | None = None
+    #: the judgment table under each uncertain-label policy (M2.12 sensitivity), when asked
+    judgment_variants: dict[str, pd.DataFrame] | None = None
     #: runs independent analysis cells (``backend.map(fn, items)``); None = in order, in process
     backend: Any = field(default=None, repr=False, compare=False)
     #: called by blocks at each step (e.g. one cohort's bootstrap); drives progress bars

@@ -46,6 +46,9 @@ class JudgmentsSpec(_Strict):
     #: the embedded simulated three-institution study instead
     simulate: Literal["paper002"] | None = None
     simulate_scale: float = Field(1.0, gt=0.0, le=1.0)
+    #: add the degenerate third model (``llava-med``: narrative never present, binary always
+    #: yes) to the simulated study; paper 002 reports it outside the BH families
+    simulate_degenerate: bool = False
     #: the real reader table (NIH + VinDr) instead
     readers: ReadersSpec | None = None
     #: rename map, file column -> JudgmentTable column (e.g. {"Study": "study_id"})

@@ -58,6 +58,10 @@ class AgreementSpec(_Strict):
     n_resamples: int = Field(10_000, ge=10)
     gap_estimators: list[Estimator] = Field(default_factory=lambda: ["hdcal", "beta_binomial"],
                                             min_length=2, max_length=2)
+    #: M2.12: refit the fixed policies under each uncertain-label policy (exclude, negative,
+    #: positive) and count where the within-family comparisons hold (table
+    #: ``uncertain_sensitivity``); the primary analysis keeps ``judgments.uncertain``
+    uncertain_sensitivity: bool = False
 
     @field_validator("budgets")
     @classmethod
