@@ -18,6 +18,7 @@ writes nothing (BENCHMARKS.md is maintained elsewhere).  Target: full grid <= 15
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import os
 import platform
 import sys
@@ -86,4 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _sections import run_and_record
+
+    run_and_record("bench_agreement", "Reliability-estimator grid (paper 002, issue 5)", main)

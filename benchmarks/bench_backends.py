@@ -145,4 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _sections import run_and_record
+
+    run_and_record("bench_backends", "Execution backends: local vs Ray (issue 9)", main)

@@ -20,6 +20,8 @@ Prints a Markdown table (it does not edit BENCHMARKS.md).  Usage:
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+import sys
 import platform
 import time
 
@@ -79,10 +81,10 @@ def ours(votes, scores, n_rep: int) -> tuple[float, object]:
     return time.perf_counter() - t, res
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1,000 items and 100 replicates")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     n_items, n_ann, n_models, B = (1000, 8, 10, 100) if args.quick else (5000, 8, 10, 1000)
     n_peer = 5 if args.quick else 10
     votes, scores = problem(n_items, n_ann, n_models)
@@ -105,4 +107,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _sections import run_and_record
+
+    run_and_record("bench_labels", "Annotation bootstrap (paper 001, issue 4)", main)

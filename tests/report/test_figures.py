@@ -281,7 +281,10 @@ def test_several_panels_into_one_ax_is_refused(tables):
 # ----------------------------------------------------------------------------- render_all
 def test_render_all_order_formats_and_captions(rendered, tmp_path):
     names = [f.name for f in rendered]
-    assert names == [stem for stem, _, _ in F.FIGURES]  # all eight, fixed order
+    # the eight paper-000 figures, in fixed order (figures 9-12 need paper 001/002 blocks,
+    # which this audit does not run: tests/report/test_papers_report.py draws them)
+    assert names == [stem for stem, block, _ in F.FIGURES
+                     if block not in ("label_uncertainty", "error_structure", "agreement")]
     for f in rendered:
         assert f.png.startswith(b"\x89PNG\r\n\x1a\n") and len(f.png) > 5000
         assert f.svg.lstrip().startswith("<?xml") and "</svg>" in f.svg

@@ -1,6 +1,6 @@
-"""Retained-target comparisons and optimisation-seed summaries (paper 000 Tables 18 and 20).
+"""Retained-target comparisons and optimisation-seed summaries (paper 000 Tables 18-20).
 
-Two tables:
+Four tables:
 
 ``comparisons``
     One row per ``retained`` spec entry x cohort: score set ``a`` (e.g. the original
@@ -29,14 +29,42 @@ Two tables:
     on the retained targets (``kind = "seed"``) and their mean and SD
     (``kind = "seed_summary"``) -- Table 20's "seed delta mean +/- SD".
 
+``composition`` (M0.13 comparison (i), the target-composition effect)
+    One row per entry x cohort: score set ``a`` alone on its FULL targets (every image
+    ``a`` scores) and on the retained targets (the images ``b`` also scores):
+    ``auroc_all``, ``auroc_retained`` and ``estimate = AUROC(a, retained) - AUROC(a,
+    all)`` with percentile intervals from one nested bootstrap (``design`` below).
+    ``a`` is compared with itself on two target sets, so this never aligns ``a`` with
+    ``b``'s scores; ``b`` only defines which images are retained (``targets_from``).
+
+``exclusion`` (Table 19)
+    Per entry x cohort, counts from the score table: ``n_original`` (images ``a``
+    scores), ``n_excluded`` (of those, images ``b`` lacks), ``n_retained``,
+    ``n_pos_retained``, ``n_neg_retained`` (``source = "scores"``); then the counts
+    that only the training run knows (the source cohort and its optimisation/selection
+    roles), read from the ``training`` entries ``exclusion[<cohort>]`` of ``b``'s model
+    card (``source = "model card"``; written by ``medaudit train supervised``, see
+    :func:`exclusion_card_entries`).  A card entry for a scored cohort is checked against
+    the score-table counts; a disagreement is stated in ``qualification``.
+
 The column ``seed`` is the analysis (run) seed, as in every block; the optimisation
 seed of a model is ``model_seed``.  The seed SD describes optimisation variability;
 it is not a confidence interval.
+
+Design of the composition interval (``within_label[label x retained]+nested``): the
+retained targets are a subset of the full targets, so the two AUROCs share most of
+their images and must be resampled together.  Each replicate draws the images once,
+within the four strata label x retained/excluded, and computes AUROC(a, all) on every
+drawn image and AUROC(a, retained) on the drawn retained ones.  Stratifying by
+retention keeps both target sets' class counts fixed in every replicate: the exclusion
+list is a fixed output of the overlap screen, not sampling noise, just as B-WL treats
+the class sizes as fixed.  Conditional on the fitted score set ``a``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -44,14 +72,21 @@ import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row
 from medaudit.exceptions import SchemaError
-from medaudit.io.spec import RetainedSpec
+from medaudit.io.spec import ModelCard, RetainedSpec
 from medaudit.stats import delong_ci, delong_test, paired_bootstrap, roc_auc
+from medaudit.stats.bootstrap import percentile_interval
 
-__all__ = ["NAME", "run"]
+__all__ = ["NAME", "run", "exclusion_card_entries", "card_exclusion_counts", "COUNT_FIELDS"]
 
 NAME = "retained"
 SD_DDOF = 1
 _MIN_SEEDS = 2  # a model "has seeds" when it has at least this many distinct seeds
+COMPOSITION_DESIGN = "within_label[label x retained]+nested"
+#: Table 19 columns as the trainer writes them (exclusion.csv, model-card entries)
+COUNT_FIELDS = ("original", "excluded", "retained", "positives_retained", "negatives_retained")
+#: the same counts in the audit's ``exclusion`` table
+_COUNT_COLUMNS = ("n_original", "n_excluded", "n_retained", "n_pos_retained", "n_neg_retained")
+_CARD_KEY = re.compile(r"exclusion\[(?P<cohort>.+)\]")
 
 
 def _first(ids, k: int = 5) -> str:
@@ -281,6 +316,161 @@ def _seed_delta_rows(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt
     return rows, (mean, sd, len(deltas)), ""
 
 
+# ----------------------------------------------------------------------------- composition
+def _composition_job(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``a``'s full targets with a retained flag (images ``b`` also scores), and the cell."""
+    a, b = entry.a, entry.b
+    what = (f"target composition of {a!r} (retained = images {b!r} scores) on cohort "
+            f"{cohort!r}, prompt {prompt!r}")
+    ga = _series(ctx.scores, cohort, a, prompt, what).sort_index()
+    ib = set(_series(ctx.scores, cohort, b, prompt, what).index)
+    keep = ga.index.isin(list(ib))
+    y = ga["label"].to_numpy(dtype=np.float64)
+    _need_both_classes(y, f"{what}: the {y.size} image(s) {a!r} scores")
+    if not keep.any():
+        raise SchemaError(f"{what}: {b!r} scores none of the {y.size} image(s) {a!r} scores, e.g. "
+                          f"{_first(ga.index)}; retained targets are the images both score.")
+    _need_both_classes(y[keep], f"{what}: the {int(keep.sum())} retained image(s)")
+    info = {"y": y, "keep": keep, "n_only_b": len(ib - set(ga.index))}
+    cell = {"label": y, "score": ga["score"].to_numpy(dtype=np.float64), "retained": keep,
+            "n_resamples": ctx.spec.n_resamples, "confidence_level": ctx.spec.confidence_level,
+            "seed": ctx.seed, "key": (NAME, "composition", cohort, a, b, prompt)}
+    return info, cell
+
+
+def _composition_cell(cell: dict[str, Any]) -> dict[str, Any]:
+    """AUROC on all and on the retained images from one nested within-label bootstrap.
+
+    One :func:`paired_bootstrap` draw (strata label x retained) scores two vectors: the
+    scores themselves (AUROC on all images) and a copy in which every excluded positive
+    sits below and every excluded negative above all other scores, so that every pair
+    with an excluded image is discordant and the copy's AUROC counts only retained
+    pairs: ``AUROC(copy) = AUROC(retained) * n_pos_r * n_neg_r / (n_pos * n_neg)``.  The
+    strata fix those counts in every replicate, so rescaling gives the retained AUROC
+    of the same draw exactly (the tests recompute replicates on materialised resamples).
+    """
+    y, s, keep, level = cell["label"], cell["score"], cell["retained"], cell["confidence_level"]
+    pos = y == 1
+    masked = np.where(keep, s, np.where(pos, s.min() - 1.0, s.max() + 1.0))
+    boot = paired_bootstrap(y, {"all": s, "masked": masked}, metrics=["roc_auc"], contrasts=[],
+                            design="within_label", strata=keep, n_resamples=cell["n_resamples"],
+                            confidence_level=level, rng=cell_rng(cell["seed"], *cell["key"]))
+    scale = (pos.sum() * (~pos).sum()) / ((pos & keep).sum() * (~pos & keep).sum())
+    rep_all = boot.marginal[("all", "roc_auc")].replicates
+    rep_ret = boot.marginal[("masked", "roc_auc")].replicates * scale
+    out = {"auroc_all": roc_auc(y, s), "auroc_retained": roc_auc(y[keep], s[keep]),
+           "n_resamples": boot.n_resamples, "rep_all": rep_all, "rep_retained": rep_ret}
+    for name, reps in (("all", rep_all), ("retained", rep_ret), ("difference", rep_ret - rep_all)):
+        out[f"ci_{name}"] = percentile_interval(reps, level)
+        out[f"n_degenerate_{name}"] = int(np.isnan(reps).sum())
+    return out
+
+
+def _composition_row(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str,
+                     info: dict[str, Any], res: dict[str, Any]) -> dict[str, Any]:
+    a, b = entry.a, entry.b
+    y, keep = info["y"], info["keep"]
+    n, n_pos = int(y.size), int(y.sum())
+    r_pos, r_neg = int(y[keep].sum()), int((y[keep] == 0).sum())
+    n_deg = res["n_degenerate_difference"]
+    qual = _join(_exposure(ctx, cohort, a),
+                 "no image excluded: the target sets coincide" if keep.all() else "",
+                 f"{info['n_only_b']} image(s) only {b!r} scores are in neither target set"
+                 if info["n_only_b"] else "",
+                 f"{n_deg} degenerate bootstrap replicate(s)" if n_deg else "")
+    return spec_row(
+        model=a, prompt=prompt, cohort=cohort, criterion="roc_auc_difference",
+        design=COMPOSITION_DESIGN, n_resamples=res["n_resamples"], seed=ctx.seed, family=None,
+        contrast="retained - all", targets_from=b,
+        auroc_all=res["auroc_all"], auroc_all_ci_low=res["ci_all"][0],
+        auroc_all_ci_high=res["ci_all"][1], auroc_retained=res["auroc_retained"],
+        auroc_retained_ci_low=res["ci_retained"][0], auroc_retained_ci_high=res["ci_retained"][1],
+        estimate=res["auroc_retained"] - res["auroc_all"], ci_low=res["ci_difference"][0],
+        ci_high=res["ci_difference"][1], n_degenerate=n_deg, n=n, n_pos=n_pos, n_neg=n - n_pos,
+        n_retained=r_pos + r_neg, n_pos_retained=r_pos, n_neg_retained=r_neg,
+        n_excluded=n - r_pos - r_neg, n_pos_excluded=n_pos - r_pos,
+        n_neg_excluded=n - n_pos - r_neg, qualification=qual)
+
+
+# ----------------------------------------------------------------------------- Table 19
+def exclusion_card_entries(counts: pd.DataFrame) -> dict[str, str]:
+    """Model-card ``training`` entries carrying Table 19 counts, one per row of ``counts``.
+
+    Parameters
+    ----------
+    counts : pandas.DataFrame
+        Columns ``cohort`` and :data:`COUNT_FIELDS` (the trainer's ``exclusion.csv``).
+
+    Returns
+    -------
+    dict of str to str
+        ``{"exclusion[<cohort>]": "original=138, excluded=1, retained=137, ..."}``, in
+        row order; :func:`card_exclusion_counts` reads them back.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame([{"cohort": "mc", "original": 138, "excluded": 1, "retained": 137,
+    ...                    "positives_retained": 58, "negatives_retained": 79}])
+    >>> exclusion_card_entries(t)["exclusion[mc]"]
+    'original=138, excluded=1, retained=137, positives_retained=58, negatives_retained=79'
+    """
+    missing = [c for c in ("cohort", *COUNT_FIELDS) if c not in counts.columns]
+    if missing:
+        raise SchemaError(f"exclusion counts lack column(s) {missing}; expected "
+                          f"{['cohort', *COUNT_FIELDS]}.")
+    return {f"exclusion[{r['cohort']}]": ", ".join(f"{k}={int(r[k])}" for k in COUNT_FIELDS)
+            for r in counts.to_dict("records")}
+
+
+def card_exclusion_counts(card: ModelCard) -> dict[str, dict[str, int]]:
+    """Table 19 counts recorded in ``card.training`` (cohort -> field -> count), card order.
+
+    Raises :class:`SchemaError` naming the entry when a value is not the
+    :func:`exclusion_card_entries` form.
+    """
+    out: dict[str, dict[str, int]] = {}
+    for key, value in card.training.items():
+        m = _CARD_KEY.fullmatch(key)
+        if m is None:
+            continue
+        parts = dict(p.split("=", 1) for p in (x.strip() for x in value.split(",")) if "=" in p)
+        if sorted(parts) != sorted(COUNT_FIELDS) or not all(v.isdigit() for v in parts.values()):
+            raise SchemaError(f"model card {card.name!r}: training entry {key!r} = {value!r} is not "
+                              f"'{'=N, '.join(COUNT_FIELDS)}=N' (non-negative integers).")
+        out[m["cohort"]] = {k: int(parts[k]) for k in COUNT_FIELDS}
+    return out
+
+
+def _exclusion_rows(ctx: AuditContext, entry: RetainedSpec, prompt: str, cohorts: list[str],
+                    infos: dict[str, dict[str, Any]]) -> tuple[dict[str, dict], list[dict]]:
+    """Table 19 rows of one entry: (rows from the score table, rows only the card has)."""
+    a, b = entry.a, entry.b
+    card = card_exclusion_counts(ctx.spec.card(b))
+    common = dict(model=b, prompt=prompt, criterion="exclusion_counts", seed=ctx.seed, family=None,
+                  model_a=a, model_b=b)
+    scored: dict[str, dict] = {}
+    card_only = []
+    for cohort in cohorts:
+        y, keep = infos[cohort]["y"], infos[cohort]["keep"]
+        got = dict(zip(COUNT_FIELDS, (int(y.size), int((~keep).sum()), int(keep.sum()),
+                                      int(y[keep].sum()), int((y[keep] == 0).sum())), strict=True))
+        rec = card.get(cohort)
+        differs = [f"{k}={rec[k]}" for k in COUNT_FIELDS if rec is not None and rec[k] != got[k]]
+        scored[cohort] = (spec_row(cohort=cohort, **common, source="scores",
+                               **dict(zip(_COUNT_COLUMNS, got.values(), strict=True)),
+                               qualification=(f"model card of {b!r} records {', '.join(differs)}"
+                                              " for this cohort; counts here are the score "
+                                              "table's" if differs else "")))
+    for cohort, rec in card.items():
+        if cohort not in cohorts:
+            card_only.append(spec_row(cohort=cohort, **common, source="model card",
+                                      **{c: rec[k] for c, k in zip(_COUNT_COLUMNS, COUNT_FIELDS,
+                                                                   strict=True)},
+                                      qualification=""))
+    return scored, card_only
+
+
 # ----------------------------------------------------------------------------- block
 def run(ctx: AuditContext) -> BlockResult:
     """Retained-target comparisons (``comparisons``) and per-seed summaries (``seeds``)."""
@@ -338,6 +528,18 @@ def run(ctx: AuditContext) -> BlockResult:
     comp_rows = [_comparison_row(ctx, e, cohort, prompt, targets, res, seed_delta.get((i, cohort)))
                  for (i, e, prompt, cohort), (targets, _), res in zip(where, jobs, results, strict=True)]
     comparisons = pd.DataFrame(comp_rows)
+    # comparison (i): `a` against itself on its full and on the retained targets; never
+    # aligned with `b`'s scores (the two score different image sets by design)
+    mix_jobs = [_composition_job(ctx, e, cohort, prompt) for _, e, prompt, cohort in where]
+    mix = ctx.map(_composition_cell, [cell for _, cell in mix_jobs])
+    composition = pd.DataFrame([
+        _composition_row(ctx, e, cohort, prompt, info, res)
+        for (_, e, prompt, cohort), (info, _), res in zip(where, mix_jobs, mix, strict=True)])
+    infos = {(i, cohort): info for (i, _, _, cohort), (info, _) in zip(where, mix_jobs, strict=True)}
+    per_entry = [_exclusion_rows(ctx, e, prompt, cohorts, {c: infos[(i, c)] for c in cohorts})
+                 for i, (e, prompt, cohorts) in enumerate(entries)]
+    exclusion = pd.DataFrame([per_entry[i][0][cohort] for i, _, _, cohort in where]
+                             + [r for _, card_only in per_entry for r in card_only])
     seeds = pd.DataFrame([r for c in ctx.spec.cohorts for r in seed_rows_by_cohort[c]])
     if not seeds.empty:
         seeds["model_seed"] = seeds["model_seed"].astype("Int64")
@@ -356,5 +558,14 @@ def run(ctx: AuditContext) -> BlockResult:
                      "analysis seed.")
     elif not has_seeds:
         notes.append("seeds: the score table has no `seed` column; no per-seed table.")
-    return BlockResult(name=NAME, tables={"comparisons": comparisons, "seeds": seeds},
+    if comp_rows:
+        notes.append("composition: AUROC of score set a on all its targets and on the retained "
+                     "targets (the images b also scores), difference retained - all; intervals "
+                     "from one bootstrap within label x retained strata shared by both target "
+                     f"sets ({COMPOSITION_DESIGN}), conditional on the fitted score set a.")
+        notes.append("exclusion: Table 19 counts per cohort from the score table (images a scores, "
+                     "those b lacks, those retained by label); rows with source 'model card' are "
+                     "the training run's counts for cohorts the audit does not score.")
+    return BlockResult(name=NAME, tables={"comparisons": comparisons, "seeds": seeds,
+                                          "composition": composition, "exclusion": exclusion},
                        notes=tuple(notes))

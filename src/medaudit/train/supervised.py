@@ -15,7 +15,9 @@ Run directory (``out``)::
 
     run_spec.json          the resolved spec and input hashes (checked on --resume)
     split.csv              image_id, stratum, label, role, excluded
-    exclusion.csv          Table 19 counts per cohort (with an exclusion list)
+    exclusion.csv          Table 19 counts per cohort (with an exclusion list); the same
+                           counts sit in the retrained model card's ``training`` entries
+                           ``exclusion[<cohort>]``, so audit.yaml carries them to the audit
     runs/<model>/seed-<s>/ last.pt (model, optimiser, scheduler, RNG states), best.pt,
                            history.csv, predictions.csv, done.json
     scores.csv, scores.parquet, history.csv, model_cards.json, training.json, audit.yaml
@@ -40,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from medaudit.blocks.retained import exclusion_card_entries
 from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.output import file_sha256, write_json
 from medaudit.io.spec import ModelCard
@@ -354,13 +357,18 @@ def _train_seed(spec: SupervisedSpec, v: _Variant, seed: int, seed_dir: Path, en
 
 
 # ----------------------------------------------------------------------------- whole run
-def _card(spec: SupervisedSpec, model: str, env: eng.Env) -> ModelCard:
+def _card(spec: SupervisedSpec, model: str, env: eng.Env,
+          exclusion: pd.DataFrame | None = None) -> ModelCard:
     size, resize = spec.image_size, spec.resize
     training = {"initial_weights": env.initial_weights["description"],
                 "device": env.device_name, "autocast": env.autocast_note,
                 "deterministic_algorithms": env.deterministic_note,
                 "torch_threads": str(env.threads), "split_seed": str(spec.split_seed),
                 "seeds": ",".join(str(s) for s in spec.seeds)}
+    if exclusion is not None:
+        # Table 19 travels with the retrained model into audit.yaml: the audit reads the
+        # source cohort's and the roles' counts (never scored) from here (blocks.retained)
+        training.update(exclusion_card_entries(exclusion))
     fields = dict(
         name=model,
         checkpoint=env.initial_weights["description"],
@@ -447,7 +455,7 @@ def train_supervised(spec: SupervisedSpec, *, out: str | os.PathLike[str],
     if "negative_group" in table.columns:
         table["negative_group"] = table["negative_group"].fillna("").astype(str)
     hist = pd.concat(history, ignore_index=True)
-    cards = [_card(spec, v.model, env) for v in variants]
+    cards = [_card(spec, v.model, env, table19 if v.retrained else None) for v in variants]
     timings = pd.DataFrame([t for i in seed_info.values() for t in i["timings"]])
     provenance = {
         "protocol": "paper 000 M0.12 (supervised ResNet-50) / M0.13 (exclusion retraining)",
