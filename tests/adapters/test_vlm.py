@@ -237,7 +237,9 @@ def test_narrative_driver_and_failures(tiny_llava, studies, tmp_path):
     res = run_narrative(pd.concat([studies, bad], ignore_index=True), runner, max_new_tokens=12)
     assert res.failures["study_id"].tolist() == ["x"]
     j = res.judgments
-    assert len(j) == 3 * 6 and (j["protocol"] == "narrative").all() and j["logit_yes"].isna().all()
+    assert len(j) == 4 * 6 and (j["protocol"] == "narrative").all() and j["logit_yes"].isna().all()
+    # the unreadable study stays in the table as unparsed rows (see the failure test below)
+    assert (j.loc[j["study_id"] == "x", "prediction"] == U).sum() == 6
     # the parse kept in the table is the parse of the raw text kept beside it
     for r in res.raw.itertuples():
         got = j[j["study_id"] == r.study_id].set_index("finding")["prediction"].to_dict()
@@ -317,3 +319,72 @@ def test_judgment_rows_pass_the_judgment_table_validator(tiny_llava, studies):
         src = a[(a["study_id"] == r.study_id) & (a["finding"] == r.finding)].iloc[0]
         assert r.prediction == int(src["prediction"] == P)
         assert r.logit_yes == src["logit_yes"]
+
+
+def test_unreadable_images_are_unparsed_rows_counted_by_the_filters(tiny_llava, studies, tmp_path):
+    """A study whose image fails to load is not silently absent from the JudgmentTable: it is
+    listed in failures and the provenance, and carried as 'unparsed' rows that the evaluable-set
+    filters of medaudit.agreement.judgments count (hand-counted: 2 studies x 6 findings)."""
+    judgments = pytest.importorskip("medaudit.agreement.judgments")
+    model, proc = tiny_llava
+    runner = VLMRunner(model=model, processor=proc, name="tiny-llava", yes=("Yes",), no=("No",))
+    (tmp_path / "broken.png").write_bytes(b"not an image at all")
+    bad = pd.DataFrame({"study_id": ["broken", "gone"], "patient_id": ["pb", "pg"],
+                        "institution": ["nih", "kermany"],
+                        "path": [str(tmp_path / "broken.png"), str(tmp_path / "gone.png")]})
+    # failures interleaved with readable studies: rows must keep the input order
+    allst = pd.concat([studies.iloc[:1], bad.iloc[:1], studies.iloc[1:], bad.iloc[1:]], ignore_index=True)
+    ids = allst["study_id"].tolist()
+    refs = pd.DataFrame({"study_id": np.repeat(ids, 6), "finding": list(FINDINGS) * 5,
+                         "reference": [1, 0, 0, 1, 0, 0] * 5})
+    seen = []
+    res = run_binary(allst, runner, references=refs, progress=lambda k, n: seen.append((k, n)))
+    assert seen[-1] == (5, 5)  # progress counts every study, failed ones included
+    assert res.failures["study_id"].tolist() == ["broken", "gone"]
+    assert res.failures["error"].str.startswith("UnidentifiedImageError").tolist() == [True, False]
+    assert res.failures["error"].str.startswith("FileNotFoundError").tolist() == [False, True]
+    prov = res.provenance["image_failures"]
+    assert (prov["n_studies"], prov["rows_unparsed"], prov["prediction"]) == (2, 12, U)
+    assert [(s["study_id"], s["error"]) for s in prov["studies"]] == \
+        list(zip(res.failures["study_id"], res.failures["error"], strict=True))
+    j = res.judgments
+    assert list(j.columns) == list(JUDGMENT_COLUMNS) and len(j) == 5 * 6
+    assert j["study_id"].drop_duplicates().tolist() == ids
+    failed = j["study_id"].isin(["broken", "gone"]).to_numpy()
+    assert (j.loc[failed, "prediction"] == U).all() and (j.loc[~failed, "prediction"] != U).all()
+    assert j.loc[failed, ["logit_yes", "logit_no"]].isna().all().all()
+    assert j.loc[~failed, ["logit_yes", "logit_no"]].notna().all().all()
+    assert j.loc[failed, "reference"].tolist() == ["1", "0", "0", "1", "0", "0"] * 2  # carried
+    assert set(res.raw["study_id"]) == set(studies["study_id"])  # no output was generated for them
+    ev = evaluable_studies(j).set_index("study_id")
+    assert ev.loc[["broken", "gone"], "n_parsed"].tolist() == [0, 0]
+    assert not ev.loc[["broken", "gone"], "evaluable"].any() and ev["evaluable"].sum() == 3
+    # the other module's filters see and count them: 12 unparsed rows, nothing else dropped there
+    table, report = judgments.validate_judgments(j, min_parsed_findings=4)
+    assert report.n_input_rows == 30 and report.step("parse").rows_removed == 12
+    assert report.step("evaluable_study").rows_removed == 0
+    assert len(table) == 18 and not table["study_id"].isin(["broken", "gone"]).any()
+    by = {(r["institution"], r["protocol"]): r for r in report.by_model}
+    assert (by[("nih", "binary")]["rows"], by[("nih", "binary")]["parsed"]) == (18, 12)
+    assert (by[("kermany", "binary")]["rows"], by[("kermany", "binary")]["parsed"]) == (12, 6)
+    # narrative: the same rows, no raw report for the failed studies
+    one = pd.concat([studies.iloc[:1], bad.iloc[:1]], ignore_index=True)
+    nar = run_narrative(one, runner, max_new_tokens=4)
+    nj = nar.judgments
+    assert (nj.loc[nj["study_id"] == "broken", "prediction"] == U).sum() == 6 and len(nj) == 12
+    assert nar.raw["study_id"].tolist() == [studies["study_id"][0]]
+    assert nar.provenance["image_failures"]["studies"][0]["study_id"] == "broken"
+    assert nar.provenance["image_failures"]["rows_unparsed"] == 6
+
+
+def test_split_parser_module_is_reexported():
+    from pathlib import Path
+
+    from medaudit.adapters import vlm, vlm_parser
+
+    for name in vlm_parser.__all__:
+        if name != "Verdict":  # a type alias, not part of vlm's public API
+            assert getattr(vlm, name) is getattr(vlm_parser, name), name
+    assert all(hasattr(vlm, n) for n in vlm.__all__)
+    for mod in (vlm, vlm_parser):  # house rule: modules under ~600 lines
+        assert len(Path(mod.__file__).read_text().splitlines()) < 600
