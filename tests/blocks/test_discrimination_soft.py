@@ -141,3 +141,57 @@ def test_tied_scores_with_soft_labels_are_noted():
     n_tied = int(np.sum(np.unique(models["coarse"], return_counts=True)[1][
         np.unique(models["coarse"], return_inverse=True)[1]] > 1))
     assert note and f"coarse: {n_tied}" in note[0] and "a:" not in note[0]
+
+
+class _ReversingBackend:
+    """Runs cells last-to-first (as a pool might) and returns them in item order; records them."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, int]] = []
+
+    def map(self, fn, items):
+        items = list(items)
+        self.calls.append((fn.__name__, len(items)))
+        out = [fn(x) for x in reversed(items)]
+        return out[::-1]
+
+
+def test_cells_go_through_ctx_map_with_identical_results():
+    y, p, models = _study(seed=7)
+    y2, p2, models2 = _study(seed=8, n=40)
+    cohorts = {"k": (y, p, models), "j": (y2, p2, models2)}
+    plain = D.run(make_ctx(cohorts, designs={"j": "within_label"}))
+    backend = _ReversingBackend()
+    ctx = make_ctx(cohorts, designs={"j": "within_label"})
+    mapped = D.run(AuditContext(scores=ctx.scores, spec=ctx.spec, backend=backend))
+    # two cohorts, each a hard cell and its soft twin; one DeLong cell per cohort
+    assert backend.calls == [("run_paired_cell", 4), ("_delong_cell", 2)]
+    for name, df in plain.tables.items():
+        pd.testing.assert_frame_equal(mapped.tables[name], df, check_exact=True)
+    assert mapped.notes == plain.notes
+
+
+def test_within_label_soft_strata_are_the_hard_labels():
+    """Soft labels that cross 0.5 against the hard label: the soft rows still resample the
+    hard classes (the draws of the ordinary rows), not label_soft > 0.5."""
+    y, p, models = _study(seed=9)
+    p = p.copy()
+    p[np.flatnonzero(y == 1)[:3]] = 0.2  # positives the readers mostly call negative
+    p[np.flatnonzero(y == 0)[:3]] = 0.9
+    ctx = make_ctx({"k": (y, p, models)}, designs={"k": "within_label"})
+    t = D.run(ctx).tables["metrics"]
+    from medaudit.blocks._base import cell_rng
+    from medaudit.stats import paired_bootstrap
+
+    key = ("discrimination", "k", PROMPT)
+    want = paired_bootstrap(p, models, metrics=D.SOFT_METRICS, design="ordinary", strata=y,
+                            n_resamples=150, rng=cell_rng(5, *key))
+    other = paired_bootstrap(p, models, metrics=D.SOFT_METRICS, design="within_label",
+                             n_resamples=150, rng=cell_rng(5, *key))
+    for m in models:
+        for mid in D.SOFT_METRICS:
+            r, w = _row(t, model=m, criterion=mid), want.marginal[(m, mid)]
+            assert (r["ci_low"], r["ci_high"]) == pytest.approx((w.ci_low, w.ci_high), rel=1e-12)
+            assert r["design"] == "within_label+paired"
+    assert any(other.marginal[(m, "soft_roc_auc")].ci_low != want.marginal[(m, "soft_roc_auc")].ci_low
+               for m in models)

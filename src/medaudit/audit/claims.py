@@ -273,7 +273,9 @@ def _reliability_claims(results, spec) -> list[dict[str, Any]]:
                     rows.append(cell("C", other, o.iloc[0] if len(o) else None, cohort=other))
             if not matrix.empty:
                 mp = matrix[(matrix["cohort"] == cohort) & (matrix["model"] == m)
-                            & (matrix["prompt"] != r["prompt"])]
+                            & (matrix["prompt"] != r["prompt"])
+                            & (matrix["criterion"] == "roc_auc" if "criterion" in matrix
+                               else True)]
                 for _, o in mp.iterrows():
                     rows.append(cell("p", o["prompt"], o, source="prompts.auroc_matrix",
                                      prompt=o["prompt"]))

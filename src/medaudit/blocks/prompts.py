@@ -21,6 +21,19 @@ prompt family?  Tables:
 ``decomposition``
     Balanced three-way sums of squares of the model x cohort x prompt matrix of
     AUROC, raw Brier and raw ECE15 (M0.11, Table 8), as shares of the total.
+
+Soft labels (paper 001; issue 4 item 2).  When the score table has ``label_soft``,
+every AUROC above gets a soft twin beside it (inclusive soft AUROC, ties in image_id
+order, as in the discrimination block): ``auroc_matrix`` a ``soft_roc_auc`` row per
+cell; ``average`` and ``model_differences_by_prompt`` a ``soft_roc_auc_difference``
+row from the *same* bootstrap cell key, hence the same resampled images (under
+``within_label`` the strata stay the hard labels, see
+:func:`medaudit.blocks.discrimination.soft_twin`); ``contrasts`` a
+``soft_roc_auc_difference`` row per contrast with a paired bootstrap interval (key
+extended by the criterion; family ``descriptive``, no p-value: the paired DeLong test
+has no soft-label form, and none is invented here); ``decomposition`` the terms of
+``soft_roc_auc``.  The ordinary rows are unchanged.  ``n``, ``n_pos``, ``n_neg`` count
+images by the hard label in every row.
 """
 
 from __future__ import annotations
@@ -34,8 +47,17 @@ import numpy as np
 import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row, verdict
+from medaudit.blocks.discrimination import run_paired_cell, soft_twin
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
-from medaudit.stats import adjust_pvalues, brier_score, delong_test, ece, paired_bootstrap, roc_auc
+from medaudit.stats import (
+    adjust_pvalues,
+    brier_score,
+    delong_test,
+    ece,
+    paired_bootstrap,
+    roc_auc,
+    soft_roc_auc,
+)
 
 __all__ = ["NAME", "run", "variance_decomposition", "DECOMPOSITION_TERMS", "BH_FAMILY"]
 
@@ -47,6 +69,7 @@ AVERAGE = "average"
 DECOMPOSITION_TERMS = ("model", "cohort", "prompt", "model:cohort", "model:prompt", "cohort:prompt",
                        "model:cohort:prompt")
 _ECE_ID = "ece[n_bins=15]"
+SOFT_AUC = "soft_roc_auc"
 
 
 # ----------------------------------------------------------------------------- decomposition
@@ -213,6 +236,10 @@ def _cell_metrics(ctx: AuditContext, cohort: str, models: list[str], prompts: li
             y = g["label"].to_numpy(dtype=np.float64)
             s = g["score"].to_numpy(dtype=np.float64)
             vals = {"roc_auc": roc_auc(y, s), **_counts(y)}
+            if "label_soft" in g.columns:
+                # tied scores in image_id order, as in the aligned arrays of every block
+                o = np.argsort(g["image_id"].to_numpy(dtype=object), kind="stable")
+                vals[SOFT_AUC] = soft_roc_auc(g["label_soft"].to_numpy(dtype=np.float64)[o], s[o])
             if probabilities:
                 vals["brier_score"] = brier_score(y, s)
                 vals[_ECE_ID] = ece(y, s, n_bins=15)
@@ -229,10 +256,13 @@ def _auroc_matrix(ctx, cells, models, prompts) -> pd.DataFrame:
                 v = cells[cohort].get((m, p))
                 if v is None:
                     continue
-                rows.append(spec_row(model=m, prompt=p, cohort=cohort, criterion="roc_auc",
-                                     design=None, n_resamples=None, seed=ctx.seed, family=None,
-                                     estimate=v["roc_auc"], n=v["n"], n_pos=v["n_pos"],
-                                     n_neg=v["n_neg"], qualification=ctx.exposure(m, cohort)))
+                for crit in ("roc_auc", SOFT_AUC):
+                    if crit not in v:
+                        continue
+                    rows.append(spec_row(model=m, prompt=p, cohort=cohort, criterion=crit,
+                                         design=None, n_resamples=None, seed=ctx.seed, family=None,
+                                         estimate=v[crit], n=v["n"], n_pos=v["n_pos"],
+                                         n_neg=v["n_neg"], qualification=ctx.exposure(m, cohort)))
     return pd.DataFrame(rows)
 
 
@@ -240,7 +270,7 @@ def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
     primary, alts = prompts[0], prompts[1:]
     level = ctx.spec.confidence_level
     rows = []
-    where, cells = [], []
+    where, cells, soft_cells = [], [], []
     for cohort in ctx.spec.cohorts:
         ctx.tick(f"{NAME}: contrasts {cohort}")
         for m in models:
@@ -249,6 +279,16 @@ def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
             cells.append({"label": w.label, "reference": w.scores[f"{m}|{primary}"],
                           "alternatives": [w.scores[f"{m}|{p}"] for p in alts],
                           "confidence_level": level})
+            if w.label_soft is not None and alts:
+                # no soft DeLong: a paired bootstrap of the same contrasts, key + criterion
+                soft_cells.append(soft_twin({
+                    "label": w.label, "scores": {p: w.scores[f"{m}|{p}"] for p in prompts},
+                    "metrics": ("roc_auc",), "contrasts": [(p, primary) for p in alts],
+                    "design": ctx.cohort_design(cohort), "n_resamples": ctx.spec.n_resamples,
+                    "confidence_level": level, "seed": ctx.seed,
+                    "key": (NAME, "contrasts", cohort, m, SOFT_AUC)}, w.label_soft,
+                    metrics=(SOFT_AUC,)))
+    soft_res = iter(ctx.map(run_paired_cell, soft_cells))
     for (cohort, m, y), tests in zip(where, ctx.map(_delong_cell, cells), strict=True):
         in_family = cohort in test
         for p, dl in zip(alts, tests, strict=True):
@@ -260,8 +300,25 @@ def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
                 estimate=dl.estimate, ci_low=dl.ci_low, ci_high=dl.ci_high, z=dl.statistic,
                 pvalue=dl.pvalue, pvalue_adj=math.nan, significant=pd.NA,
                 **_counts(y), qualification=ctx.exposure(m, cohort)))
+        if not soft_cells:
+            continue
+        res = next(soft_res)
+        for p in alts:
+            d = res.differences[(p, primary, SOFT_AUC)]
+            rows.append(spec_row(
+                model=m, prompt=f"{p} - {primary}", cohort=cohort,
+                criterion=f"{SOFT_AUC}_difference", design=d.design, n_resamples=d.n_resamples,
+                seed=ctx.seed, family=DESCRIPTIVE, prompt_a=p, prompt_b=primary,
+                auroc_a=res.marginal[(p, SOFT_AUC)].estimate,
+                auroc_b=res.marginal[(primary, SOFT_AUC)].estimate,
+                estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high, z=math.nan,
+                pvalue=math.nan, pvalue_adj=math.nan, significant=pd.NA, **_counts(y),
+                qualification=_join(ctx.exposure(m, cohort), _degenerate(d)),
+                n_degenerate=d.n_degenerate))
     df = pd.DataFrame(rows)
     note = "no alternative prompt families: no prompt contrasts."
+    if not df.empty:  # None for DeLong rows, B for soft bootstrap rows: keep None, not NaN
+        df["n_resamples"] = pd.Series([r["n_resamples"] for r in rows], dtype=object)
     if df.empty:
         return df, note
     fam = (df["family"] == BH_FAMILY).to_numpy()
@@ -278,6 +335,11 @@ def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
                 f"p < {ctx.spec.prompts.alpha}; contrasts on other cohorts are descriptive.")
     else:
         note = "prompt contrasts: no test cohort declared; every contrast is descriptive."
+    if (df["criterion"] == f"{SOFT_AUC}_difference").any():
+        note += (f" Soft labels: each contrast also has a {SOFT_AUC}_difference row with a paired "
+                 f"bootstrap interval (B = {ctx.spec.n_resamples}, the cohort's design), descriptive: "
+                 "the paired DeLong test is defined for hard labels only and has no soft form, so "
+                 "these rows carry no z or p-value and are outside the BH family.")
     df["pvalue_adj"] = df["pvalue_adj"].astype(np.float64)
     return df, note
 
@@ -300,19 +362,28 @@ def _average(ctx, models, prompts, test, probabilities) -> pd.DataFrame:
                           "n_resamples": ctx.spec.n_resamples,
                           "confidence_level": ctx.spec.confidence_level, "seed": ctx.seed,
                           "key": (NAME, "average", cohort, m)})
-    for (cohort, m, w), res in zip(where, ctx.map(_boot_cell, cells), strict=True):
-        for mid in metrics:
-            d = res.differences[(AVERAGE, primary, mid)]
+    soft = _soft_results(ctx, [w for _, _, w in where], cells)
+    for (cohort, m, w), res, sres in zip(where, ctx.map(_boot_cell, cells), soft, strict=True):
+        for r, mid in [(res, mid) for mid in metrics] + ([(sres, SOFT_AUC)] if sres else []):
+            d = r.differences[(AVERAGE, primary, mid)]
             rows.append(spec_row(
                 model=m, prompt=f"{AVERAGE} - {primary}", cohort=cohort,
                 criterion=f"{mid}_difference", design=d.design, n_resamples=d.n_resamples,
                 seed=ctx.seed, family=None, prompt_a=AVERAGE, prompt_b=primary,
-                value_a=res.marginal[(AVERAGE, mid)].estimate,
-                value_b=res.marginal[(primary, mid)].estimate,
+                value_a=r.marginal[(AVERAGE, mid)].estimate,
+                value_b=r.marginal[(primary, mid)].estimate,
                 estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
                 n_degenerate=d.n_degenerate, **_counts(w.label),
                 qualification=_join(ctx.exposure(m, cohort), _degenerate(d))))
     return pd.DataFrame(rows)
+
+
+def _soft_results(ctx: AuditContext, wides: list, cells: list[dict]) -> list:
+    """Soft twins of hard-label bootstrap cells (same keys, same draws); None without soft labels."""
+    twins = [soft_twin({**c, "metrics": ("roc_auc",)}, w.label_soft, metrics=(SOFT_AUC,))
+             for w, c in zip(wides, cells, strict=True) if w.label_soft is not None]
+    done = iter(ctx.map(run_paired_cell, twins))
+    return [next(done) if w.label_soft is not None else None for w in wides]
 
 
 def _model_differences(ctx, models, prompts, test) -> pd.DataFrame:
@@ -332,24 +403,28 @@ def _model_differences(ctx, models, prompts, test) -> pd.DataFrame:
                       "design": ctx.cohort_design(cohort), "n_resamples": ctx.spec.n_resamples,
                       "confidence_level": ctx.spec.confidence_level, "seed": ctx.seed,
                       "key": (NAME, "model_differences", cohort)})
-    for cohort, w, res in zip(test, wides, ctx.map(_boot_cell, cells), strict=True):
+    soft = _soft_results(ctx, wides, cells)
+    for cohort, w, res, sres in zip(test, wides, ctx.map(_boot_cell, cells), soft, strict=True):
         for a, b in pairs:
             for p in prompts:
-                d = res.differences[(f"{a}|{p}", f"{b}|{p}", "roc_auc")]
-                rows.append(spec_row(
-                    model=f"{a} - {b}", prompt=p, cohort=cohort, criterion="roc_auc_difference",
-                    design=d.design, n_resamples=d.n_resamples, seed=ctx.seed, family=None,
-                    model_a=a, model_b=b, auroc_a=res.marginal[(f"{a}|{p}", "roc_auc")].estimate,
-                    auroc_b=res.marginal[(f"{b}|{p}", "roc_auc")].estimate,
-                    estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
-                    n_degenerate=d.n_degenerate, verdict=verdict(d.ci_low, d.ci_high, +1),
-                    **_counts(w.label),
-                    qualification=_join(_exposure(ctx, [a, b], cohort), _degenerate(d))))
+                for r, mid in [(res, "roc_auc")] + ([(sres, SOFT_AUC)] if sres else []):
+                    d = r.differences[(f"{a}|{p}", f"{b}|{p}", mid)]
+                    rows.append(spec_row(
+                        model=f"{a} - {b}", prompt=p, cohort=cohort, criterion=f"{mid}_difference",
+                        design=d.design, n_resamples=d.n_resamples, seed=ctx.seed, family=None,
+                        model_a=a, model_b=b, auroc_a=r.marginal[(f"{a}|{p}", mid)].estimate,
+                        auroc_b=r.marginal[(f"{b}|{p}", mid)].estimate,
+                        estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
+                        n_degenerate=d.n_degenerate, verdict=verdict(d.ci_low, d.ci_high, +1),
+                        **_counts(w.label),
+                        qualification=_join(_exposure(ctx, [a, b], cohort), _degenerate(d))))
     return pd.DataFrame(rows)
 
 
 def _decomposition(ctx, cells, models, prompts, cohorts, probabilities) -> pd.DataFrame:
     criteria = ["roc_auc", "brier_score", _ECE_ID] if probabilities else ["roc_auc"]
+    if "label_soft" in ctx.scores.columns:
+        criteria.append(SOFT_AUC)
     missing = [f"(model {m!r}, cohort {c!r}, prompt {p!r})" for m in models for c in cohorts
                for p in prompts if (m, p) not in cells[c]]
     if missing:
@@ -416,6 +491,13 @@ def run(ctx: AuditContext) -> BlockResult:
                          f"sums of squares over {', '.join(decomp)} (no F-tests; descriptive).")
         else:
             decomposition = pd.DataFrame()
+    if "label_soft" in ctx.scores.columns:
+        notes.append("Soft labels (label_soft): soft_roc_auc (inclusive, tied scores in image_id "
+                     "order) beside every AUROC: auroc_matrix rows, soft_roc_auc_difference rows in "
+                     "average and model_differences_by_prompt from the same bootstrap draws as the "
+                     "ordinary rows (strata: the hard labels), soft contrast rows with bootstrap "
+                     "intervals, and the soft_roc_auc decomposition; n, n_pos, n_neg count images by "
+                     "the hard label.")
     return BlockResult(name=NAME, tables={"auroc_matrix": auroc, "contrasts": contrasts,
                                           "average": average,
                                           "model_differences_by_prompt": differences,

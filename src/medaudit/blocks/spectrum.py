@@ -24,6 +24,27 @@ at the primary prompt and each control group G is the images with
     alphabetically) on ``P ∪ G`` from a paired within-label bootstrap, with a verdict
     (``a_better`` / ``b_better`` / ``unresolved`` by whether the interval excludes 0):
     does a model ranking survive a change of control group?
+
+Soft labels (paper 001; issue 4 item 2).  When the score table has ``label_soft``,
+``groups`` gets ``soft_roc_auc`` and ``soft_average_precision`` rows per model and
+group, and ``model_differences`` ``soft_roc_auc_difference`` rows.  What a soft label
+means for a *named* negative group: membership is kept as declared (P = the label-1
+images, G = the label-0 images with ``negative_group == G``, fixed by the hard label
+and the metadata), and inside ``P ∪ G`` every image carries its own soft label, so a
+control whose readers partly saw disease counts partly as a positive and a doubtful
+positive partly as a control.  The soft metric of group G is then the soft metric of
+the sub-cohort ``P ∪ G`` (positives first, then G, each by image_id: the order the
+ordinary engine sees, which fixes tied scores); it equals the discrimination block's
+soft value on a cohort holding only P and G (up to the order of tied scores), and with
+0/1 soft labels (untied scores) the ordinary one.  Designs: the ordinary-design
+marginals (B-ORD on ``P ∪ G``) and the model differences draw from the ordinary cells'
+own keys, so the soft rows see the very same
+resampled images (within-label strata stay the hard labels).  The shared-positive
+engine takes no soft labels, so for a ``within_label`` cohort each group's soft
+marginal resamples P and G separately (the shared-positive design restricted to one
+group, recorded as ``within_label``) with the cell key extended by ``"soft"`` and the
+group.  Group contrasts (positives shared across groups) and the permutation test of
+group membership have no soft rows.
 """
 
 from __future__ import annotations
@@ -35,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row, verdict
+from medaudit.blocks.discrimination import SOFT_METRICS, run_paired_cell, soft_twin
 from medaudit.exceptions import SchemaError
 from medaudit.stats import (
     adjust_pvalues,
@@ -76,9 +98,12 @@ def _contrast_pairs(groups: list[str], reference: str | None) -> list[tuple[str,
     return out
 
 
-def _interval(r) -> dict[str, Any]:
+def _interval(r, n_pos: int | None = None, n_neg: int | None = None) -> dict[str, Any]:
+    """Interval columns; soft-label results pass the image counts (their n_pos is a mass)."""
+    n_pos = int(r.n_pos) if n_pos is None else int(n_pos)
+    n_neg = int(r.n_neg) if n_neg is None else int(n_neg)
     return {"estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
-            "n_degenerate": r.n_degenerate, "n": r.n, "n_pos": int(r.n_pos), "n_neg": int(r.n_neg)}
+            "n_degenerate": r.n_degenerate, "n": r.n, "n_pos": n_pos, "n_neg": n_neg}
 
 
 def _entry_arrays(ctx: AuditContext, i: int, entry) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
@@ -104,8 +129,9 @@ def _entry_arrays(ctx: AuditContext, i: int, entry) -> tuple[Any, np.ndarray, di
 
 # Independent cells for ``ctx.map`` (module level, so a backend can ship them to workers);
 # each draws only from cell_rng(seed, *key) with the keys the block has always used.
-def _model_cell(cell: dict[str, Any]) -> tuple[Any, dict, dict]:
-    """One entry x model: shared-positive bootstrap, B-ORD marginals, permutation tests."""
+def _model_cell(cell: dict[str, Any]) -> tuple[Any, dict, dict, dict | None]:
+    """One entry x model: shared-positive bootstrap, B-ORD marginals, permutation tests,
+    and the soft-label marginals when the cell carries soft labels (else None)."""
     seed, key, pos, neg = cell["seed"], cell["key"], cell["positives"], cell["negatives"]
     n_res, level, metrics = cell["n_resamples"], cell["confidence_level"], cell["metrics"]
     sp = shared_positive_bootstrap(pos, neg, metrics=metrics, contrasts=cell["contrasts"],
@@ -127,7 +153,28 @@ def _model_cell(cell: dict[str, Any]) -> tuple[Any, dict, dict]:
     perms = {(a, b): negative_group_permutation_test(
         pos, neg[a], neg[b], n_resamples=cell["n_permutations"],
         rng=cell_rng(seed, *key, "permutation", a, b)) for a, b in cell["permutation_pairs"]}
-    return sp, marginal, perms
+    return sp, marginal, perms, _soft_marginals(cell)
+
+
+def _soft_marginals(cell: dict[str, Any]) -> dict | None:
+    """Soft AUROC/AP of P ∪ G per group (see the module docstring for the designs)."""
+    if cell.get("soft_positives") is None:
+        return None
+    seed, key, pos, neg = cell["seed"], cell["key"], cell["positives"], cell["negatives"]
+    out = {}
+    for g, sg in neg.items():
+        p = np.r_[cell["soft_positives"], cell["soft_negatives"][g]]
+        strata = np.r_[np.ones(pos.size), np.zeros(sg.size)]
+        if cell["design"] == "ordinary":  # the B-ORD marginal's own key: the same draws
+            opts = {"design": "ordinary", "rng": cell_rng(seed, *key, "marginal", g)}
+        else:  # P and G each resampled within itself: strata are the hard membership
+            opts = {"design": "ordinary", "strata": strata,
+                    "rng": cell_rng(seed, *key, "shared_positive", cell["groups"], "soft", g)}
+        res = bootstrap_metrics(p, np.r_[pos, sg], metrics=SOFT_METRICS,
+                                n_resamples=cell["n_resamples"],
+                                confidence_level=cell["confidence_level"], **opts)
+        out.update({(g, mid): r for mid, r in res.items()})
+    return out
 
 
 def _differences_cell(cell: dict[str, Any]):
@@ -153,6 +200,7 @@ def run(ctx: AuditContext) -> BlockResult:
     contrast_rows: list[dict[str, Any]] = []
     diff_rows: list[dict[str, Any]] = []
     notes: list[str] = []
+    soft_entries: list[str] = []
     if not probabilities and entries:
         notes.append("score_scale is 'logits': AURC and Brier need probabilities and are not "
                      "reported; AUROC contrasts are unaffected.")
@@ -160,6 +208,9 @@ def run(ctx: AuditContext) -> BlockResult:
         ctx.tick(f"{NAME}: entry {entry.cohort}")
         cohort, groups = entry.cohort, list(entry.groups)
         w, pos, masks = _entry_arrays(ctx, i, entry)
+        soft = w.label_soft
+        if soft is not None:
+            soft_entries.append(f"spectrum[{i}] {cohort}")
         sizes = {g: int(mk.sum()) for g, mk in masks.items()}
         metrics: list[Any] = ["roc_auc"]
         if probabilities:
@@ -175,9 +226,13 @@ def run(ctx: AuditContext) -> BlockResult:
                   "permutation_pairs": ([(a, b) for a, b, _ in pairs]
                                         if entry.test == "permutation" else []),
                   "design": design, "n_resamples": n_res, "n_permutations": n_perm,
-                  "confidence_level": level, "seed": ctx.seed, "key": (NAME, cohort, m)}
+                  "confidence_level": level, "seed": ctx.seed, "key": (NAME, cohort, m),
+                  "soft_positives": None if soft is None else soft[pos],
+                  "soft_negatives": None if soft is None else {g: soft[masks[g]] for g in groups}}
                  for m in models]
-        for m, (sp, marginal, perms) in zip(models, ctx.map(_model_cell, cells), strict=True):
+        soft_design = "ordinary" if design == "ordinary" else "within_label"
+        for m, (sp, marginal, perms, smarg) in zip(models, ctx.map(_model_cell, cells),
+                                                   strict=True):
             expo = ctx.exposure(m, cohort)
             for g in groups:
                 qual = _join(expo, _small([g], sizes))
@@ -188,6 +243,13 @@ def run(ctx: AuditContext) -> BlockResult:
                         model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence=prev,
                         criterion=mid, design=r.design, n_resamples=n_res, seed=ctx.seed,
                         family=None, entry=i, group=g, **_interval(r), qualification=qual))
+                for mid in SOFT_METRICS if smarg is not None else ():
+                    r = smarg[(g, mid)]
+                    group_rows.append(spec_row(
+                        model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence="observed",
+                        criterion=mid, design=soft_design, n_resamples=n_res, seed=ctx.seed,
+                        family=None, entry=i, group=g, **_interval(r, pos.sum(), sizes[g]),
+                        qualification=qual))
             for a, b, kind in pairs:
                 d = sp.differences[(a, b, "roc_auc")]
                 row = spec_row(
@@ -213,20 +275,28 @@ def run(ctx: AuditContext) -> BlockResult:
                       "design": design, "n_resamples": n_res, "confidence_level": level,
                       "seed": ctx.seed, "key": (NAME, cohort, "model_differences", g)}
                      for g, sub in zip(groups, subs, strict=True)]
-            for g, pb in zip(groups, ctx.map(_differences_cell, cells), strict=True):
+            twins = [] if soft is None else [
+                soft_twin({**c, "metrics": ("roc_auc",)}, soft[sub], metrics=("soft_roc_auc",))
+                for c, sub in zip(cells, subs, strict=True)]
+            results = ctx.map(_differences_cell, cells)
+            soft_res = ctx.map(run_paired_cell, twins) if twins else [None] * len(groups)
+            for g, pb, spb in zip(groups, results, soft_res, strict=True):
+                counts = (int(pos.sum()), sizes[g])
                 for j, a in enumerate(models):
                     for b in models[j + 1:]:
-                        d = pb.differences[(a, b, "roc_auc")]
-                        diff_rows.append(spec_row(
-                            model=f"{a} - {b}", prompt=prompt, cohort=cohort, negatives=g,
-                            criterion="roc_auc_difference", design=d.design, n_resamples=n_res,
-                            seed=ctx.seed, family=None, entry=i, group=g, model_a=a, model_b=b,
-                            auroc_a=pb.marginal[(a, "roc_auc")].estimate,
-                            auroc_b=pb.marginal[(b, "roc_auc")].estimate, **_interval(d),
-                            verdict=verdict(d.ci_low, d.ci_high, +1),
-                            qualification=_join(
-                                *(f"{x}: {ctx.exposure(x, cohort)}" for x in (a, b)
-                                  if ctx.exposure(x, cohort)), _small([g], sizes))))
+                        for r, mid, cnt in [(pb, "roc_auc", (None, None))] + (
+                                [(spb, "soft_roc_auc", counts)] if spb is not None else []):
+                            d = r.differences[(a, b, mid)]
+                            diff_rows.append(spec_row(
+                                model=f"{a} - {b}", prompt=prompt, cohort=cohort, negatives=g,
+                                criterion=f"{mid}_difference", design=d.design, n_resamples=n_res,
+                                seed=ctx.seed, family=None, entry=i, group=g, model_a=a,
+                                model_b=b, auroc_a=r.marginal[(a, mid)].estimate,
+                                auroc_b=r.marginal[(b, mid)].estimate, **_interval(d, *cnt),
+                                verdict=verdict(d.ci_low, d.ci_high, +1),
+                                qualification=_join(
+                                    *(f"{x}: {ctx.exposure(x, cohort)}" for x in (a, b)
+                                      if ctx.exposure(x, cohort)), _small([g], sizes))))
     contrasts = pd.DataFrame(contrast_rows)
     if not contrasts.empty:
         fam = (contrasts["family"] == PERMUTATION_FAMILY).to_numpy()
@@ -242,6 +312,15 @@ def run(ctx: AuditContext) -> BlockResult:
                          f"{PERMUTATION_FAMILY!r} of m = {adj.m} tests (all entries and models); "
                          f"significant at alpha = {alpha:g}.")
         contrasts["significant"] = contrasts["significant"].astype("boolean")
+    if soft_entries:
+        notes.append(f"Soft labels (label_soft) in {', '.join(soft_entries)}: soft_roc_auc and "
+                     "soft_average_precision of P ∪ G per group (membership by the hard label and "
+                     "negative_group; each image weighted by its own soft label), and "
+                     "soft_roc_auc_difference model differences from the ordinary cells' draws. "
+                     "Ordinary-design cohorts: soft group rows from the B-ORD draws of the ordinary "
+                     "rows; within-label cohorts: P and G resampled separately per group (the "
+                     "shared-positive engine takes no soft labels). No soft group contrasts or "
+                     "permutation tests (defined for hard labels only). n, n_pos, n_neg count images.")
     notes.append("Group AUROC/AURC intervals and group contrasts use the shared-positive bootstrap "
                  "(positives resampled once per replicate, each group within itself); model "
                  "differences use the paired within-label bootstrap on P ∪ G.")
