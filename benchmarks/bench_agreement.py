@@ -18,13 +18,12 @@ writes nothing (BENCHMARKS.md is maintained elsewhere).  Target: full grid <= 15
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import os
 import platform
 import sys
 import time
+from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 
@@ -35,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peer-folds", type=int, default=12)
     args = ap.parse_args(argv)
 
-    from medaudit.agreement.design import FoldKey, JudgmentData, fold_rows, run_design
+    from medaudit.agreement.design import JudgmentData, fold_rows, run_design
     from medaudit.agreement.judgments import validate_judgments
     from medaudit.agreement.simulate import simulate_paper002
 

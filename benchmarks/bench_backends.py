@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(json.dumps(out, indent=2))
         return out
     print(f"machine: {out['cpus']} CPUs, Python {out['python']}; ray.init {out['ray_init_s']:.1f} s")
-    print("\nlocal path, six refactored blocks (best of %d), before -> after:" % args.repeat)
+    print(f"\nlocal path, six refactored blocks (best of {args.repeat}), before -> after:")
     for r in out["local_before_after"]:
         print(f"  {r['block']:<17} {r['before_s']:7.3f} s -> {r['after_s']:7.3f} s "
               f"(x{r['ratio']:.2f}; tables equal: {r['tables_equal']})")

@@ -20,10 +20,10 @@ Prints a Markdown table (it does not edit BENCHMARKS.md).  Usage:
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-import sys
 import platform
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy import stats

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     rand = rng.integers(0, 2**64, size=N - real.size, dtype=np.uint64)
     h = np.concatenate([real, rand])
     # plant 50 near-duplicates across datasets: flip 0-4 random bits of a random hash
-    for k in range(50):
+    for _k in range(50):
         src, dst = rng.choice(N, 2, replace=False)
         bits = rng.choice(64, int(rng.integers(0, 5)), replace=False)
         v = int(h[src])

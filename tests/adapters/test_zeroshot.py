@@ -157,7 +157,7 @@ def test_openclip_matches_slow_rule_and_encodes_once(tiny_openclip_dir, real_man
     with torch.no_grad():
         for fam in PAPER000_FAMILIES[1:]:
             text = tok([fam.positive[0], fam.negative[0]])
-            for iid, p in zip(manifest["image_id"], manifest["path"], strict=True):
+            for iid, p in zip(manifest["image_id"], manifest["path"], strict=True):  # noqa: B007 - used by query(@iid)
                 native = torch.softmax(model.get_logits(pre(_rgb(p))[None], text)[0][0].double(), 0)
                 mine = res.scores.query("image_id == @iid and prompt == @fam.name")["score"].item()
                 assert mine == pytest.approx(native[0].item(), rel=1e-5)
@@ -189,7 +189,7 @@ def test_medsiglip_path_slow_rule_and_bias_cancellation(tiny_siglip_dir, real_ma
         # the model's own logits include scale AND bias; their two-class softmax is our score
         for fam in PAPER000_FAMILIES[1:]:
             texts = tok([fam.positive[0], fam.negative[0]], return_tensors="pt", **kw)
-            for iid, p in zip(manifest["image_id"], manifest["path"], strict=True):
+            for iid, p in zip(manifest["image_id"], manifest["path"], strict=True):  # noqa: B007 - used by query(@iid)
                 logits = model(pixel_values=px[p], **texts).logits_per_image[0].double()
                 native = torch.softmax(logits, 0)[0].item()
                 mine = res.scores.query("image_id == @iid and prompt == @fam.name")["score"].item()

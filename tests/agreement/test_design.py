@@ -100,10 +100,10 @@ def test_selector_never_sees_the_receiving_institution(result):
 def test_brier_and_ece_from_cells_equal_row_level_witnesses(data, result):
     f = next(f for f in result.loio if f.key.budget == 25 and f.key.model == 0 and f.key.target == 0)
     _, test = fold_rows(data, f.key)
-    cell_of = {(int(k), int(r)): i for i, (k, r) in enumerate(zip(f.finding, f.direction))}
+    cell_of = {(int(k), int(r)): i for i, (k, r) in enumerate(zip(f.finding, f.direction, strict=True))}
     for est in ("hdcal", "beta_binomial"):
         p = np.array([f.prob[est][cell_of[(int(k), int(r))]]
-                      for k, r in zip(data.finding[test], data.direction[test])])
+                      for k, r in zip(data.finding[test], data.direction[test], strict=True)])
         y = data.correct[test]
         assert f.brier[est] == pytest.approx(brier_score_loss(y, p), rel=1e-12)
         # slow ECE from the definition: 10 equal-width bins, last bin closed

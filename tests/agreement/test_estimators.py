@@ -37,7 +37,7 @@ def _rows(seed: int = 0, n: int = 1500, n_inst: int = 3, n_find: int = 4, target
 
 def _row_design(d, k, r, blocks, ref):
     """Reference-coded dummies built with pandas (first sorted level of the pool dropped)."""
-    frame = pd.DataFrame({"r": r, "k": k, "d": d, "dk": [f"{a}:{b}" for a, b in zip(d, k)]})
+    frame = pd.DataFrame({"r": r, "k": k, "d": d, "dk": [f"{a}:{b}" for a, b in zip(d, k, strict=True)]})
     cols = []
     for b in blocks:
         levels = sorted(set(ref[b]))[1:]
@@ -55,7 +55,7 @@ def test_aggregated_logistic_equals_row_level_sklearn(key, blocks):
     tight = make_estimator(key)
     tight._tol = 1e-10
     tight.fit(pool)
-    ref = {"r": r, "k": k, "d": d, "dk": [f"{a}:{b}" for a, b in zip(d, k)]}
+    ref = {"r": r, "k": k, "d": d, "dk": [f"{a}:{b}" for a, b in zip(d, k, strict=True)]}
     X = _row_design(d, k, r, blocks, ref)
     lr = LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000, tol=1e-10).fit(X, c)
     grid_d, grid_k, grid_r = np.meshgrid(np.arange(3), np.arange(4), np.arange(2), indexing="ij")
@@ -75,7 +75,7 @@ def test_weighted_hdcal_equals_row_level_with_weights():
     est.fit(pool)
     n_shot, n_source = int((d == 2).sum()), int((d != 2).sum())
     w = np.where(d == 2, n_source / n_shot, 1.0)
-    ref = {"r": r, "k": k, "d": d, "dk": [f"{a}:{b}" for a, b in zip(d, k)]}
+    ref = {"r": r, "k": k, "d": d, "dk": [f"{a}:{b}" for a, b in zip(d, k, strict=True)]}
     blocks = ["r", "k", "d", "dk"]
     lr = LogisticRegression(C=1.0, max_iter=1000, tol=1e-10).fit(
         _row_design(d, k, r, blocks, ref), c, sample_weight=w)
@@ -225,7 +225,7 @@ def test_has_map_matches_a_direct_optimisation_and_ablations_differ():
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 1),
                           st.integers(0, 1)), min_size=8, max_size=60))
 def test_constant_and_beta_binomial_invariant_to_row_order(rows):
-    d, k, r, c = (np.array(x) for x in zip(*rows))
+    d, k, r, c = (np.array(x) for x in zip(*rows, strict=True))
     perm = np.random.default_rng(0).permutation(len(d))
     a = Pool.from_rows(d, k, r, c, target=2)
     b = Pool.from_rows(d[perm], k[perm], r[perm], c[perm], target=2)
@@ -298,7 +298,7 @@ def test_interaction_of_a_finding_absent_from_the_pool_is_not_aliased():
             r += [pool.direction[i]] * m
             c += [correct] * m
     d, k, r = np.array(d), np.array(k), np.array(r)
-    ref = {"r": r, "k": k, "d": d, "dk": [f"{a}:{e}" for a, e in zip(d, k)]}
+    ref = {"r": r, "k": k, "d": d, "dk": [f"{a}:{e}" for a, e in zip(d, k, strict=True)]}
     blocks = ["r", "k", "d", "dk"]
     lr = LogisticRegression(C=1.0, max_iter=1000, tol=1e-10).fit(_row_design(d, k, r, blocks, ref), c)
     grid = _row_design(np.array([0, 1, 1]), np.array([2, 0, 2]), np.array([1, 1, 1]), blocks, ref)

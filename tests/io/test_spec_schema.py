@@ -139,7 +139,8 @@ def _raw(table):
         (lambda t: t.assign(label=np.where(t.index == 7, 2, t.label)), r"'label' must be 0 or 1.*row 7"),
         (lambda t: t.assign(label=np.where(t.index == 3, "yes", t.label.astype(str))), "row 3 has 'yes'"),
         (lambda t: t.assign(score=np.where(t.index == 4, 2.8, t.score)), r"probabilities in \[0, 1\].*2\.8"),
-        (lambda t: t.assign(score=np.where(t.index == 2, np.nan, t.score)), r"'score' must be finite.*row\(s\) 2"),
+        (lambda t: t.assign(score=np.where(t.index == 2, np.nan, t.score)),
+         r"'score' must be finite.*row\(s\) 2"),
         (lambda t: t.assign(negative_group=np.where(t.label == 1, "healthy", t.negative_group)),
          "must be empty for positives"),
         (lambda t: t.assign(model=np.where(t.index == 9, None, t.model)), r"'model' is empty at row\(s\) 9"),
@@ -177,7 +178,8 @@ class _W:
 
 def test_read_wide(tmp_path):
     p = tmp_path / "w.csv"
-    pd.DataFrame({"stem": ["a", "b"], "label": [0, 1], "s42_X": [0.1, 0.9], "s43_X": [0.2, 0.8]}).to_csv(p, index=False)
+    pd.DataFrame({"stem": ["a", "b"], "label": [0, 1], "s42_X": [0.1, 0.9],
+                  "s43_X": [0.2, 0.8]}).to_csv(p, index=False)
     long = read_wide(p, _W())
     assert set(long.seed) == {42, 43} and set(long.model) == {"X"} and len(long) == 4
 

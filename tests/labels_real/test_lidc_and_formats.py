@@ -24,8 +24,8 @@ import pytest
 from pydantic import ValidationError
 
 from medaudit.io.spec_labels import AnnotationsSpec
-from medaudit.labels import label_stability_with_spec, load_annotations
 from medaudit.labels import datasets as ds
+from medaudit.labels import label_stability_with_spec, load_annotations
 
 B = 1000
 

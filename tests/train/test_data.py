@@ -19,9 +19,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.train import (EarlyStopping, ManifestSpec, SupervisedSpec, apply_exclusion,
-                            ensemble_mean, eval_transform, load_exclusion, load_manifest,
-                            pos_weight, stratified_split, train_transform)
+from medaudit.train import (
+    EarlyStopping,
+    ManifestSpec,
+    SupervisedSpec,
+    apply_exclusion,
+    ensemble_mean,
+    eval_transform,
+    load_exclusion,
+    load_manifest,
+    pos_weight,
+    stratified_split,
+    train_transform,
+)
 from medaudit.train.spec import load_supervised_spec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,8 +24,7 @@ from sklearn.metrics import roc_auc_score
 
 from medaudit.audit.run import audit, write_outcome
 from medaudit.io.spec import AuditSpec
-from medaudit.train import SupervisedSpec, retrain_excluding, stratified_split
-from medaudit.train import supervised
+from medaudit.train import SupervisedSpec, retrain_excluding, stratified_split, supervised
 
 COLS = ["original", "excluded", "retained", "positives_retained", "negatives_retained"]
 NCOLS = ["n_original", "n_excluded", "n_retained", "n_pos_retained", "n_neg_retained"]

@@ -53,7 +53,7 @@ def data(tmp_path_factory):
     pd.DataFrame([{"dataset": k, "image_id": i, "path": "", "reason": "phash pair"}
                   for k, v in excluded.items() for i in v]).to_csv(d / "exclusion.csv", index=False)
     yield {"dir": d, "opt": set(opt_ids), "sel": set(sel_ids), "excluded": excluded,
-           "eval": set(ev["path"]), "labels": dict(zip(lab["path"], lab["pneumonia"]))}
+           "eval": set(ev["path"]), "labels": dict(zip(lab["path"], lab["pneumonia"], strict=True))}
     shutil.rmtree(d, ignore_errors=True)  # checkpoints are large
 
 
@@ -123,7 +123,7 @@ def test_scoretable_is_consumed_by_the_audit(data, run_excl):
 
 
 def test_no_selection_image_is_ever_optimised(data, run_excl, run_plain):
-    for res, rec in (run_excl, run_plain):
+    for _res, rec in (run_excl, run_plain):
         per_epoch: dict = {}
         for e in rec.events:
             if e.kind == "batch":

@@ -153,7 +153,7 @@ def module_digest(model: Any) -> str | None:
         if not isinstance(t, torch.Tensor):
             continue
         t = t.detach().cpu().contiguous()
-        h.update(f"{key}|{t.dtype}|{tuple(t.shape)}\n".encode("utf-8"))
+        h.update(f"{key}|{t.dtype}|{tuple(t.shape)}\n".encode())
         # raw bytes through a uint8 view: works for bf16, which numpy cannot hold
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
     return "sha256:" + h.hexdigest()

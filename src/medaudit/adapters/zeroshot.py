@@ -37,7 +37,8 @@ from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.spec import ModelCard
 
 __all__ = ["open_rgb", "check_manifest", "unit_rows", "class_prototype", "two_class_score",
-           "family_prototypes", "family_average", "read_manifest", "score_manifest", "ScoringResult", "SCORE_RULE"]
+           "family_prototypes", "family_average", "read_manifest", "score_manifest", "ScoringResult",
+           "SCORE_RULE"]
 
 SCORE_RULE = ("two-class softmax sigmoid(alpha * v.(q1 - q0)) with alpha = exp(logit_scale); "
               "v unit image embedding; q_c = renormalised mean of unit text embeddings of class c; "
@@ -348,7 +349,8 @@ def score_manifest(manifest: pd.DataFrame, encoder: Any, *, base_dir: str | os.P
                 undecodable.add(d)
                 failures.extend({"row": j, "image_id": m["image_id"].iloc[j],
                                  "cohort": m["cohort"].iloc[j], "path": str(path),
-                                 "error": "cannot decode image: " + _no_address(f"{type(exc).__name__}: {exc}")}
+                                 "error": "cannot decode image: "
+                                 + _no_address(f"{type(exc).__name__}: {exc}")}
                                 for j, dj in enumerate(digests) if dj == d)
         if images:
             emb = np.asarray(encoder.encode_images(images), dtype=np.float32)

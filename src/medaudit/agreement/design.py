@@ -91,7 +91,7 @@ class JudgmentData:
         key = m * len(levels["institution"]) + d
         starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
         stops = np.r_[starts[1:], key.size]
-        slices = {(int(m[s]), int(d[s])): (int(s), int(e)) for s, e in zip(starts, stops)}
+        slices = {(int(m[s]), int(d[s])): (int(s), int(e)) for s, e in zip(starts, stops, strict=True)}
         return cls(model=m, institution=d, finding=codes["finding"][order],
                    direction=r[order].astype(np.int64), correct=c[order].astype(np.int64),
                    study=codes["study_id"][order], models=levels["model"],
@@ -368,7 +368,7 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
                               n_steps=glmm_steps, step_size=glmm_step_size,
                               shape=(n_inst, len(data.findings)),
                               progress=lambda done, tot: say(f"agreement: GLMM fits {done}/{tot}"))
-        glmm_fits = {p.key: f for p, f in zip(preps, fits)}
+        glmm_fits = {p.key: f for p, f in zip(preps, fits, strict=True)}
     loio: list[FoldResult] = []
     dev: dict[FoldKey, FoldResult] = {}
     from threadpoolctl import threadpool_limits

@@ -61,7 +61,6 @@ class _EncodeShards:
     def __init__(self, encoder_factory: Callable[[], Any], shards: list, cache_root: str,
                  namespace: dict[str, str]):
         from medaudit.adapters.cache import EmbeddingCache
-
         from medaudit.exceptions import MedauditError
 
         self.encoder = encoder_factory()

@@ -42,8 +42,8 @@ def _resolve(path: str, base_dir: Path) -> Path:
 
 def _read_dataset(spec: Any, base_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Validated annotations and provenance of a data-set format (enhance / nih / lidc)."""
-    from medaudit.labels.datasets import DATASET_FOLDERS, read_dataset, source_hashes
     from medaudit.labels.dataset_common import _root
+    from medaudit.labels.datasets import DATASET_FOLDERS, read_dataset, source_hashes
 
     root = _root(None if spec.path is None else _resolve(spec.path, base_dir),
                  DATASET_FOLDERS[spec.format])

@@ -57,7 +57,7 @@ def plot_estimator_budget(table: pd.DataFrame, *, criterion: str = "ece[n_bins=1
     if df.empty:
         raise ValueError(f"no rows for criterion={criterion!r}, model={model!r}, cohort={cohort!r}")
     ests = estimators or list(dict.fromkeys(df["estimator"]))
-    panels = list(dict.fromkeys(zip(df["model"], df["cohort"])))
+    panels = list(dict.fromkeys(zip(df["model"], df["cohort"], strict=False)))
     if ax is not None and len(panels) != 1:
         raise ValueError(f"drawing into a given ax needs one deployment; the selection has "
                          f"{len(panels)} (pass model= and cohort=)")
@@ -79,7 +79,7 @@ def plot_estimator_budget(table: pd.DataFrame, *, criterion: str = "ece[n_bins=1
 
 
 def _draw(df: pd.DataFrame, panels: list, axes: Any, ests: list[str], criterion: str) -> None:
-    for (m, c), ax in zip(panels, axes):
+    for (m, c), ax in zip(panels, axes, strict=False):
         sub = df[(df["model"] == m) & (df["cohort"] == c)]
         for i, e in enumerate(ests):
             g = sub[sub["estimator"] == e].sort_values("budget")

@@ -16,6 +16,13 @@ from medaudit.stats._results import (
     RiskCoverageCurve,
     TestResult,
 )
+from medaudit.stats.annotation_bootstrap import (
+    AnnotationBootstrapResult,
+    annotation_bootstrap,
+    labels_from_sums,
+    pearson_r2,
+    rank_stability_test,
+)
 from medaudit.stats.association import cohen_kappa, jaccard, kendall, spearman
 from medaudit.stats.bootstrap import (
     PairedBootstrapResult,
@@ -38,13 +45,6 @@ from medaudit.stats.permutation import negative_group_permutation_test
 from medaudit.stats.ranking import average_precision, roc_auc
 from medaudit.stats.selective import aurc, risk_coverage_curve, selective_risk
 from medaudit.stats.soft import soft_average_precision, soft_roc_auc
-from medaudit.stats.annotation_bootstrap import (
-    AnnotationBootstrapResult,
-    annotation_bootstrap,
-    labels_from_sums,
-    pearson_r2,
-    rank_stability_test,
-)
 from medaudit.stats.thresholds import (
     operating_point,
     sensitivity_at_specificity,

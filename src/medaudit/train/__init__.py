@@ -8,11 +8,25 @@ torch and torchvision are imported only when training runs.
 
 from __future__ import annotations
 
-from medaudit.train.data import (ImageDataset, apply_exclusion, eval_transform, load_exclusion,
-                                 load_manifest, pos_weight, stratified_split, train_transform)
+from medaudit.train.data import (
+                                 ImageDataset,
+                                 apply_exclusion,
+                                 eval_transform,
+                                 load_exclusion,
+                                 load_manifest,
+                                 pos_weight,
+                                 stratified_split,
+                                 train_transform,
+)
 from medaudit.train.spec import ManifestSpec, SourceSpec, SupervisedSpec, load_supervised_spec
-from medaudit.train.supervised import (EarlyStopping, TrainEvent, TrainingResult, ensemble_mean,
-                                       retrain_excluding, train_supervised)
+from medaudit.train.supervised import (
+                                 EarlyStopping,
+                                 TrainEvent,
+                                 TrainingResult,
+                                 ensemble_mean,
+                                 retrain_excluding,
+                                 train_supervised,
+)
 
 __all__ = [
     "SupervisedSpec", "SourceSpec", "ManifestSpec", "load_supervised_spec",

@@ -240,7 +240,7 @@ def torch_session(seed: int, env: Env) -> Iterator[None]:
     """
     import torch
 
-    saved = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+    saved = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),  # noqa: NPY002 - the legacy global stream is state we save/restore
              "python": random.getstate(), "det": torch.are_deterministic_algorithms_enabled(),
              "det_warn": torch.is_deterministic_algorithms_warn_only_enabled(),
              "bench": torch.backends.cudnn.benchmark, "cudnn_det": torch.backends.cudnn.deterministic,
@@ -250,7 +250,7 @@ def torch_session(seed: int, env: Env) -> Iterator[None]:
         if env.device == "cuda":
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.manual_seed(int(seed))
-        np.random.seed(int(seed) % 2**32)
+        np.random.seed(int(seed) % 2**32)  # noqa: NPY002 - the legacy global stream is state we save/restore
         random.seed(int(seed))
         torch.use_deterministic_algorithms(True, warn_only=env.device == "cuda")
         torch.backends.cudnn.benchmark = False
@@ -259,7 +259,7 @@ def torch_session(seed: int, env: Env) -> Iterator[None]:
         yield
     finally:
         torch.set_rng_state(saved["torch"])
-        np.random.set_state(saved["numpy"])
+        np.random.set_state(saved["numpy"])  # noqa: NPY002 - the legacy global stream is state we save/restore
         random.setstate(saved["python"])
         torch.use_deterministic_algorithms(saved["det"], warn_only=saved["det_warn"])
         torch.backends.cudnn.benchmark = saved["bench"]
@@ -273,7 +273,7 @@ def get_rng_state(generator) -> dict[str, Any]:
     """Every random stream the next epoch draws from (checkpointed with the model)."""
     import torch
 
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),  # noqa: NPY002 - the legacy global stream is state we save/restore
             "python": random.getstate(), "loader": generator.get_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
@@ -282,7 +282,7 @@ def set_rng_state(state: dict[str, Any], generator) -> None:
     import torch
 
     torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
+    np.random.set_state(state["numpy"])  # noqa: NPY002 - the legacy global stream is state we save/restore
     random.setstate(state["python"])
     generator.set_state(state["loader"])
     if state.get("cuda") is not None and torch.cuda.is_available():

@@ -64,7 +64,8 @@ class ManifestSpec(_Strict):
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise ValueError(f"match[{col!r}]: invalid regular expression {pattern!r}: {exc}")
+                raise ValueError(f"match[{col!r}]: invalid regular expression {pattern!r}: "
+                                 f"{exc}") from None
         return v
 
     @field_validator("cohort")

@@ -48,8 +48,7 @@ from medaudit.io.output import file_sha256, write_json
 from medaudit.io.spec import ModelCard
 from medaudit.stats import roc_auc
 from medaudit.train import _engine as eng
-from medaudit.train.data import (apply_exclusion, load_exclusion, load_manifest, pos_weight,
-                                 stratified_split)
+from medaudit.train.data import apply_exclusion, load_exclusion, load_manifest, pos_weight, stratified_split
 from medaudit.train.spec import SupervisedSpec
 
 __all__ = ["TrainEvent", "TrainingResult", "EarlyStopping", "train_supervised",
