@@ -41,6 +41,7 @@ def run_and_record(name: str, title: str, main: Callable[[list[str]], object]) -
     out = buf.getvalue()
     sys.stdout.write(out)
     if write:
+        argv = [*argv, "--write"]
         replace_section(ROOT / "BENCHMARKS.md", name,
                         f"## {title}\n\nCommand: `python benchmarks/{name}.py {' '.join(argv)}`"
                         f"\n\n```\n{out.rstrip()}\n```" if not out.lstrip().startswith("#")
