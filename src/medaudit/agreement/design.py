@@ -10,8 +10,11 @@ one probability per cell, so Brier and ECE over the test rows follow from the co
   finding), and the budget-``n`` shot is its first ``n`` rows; the test set is the
   complement.
 * :func:`run_design` fits every estimator on every LOIO fold (Set A) and, for the selector,
-  on the institution-excluded development folds (Set B); the GLMM fits of all folds are
-  batched (:func:`medaudit.agreement.glmm.fit_glmm_batch`).
+  on the institution-excluded development folds (Set B).  Rows are chosen in the caller;
+  the fitting runs as independent cells of :data:`medaudit.agreement.glmm.CHUNK`
+  consecutive folds (``map(fn, items)``: in process by default, a backend's ``map``
+  otherwise), each cell one fixed GLMM batch (:func:`medaudit.agreement.glmm.fit_glmm_batch`),
+  so the results do not depend on where or in which order cells run.
 * :func:`decide` applies the strict selector with its gate; :func:`predictive_interval`
   and :func:`coverage_records` audit the Beta-Binomial interval;
   :func:`institution_cluster_bootstrap` gives the interval of the family Brier gap.
@@ -230,9 +233,8 @@ def _prepare(data: JudgmentData, key: FoldKey, first_seed: int) -> _Prepared:
                      n_test=nt[cells], y_train=yp[cells], n_train=np_[cells])
 
 
-def _score(data: JudgmentData, prep: _Prepared, fitted: dict[str, Any], *, n_bins: int,
+def _score(nk: int, prep: _Prepared, fitted: dict[str, Any], *, n_bins: int,
            with_ece: bool) -> FoldResult:
-    nk = len(data.findings)
     d, k, r = prep.cells // 2 // nk, prep.cells // 2 % nk, prep.cells % 2
     N = int(prep.n_test.sum())
     prob, brier, ece_, info = {}, {}, {}, {}
@@ -253,6 +255,49 @@ def _score(data: JudgmentData, prep: _Prepared, fitted: dict[str, Any], *, n_bin
                       n_train=prep.n_train, prob=prob, brier=brier, ece=ece_, info=info)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Cell:
+    """One independent unit of fitting work: consecutive prepared folds and the settings.
+
+    Only cell counts travel (no rows, no pandas), so a cell is small to ship to a worker.
+    """
+
+    preps: tuple[_Prepared, ...]
+    estimators: tuple[str, ...]
+    candidates: tuple[str, ...]
+    glmm: bool
+    seeds: tuple[int, ...]  # GLMM seed of each fold: first_seed + rep
+    glmm_steps: int
+    glmm_step_size: float
+    shape: tuple[int, int]
+    n_bins: int
+
+
+def _fit_cell(cell: _Cell) -> list[FoldResult]:
+    """Fit and score the folds of one cell (a module-level function, so workers can run it)."""
+    glmm_fits: list[Any] = [None] * len(cell.preps)
+    if cell.glmm:
+        from medaudit.agreement.glmm import fit_glmm_batch
+
+        # the cell is exactly one vmap chunk of the unsplit design: same pools, same padding
+        glmm_fits = fit_glmm_batch([p.pool for p in cell.preps], seeds=cell.seeds,
+                                   n_steps=cell.glmm_steps, step_size=cell.glmm_step_size,
+                                   shape=cell.shape)
+    from threadpoolctl import threadpool_limits
+
+    out = []
+    # thousands of tiny fits (<= 72 weighted rows): multithreaded BLAS only adds contention
+    # (measured 13x slower on a loaded 2-core machine)
+    with threadpool_limits(limits=1):
+        for prep, g in zip(cell.preps, glmm_fits, strict=True):
+            names = cell.estimators if prep.key.kind == "loio" else cell.candidates
+            fitted = {name: (g if name == "glmm" else make_estimator(name).fit(prep.pool))
+                      for name in names}
+            out.append(_score(cell.shape[1], prep, fitted, n_bins=cell.n_bins,
+                              with_ece=prep.key.kind == "loio"))
+    return out
+
+
 def _check(names: Sequence[str], allowed: Sequence[str], what: str) -> list[str]:
     from medaudit._validation import check_option
 
@@ -269,7 +314,9 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
                models: Sequence[str] | None = None, selection: bool = True,
                candidates: Sequence[str] = SET_B, glmm_steps: int = 3000,
                glmm_step_size: float = 0.02, n_bins: int = 10,
-               progress: Callable[[str], None] | None = None) -> DesignResult:
+               progress: Callable[[str], None] | None = None,
+               map: Callable[[Callable[[Any], Any], Sequence[Any]], Sequence[Any]] | None = None
+               ) -> DesignResult:
     """Fit every estimator on every LOIO fold and (optionally) run the strict selector.
 
     Parameters
@@ -295,6 +342,12 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
         Equal-width ECE bins.
     progress : callable, optional
         ``progress(message)`` at each step.
+    map : callable, optional
+        ``map(fn, items) -> list`` running independent cells and returning their results in
+        the order of ``items`` (e.g. ``AuditContext.map``, a backend's ``map``).  Default:
+        one after another, in this process.  A cell is :data:`~medaudit.agreement.glmm.CHUNK`
+        consecutive folds (rows, shots and seeds are fixed before any cell runs), so the
+        results are identical whatever runs the cells, in whatever order.
     """
     say = progress or (lambda msg: None)
     estimators = _check(estimators, ESTIMATORS, "estimators")
@@ -357,36 +410,32 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
                             if k not in seen:
                                 seen.add(k)
                                 dev_keys.append(k)
-    say(f"agreement: preparing {len(loio_keys)} LOIO and {len(dev_keys)} development folds")
     preps = [_prepare(data, k, first_seed) for k in loio_keys + dev_keys]
-    # the GLMM of every fold at once (vmapped chunks); seeds 42 + rep
-    glmm_fits: dict[FoldKey, Any] = {}
-    if "glmm" in estimators or "glmm" in candidates:
-        from medaudit.agreement.glmm import fit_glmm_batch
+    from medaudit.agreement.glmm import CHUNK
 
-        fits = fit_glmm_batch([p.pool for p in preps], seeds=[first_seed + p.key.rep for p in preps],
-                              n_steps=glmm_steps, step_size=glmm_step_size,
-                              shape=(n_inst, len(data.findings)),
-                              progress=lambda done, tot: say(f"agreement: GLMM fits {done}/{tot}"))
-        glmm_fits = {p.key: f for p, f in zip(preps, fits, strict=True)}
-    loio: list[FoldResult] = []
-    dev: dict[FoldKey, FoldResult] = {}
-    from threadpoolctl import threadpool_limits
-
-    # thousands of tiny fits (<= 72 weighted rows): multithreaded BLAS only adds contention
-    # (measured 13x slower on a loaded 2-core machine)
-    with threadpool_limits(limits=1):
-        for i, prep in enumerate(preps):
-            names = estimators if prep.key.kind == "loio" else candidates
-            fitted = {name: (glmm_fits[prep.key] if name == "glmm"
-                             else make_estimator(name).fit(prep.pool)) for name in names}
-            res = _score(data, prep, fitted, n_bins=n_bins, with_ece=prep.key.kind == "loio")
-            if prep.key.kind == "loio":
-                loio.append(res)
-            else:
-                dev[prep.key] = res
-            if (i + 1) % 20 == 0 or i + 1 == len(preps):
-                say(f"agreement: fitted folds {i + 1}/{len(preps)}")
+    # one cell = one GLMM vmap chunk of the fold list, exactly as when all ran in one batch
+    glmm = "glmm" in estimators or "glmm" in candidates
+    cells = [_Cell(preps=tuple(preps[i:i + CHUNK]), estimators=tuple(estimators),
+                   candidates=tuple(candidates), glmm=glmm,
+                   seeds=tuple(first_seed + p.key.rep for p in preps[i:i + CHUNK]),
+                   glmm_steps=int(glmm_steps), glmm_step_size=float(glmm_step_size),
+                   shape=(n_inst, len(data.findings)), n_bins=int(n_bins))
+             for i in range(0, len(preps), CHUNK)]
+    say(f"agreement: fitting {len(loio_keys)} LOIO and {len(dev_keys)} development folds in "
+        f"{len(cells)} cells")
+    if map is None:
+        results = []
+        for i, cell in enumerate(cells):
+            results.append(_fit_cell(cell))
+            say(f"agreement: fitted folds {min((i + 1) * CHUNK, len(preps))}/{len(preps)}")
+    else:
+        results = list(map(_fit_cell, cells))
+    folds = [f for r in results for f in r]
+    if [f.key for f in folds] != [p.key for p in preps]:
+        raise MedauditError("map must return one result per cell, in the order of the cells (as "
+                            "AuditContext.map does); it returned them otherwise.")
+    loio = [f for f in folds if f.key.kind == "loio"]
+    dev = {f.key: f for f in folds if f.key.kind == "dev"}
     decisions = decide(loio, dev, candidates=candidates, n_institutions=n_inst) if selection else []
     settings = {"estimators": estimators, "budgets": budgets, "repeats": int(repeats),
                 "first_seed": int(first_seed), "seeds": [first_seed + r for r in range(repeats)],

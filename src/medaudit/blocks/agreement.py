@@ -248,7 +248,7 @@ def comparisons(summary: pd.DataFrame, *, pairs: tuple[tuple[str, str], ...] = C
 def uncertain_sensitivity(variants: dict[str, pd.DataFrame], spec: Any, *,
                           estimators: tuple[str, ...] = ("naive", "additive", "hdcal",
                                                          "beta_binomial"),
-                          progress: Any = None) -> pd.DataFrame:
+                          progress: Any = None, map: Any = None) -> pd.DataFrame:
     """M2.12 uncertain-label sensitivity: the within-family counts under each policy.
 
     Parameters
@@ -261,6 +261,8 @@ def uncertain_sensitivity(variants: dict[str, pd.DataFrame], spec: Any, *,
         are not rerun: the comparison is between fixed policies).
     estimators : tuple of str
         The fixed policies refitted (those of :data:`COMPARISONS` plus the constant).
+    progress, map : callable, optional
+        Passed to :func:`~medaudit.agreement.design.run_design` (``map`` runs its fold cells).
 
     Returns
     -------
@@ -283,7 +285,7 @@ def uncertain_sensitivity(variants: dict[str, pd.DataFrame], spec: Any, *,
             correct=t["correct"].to_numpy(), study_id=t["study_id"].to_numpy())
         res = run_design(data, estimators=ests, budgets=spec.budgets, repeats=spec.repeats,
                          first_seed=spec.first_seed, selection=False, n_bins=spec.n_bins,
-                         progress=progress)
+                         progress=progress, map=map)
         fixed = pd.DataFrame(_fixed_rows(None, res, spec.protocol, f"ece[n_bins={spec.n_bins}]"))
         c = comparisons(_summary(fixed, spec.first_seed))
         c.insert(0, "uncertain", policy)
@@ -336,7 +338,8 @@ def run(ctx: AuditContext) -> BlockResult:
     res = run_design(data, estimators=a.active_estimators(), budgets=a.budgets, repeats=a.repeats,
                      first_seed=a.first_seed, selection=a.selection,
                      candidates=a.active_candidates(), glmm_steps=a.glmm_steps,
-                     glmm_step_size=a.glmm_step_size, n_bins=a.n_bins, progress=ctx.tick)
+                     glmm_step_size=a.glmm_step_size, n_bins=a.n_bins, progress=ctx.tick,
+                     map=ctx.map)  # the fold cells run on the configured backend
     ece_id = f"ece[n_bins={a.n_bins}]"
     fixed = pd.DataFrame(_fixed_rows(ctx, res, a.protocol, ece_id))
     summary = _summary(fixed, a.first_seed)
@@ -375,7 +378,8 @@ def run(ctx: AuditContext) -> BlockResult:
                 "policy (AuditContext.judgment_variants, built by "
                 "medaudit.agreement.judgments.judgment_variants); this context has none.")
         ctx.tick("agreement: uncertain-label sensitivity")
-        tables["uncertain_sensitivity"] = uncertain_sensitivity(variants, a, progress=ctx.tick)
+        tables["uncertain_sensitivity"] = uncertain_sensitivity(variants, a, progress=ctx.tick,
+                                                                map=ctx.map)
         notes.append("Uncertain-label sensitivity (M2.12): naive, additive, HD-Cal and "
                      "Beta-Binomial refitted with uncertain references excluded, mapped to "
                      "negative and mapped to positive; counts of the settings where each "
