@@ -47,6 +47,15 @@ Four tables:
     :func:`exclusion_card_entries`).  A card entry for a scored cohort is checked against
     the score-table counts; a disagreement is stated in ``qualification``.
 
+Soft labels (paper 001; issue 4 item 2).  When the score table has ``label_soft``, a
+``soft_roc_auc_difference`` row follows each comparison: the soft twin of its paired
+within-label bootstrap (same key, strata the hard labels, so the very same resampled
+images; no DeLong test, which has no soft form), with the soft seed-delta summary; and
+``seeds`` gets ``soft_roc_auc`` rows (per seed, summary, ensemble: point estimates with
+``design = "point_estimate"``) and ``soft_roc_auc_difference`` seed-delta rows.  The
+composition table stays hard-label: its nested interval rests on a masking trick that
+needs 0/1 labels.
+
 The column ``seed`` is the analysis (run) seed, as in every block; the optimisation
 seed of a model is ``model_seed``.  The seed SD describes optimisation variability;
 it is not a confidence interval.
@@ -64,29 +73,33 @@ the class sizes as fixed.  Conditional on the fitted score set ``a``.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row
+from medaudit.blocks._exclusion import (
+    COUNT_FIELDS,
+    card_exclusion_counts,
+    exclusion_card_entries,
+    exclusion_rows,
+)
+from medaudit.blocks.discrimination import run_paired_cell, soft_twin
 from medaudit.exceptions import SchemaError
-from medaudit.io.spec import ModelCard, RetainedSpec
-from medaudit.stats import delong_ci, delong_test, paired_bootstrap, roc_auc
+from medaudit.io.spec import RetainedSpec
+from medaudit.stats import delong_ci, delong_test, paired_bootstrap, roc_auc, soft_roc_auc
 from medaudit.stats.bootstrap import percentile_interval
 
 __all__ = ["NAME", "run", "exclusion_card_entries", "card_exclusion_counts", "COUNT_FIELDS"]
 
 NAME = "retained"
+SOFT = "soft_roc_auc"  # the soft AUROC reported beside each AUROC when label_soft is present
 SD_DDOF = 1
 _MIN_SEEDS = 2  # a model "has seeds" when it has at least this many distinct seeds
 COMPOSITION_DESIGN = "within_label[label x retained]+nested"
 #: Table 19 columns as the trainer writes them (exclusion.csv, model-card entries)
-COUNT_FIELDS = ("original", "excluded", "retained", "positives_retained", "negatives_retained")
 #: the same counts in the audit's ``exclusion`` table
-_COUNT_COLUMNS = ("n_original", "n_excluded", "n_retained", "n_pos_retained", "n_neg_retained")
-_CARD_KEY = re.compile(r"exclusion\[(?P<cohort>.+)\]")
 
 
 def _first(ids, k: int = 5) -> str:
@@ -149,7 +162,21 @@ def _retained_targets(ctx: AuditContext, entry: RetainedSpec, cohort: str, promp
     _need_both_classes(y, f"{what}: the {len(ids)} shared (retained) image(s)")
     sa = ga.loc[ids, "score"].to_numpy(dtype=np.float64)
     sb = gb.loc[ids, "score"].to_numpy(dtype=np.float64)
-    return ids, y, sa, sb, only_a, only_b
+    return ids, y, sa, sb, only_a, only_b, _soft_labels(ga, gb, ids, what)
+
+
+def _soft_labels(ga: pd.DataFrame, gb: pd.DataFrame, ids: list, what: str) -> np.ndarray | None:
+    """label_soft of the retained targets (None without the column); a and b must agree."""
+    if "label_soft" not in ga.columns:
+        return None
+    pa = ga.loc[ids, "label_soft"].to_numpy(dtype=np.float64)
+    differ = pa != gb.loc[ids, "label_soft"].to_numpy(dtype=np.float64)
+    if differ.any():
+        raise SchemaError(f"{what}: label_soft differs between the two score sets on "
+                          f"{int(differ.sum())} image(s), e.g. "
+                          f"{_first(i for i, d in zip(ids, differ, strict=True) if d)}; "
+                          "an image has one soft label.")
+    return pa
 
 
 def _comparison_cell(cell: dict[str, Any]) -> tuple[Any, Any]:
@@ -166,35 +193,51 @@ def _comparison_cell(cell: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _comparison_job(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str
-                    ) -> tuple[tuple, dict[str, Any]]:
-    """The retained targets of one entry x cohort and the cell that compares them."""
-    ids, y, sa, sb, only_a, only_b = _retained_targets(ctx, entry, cohort, prompt)
+                    ) -> tuple[tuple, dict[str, Any], np.ndarray | None]:
+    """The retained targets of one entry x cohort, the cell that compares them and the
+    targets' soft labels (None without ``label_soft``)."""
+    ids, y, sa, sb, only_a, only_b, p = _retained_targets(ctx, entry, cohort, prompt)
     cell = {"label": y, "a": sa, "b": sb, "n_resamples": ctx.spec.n_resamples,
             "confidence_level": ctx.spec.confidence_level, "seed": ctx.seed,
             "key": (NAME, "comparisons", cohort, entry.a, entry.b, prompt)}
-    return (ids, y, only_a, only_b), cell
+    return (ids, y, only_a, only_b), cell, p
+
+
+def _soft_comparison_cell(cell: dict[str, Any], p: np.ndarray) -> dict[str, Any]:
+    """The soft twin of a comparison cell: its key, so the very same within-label draws
+    (strata = the hard labels), with soft AUROC against ``p`` (:func:`soft_twin`)."""
+    hard = {"label": cell["label"], "scores": {"a": cell["a"], "b": cell["b"]},
+            "metrics": ("roc_auc",), "contrasts": [("b", "a")], "design": "within_label",
+            "n_resamples": cell["n_resamples"], "confidence_level": cell["confidence_level"],
+            "seed": cell["seed"], "key": cell["key"]}
+    return soft_twin(hard, p, metrics=(SOFT,))
 
 
 def _comparison_row(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str,
                     targets: tuple, result: tuple[Any, Any],
-                    seed_delta: tuple[float, float, int] | None) -> dict[str, Any]:
+                    seed_delta: tuple[float, float, int] | None, mid: str = "roc_auc"
+                    ) -> dict[str, Any]:
+    """The row of ``b - a``; ``mid = SOFT`` for the soft twin (``result``'s DeLong is None)."""
     a, b = entry.a, entry.b
     ids, y, only_a, only_b = targets
     boot, dl = result
-    d = boot.differences[("b", "a", "roc_auc")]
+    d = boot.differences[("b", "a", mid)]
+    nan = math.nan
     qual = _join(_exposure(ctx, cohort, a, b),
                  f"{d.n_degenerate} degenerate bootstrap replicate(s)" if d.n_degenerate else "")
     mean, sd, n_seeds = seed_delta if seed_delta is not None else (math.nan, math.nan, 0)
     return spec_row(
-        model=f"{b} - {a}", prompt=prompt, cohort=cohort, criterion="roc_auc_difference",
+        model=f"{b} - {a}", prompt=prompt, cohort=cohort, criterion=f"{mid}_difference",
         design=d.design, n_resamples=d.n_resamples, seed=ctx.seed, family=None,
         model_a=a, model_b=b,
-        auroc_a=boot.marginal[("a", "roc_auc")].estimate,
-        auroc_b=boot.marginal[("b", "roc_auc")].estimate,
+        auroc_a=boot.marginal[("a", mid)].estimate,
+        auroc_b=boot.marginal[("b", mid)].estimate,
         estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high, n_degenerate=d.n_degenerate,
         n=len(ids), n_pos=int(y.sum()), n_neg=int(y.size - y.sum()),
         n_retained=len(ids), n_only_a=len(only_a), n_only_b=len(only_b),
-        delong_ci_low=dl.ci_low, delong_ci_high=dl.ci_high, z=dl.statistic, pvalue=dl.pvalue,
+        **({"delong_ci_low": dl.ci_low, "delong_ci_high": dl.ci_high, "z": dl.statistic,
+            "pvalue": dl.pvalue} if dl is not None else
+           {"delong_ci_low": nan, "delong_ci_high": nan, "z": nan, "pvalue": nan}),
         seed_delta_mean=mean, seed_delta_sd=sd, seed_delta_n_seeds=n_seeds,
         qualification=qual)
 
@@ -251,6 +294,8 @@ def _seed_job(ctx: AuditContext, model: str, cohort: str, prompt: str) -> dict[s
     y = ens["label"].to_numpy(dtype=np.float64)
     _need_both_classes(y, f"seeds of model {model!r} on cohort {cohort!r}, prompt {prompt!r}")
     return {"label": y, "ensemble": ens["score"].to_numpy(dtype=np.float64),
+            "label_soft": (ens["label_soft"].to_numpy(dtype=np.float64)
+                           if "label_soft" in ens.columns else None),
             "model_seeds": [int(s) for s in wide.columns],
             "seeds": [wide[s].to_numpy(dtype=np.float64) for s in wide.columns],
             "confidence_level": ctx.spec.confidence_level}
@@ -279,14 +324,30 @@ def _model_seed_rows(ctx: AuditContext, model: str, cohort: str, prompt: str,
     rows.append(spec_row(**common, criterion="roc_auc", design="delong", kind="ensemble",
                          model_seed=None, estimate=ci.estimate, ci_low=ci.ci_low,
                          ci_high=ci.ci_high, n_seeds=len(aucs), **counts, qualification=expo))
+    p = cell["label_soft"]
+    if p is None:
+        return rows
+    # soft twins: point estimates (DeLong has no soft form), the seed SD as above
+    ens = soft_roc_auc(p, cell["ensemble"])
+    soft = [soft_roc_auc(p, s) for s in cell["seeds"]]
+    summary = {**rows[-2], "criterion": SOFT, "estimate": float(np.mean(soft)), "sd": _sd(soft)}
+    rows += [spec_row(**common, criterion=SOFT, design="point_estimate", kind="seed",
+                      model_seed=s, estimate=v, **counts, difference_vs_ensemble=v - ens,
+                      z=math.nan, pvalue=math.nan, qualification=expo)
+             for s, v in zip(cell["model_seeds"], soft, strict=True)]
+    rows.append(summary)
+    rows.append(spec_row(**common, criterion=SOFT, design="point_estimate", kind="ensemble",
+                         model_seed=None, estimate=ens, ci_low=math.nan, ci_high=math.nan,
+                         n_seeds=len(aucs), **counts, qualification=expo))
     return rows
 
 
 def _seed_delta_rows(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str
-                     ) -> tuple[list[dict], tuple[float, float, int] | None, str]:
-    """Seed-paired AUROC_b(s) - AUROC_a(s) on the retained targets, and their mean/SD."""
+                     ) -> tuple[list[dict], dict[str, tuple[float, float, int]] | None, str]:
+    """Seed-paired AUROC_b(s) - AUROC_a(s) on the retained targets, and their mean/SD
+    (by criterion: ``roc_auc``, and ``soft_roc_auc`` when the targets have soft labels)."""
     a, b = entry.a, entry.b
-    ids, y, _, _, _, _ = _retained_targets(ctx, entry, cohort, prompt)
+    ids, y, _, _, _, _, p = _retained_targets(ctx, entry, cohort, prompt)
     wa = _seed_matrix(ctx, a, cohort, prompt).loc[ids]
     wb = _seed_matrix(ctx, b, cohort, prompt).loc[ids]
     seeds = sorted(set(wa.columns) & set(wb.columns))
@@ -299,21 +360,26 @@ def _seed_delta_rows(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt
                   seed=ctx.seed, family=None, model_a=a, model_b=b, n=n, n_pos=n_pos,
                   n_neg=n - n_pos, n_retained=n)
     expo = _exposure(ctx, cohort, a, b)
-    rows, deltas = [], []
-    for s in seeds:
-        auc_a = roc_auc(y, wa[s].to_numpy(dtype=np.float64))
-        auc_b = roc_auc(y, wb[s].to_numpy(dtype=np.float64))
-        deltas.append(auc_b - auc_a)
-        rows.append(spec_row(**common, design=None, kind="seed", model_seed=int(s),
-                             auroc_a=auc_a, auroc_b=auc_b, estimate=auc_b - auc_a,
-                             qualification=expo))
-    mean, sd = float(np.mean(deltas)), _sd(deltas)
-    rows.append(spec_row(**common, design=None, kind="seed_summary", model_seed=None,
-                         estimate=mean, sd=sd, sd_ddof=SD_DDOF, n_seeds=len(deltas),
-                         qualification=_join(
-                             expo, "seed-paired changes; SD describes optimisation variability",
-                             "one common seed: SD undefined" if len(deltas) < 2 else "")))
-    return rows, (mean, sd, len(deltas)), ""
+    rows, summary = [], {}
+    for mid, metric in [("roc_auc", lambda s: roc_auc(y, s))] + (
+            [(SOFT, lambda s: soft_roc_auc(p, s))] if p is not None else []):
+        common["criterion"] = f"{mid}_difference"
+        deltas = []
+        for s in seeds:
+            auc_a = metric(wa[s].to_numpy(dtype=np.float64))
+            auc_b = metric(wb[s].to_numpy(dtype=np.float64))
+            deltas.append(auc_b - auc_a)
+            rows.append(spec_row(**common, design=None, kind="seed", model_seed=int(s),
+                                 auroc_a=auc_a, auroc_b=auc_b, estimate=auc_b - auc_a,
+                                 qualification=expo))
+        mean, sd = float(np.mean(deltas)), _sd(deltas)
+        rows.append(spec_row(**common, design=None, kind="seed_summary", model_seed=None,
+                             estimate=mean, sd=sd, sd_ddof=SD_DDOF, n_seeds=len(deltas),
+                             qualification=_join(
+                                 expo, "seed-paired changes; SD describes optimisation variability",
+                                 "one common seed: SD undefined" if len(deltas) < 2 else "")))
+        summary[mid] = (mean, sd, len(deltas))
+    return rows, summary, ""
 
 
 # ----------------------------------------------------------------------------- composition
@@ -393,84 +459,6 @@ def _composition_row(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt
         n_neg_excluded=n - n_pos - r_neg, qualification=qual)
 
 
-# ----------------------------------------------------------------------------- Table 19
-def exclusion_card_entries(counts: pd.DataFrame) -> dict[str, str]:
-    """Model-card ``training`` entries carrying Table 19 counts, one per row of ``counts``.
-
-    Parameters
-    ----------
-    counts : pandas.DataFrame
-        Columns ``cohort`` and :data:`COUNT_FIELDS` (the trainer's ``exclusion.csv``).
-
-    Returns
-    -------
-    dict of str to str
-        ``{"exclusion[<cohort>]": "original=138, excluded=1, retained=137, ..."}``, in
-        row order; :func:`card_exclusion_counts` reads them back.
-
-    Examples
-    --------
-    >>> t = pd.DataFrame([{"cohort": "mc", "original": 138, "excluded": 1, "retained": 137,
-    ...                    "positives_retained": 58, "negatives_retained": 79}])
-    >>> exclusion_card_entries(t)["exclusion[mc]"]
-    'original=138, excluded=1, retained=137, positives_retained=58, negatives_retained=79'
-    """
-    missing = [c for c in ("cohort", *COUNT_FIELDS) if c not in counts.columns]
-    if missing:
-        raise SchemaError(f"exclusion counts lack column(s) {missing}; expected "
-                          f"{['cohort', *COUNT_FIELDS]}.")
-    return {f"exclusion[{r['cohort']}]": ", ".join(f"{k}={int(r[k])}" for k in COUNT_FIELDS)
-            for r in counts.to_dict("records")}
-
-
-def card_exclusion_counts(card: ModelCard) -> dict[str, dict[str, int]]:
-    """Table 19 counts recorded in ``card.training`` (cohort -> field -> count), card order.
-
-    Raises :class:`SchemaError` naming the entry when a value is not the
-    :func:`exclusion_card_entries` form.
-    """
-    out: dict[str, dict[str, int]] = {}
-    for key, value in card.training.items():
-        m = _CARD_KEY.fullmatch(key)
-        if m is None:
-            continue
-        parts = dict(p.split("=", 1) for p in (x.strip() for x in value.split(",")) if "=" in p)
-        if sorted(parts) != sorted(COUNT_FIELDS) or not all(v.isdigit() for v in parts.values()):
-            raise SchemaError(f"model card {card.name!r}: training entry {key!r} = {value!r} is not "
-                              f"'{'=N, '.join(COUNT_FIELDS)}=N' (non-negative integers).")
-        out[m["cohort"]] = {k: int(parts[k]) for k in COUNT_FIELDS}
-    return out
-
-
-def _exclusion_rows(ctx: AuditContext, entry: RetainedSpec, prompt: str, cohorts: list[str],
-                    infos: dict[str, dict[str, Any]]) -> tuple[dict[str, dict], list[dict]]:
-    """Table 19 rows of one entry: (rows from the score table, rows only the card has)."""
-    a, b = entry.a, entry.b
-    card = card_exclusion_counts(ctx.spec.card(b))
-    common = dict(model=b, prompt=prompt, criterion="exclusion_counts", seed=ctx.seed, family=None,
-                  model_a=a, model_b=b)
-    scored: dict[str, dict] = {}
-    card_only = []
-    for cohort in cohorts:
-        y, keep = infos[cohort]["y"], infos[cohort]["keep"]
-        got = dict(zip(COUNT_FIELDS, (int(y.size), int((~keep).sum()), int(keep.sum()),
-                                      int(y[keep].sum()), int((y[keep] == 0).sum())), strict=True))
-        rec = card.get(cohort)
-        differs = [f"{k}={rec[k]}" for k in COUNT_FIELDS if rec is not None and rec[k] != got[k]]
-        scored[cohort] = (spec_row(cohort=cohort, **common, source="scores",
-                               **dict(zip(_COUNT_COLUMNS, got.values(), strict=True)),
-                               qualification=(f"model card of {b!r} records {', '.join(differs)}"
-                                              " for this cohort; counts here are the score "
-                                              "table's" if differs else "")))
-    for cohort, rec in card.items():
-        if cohort not in cohorts:
-            card_only.append(spec_row(cohort=cohort, **common, source="model card",
-                                      **{c: rec[k] for c, k in zip(_COUNT_COLUMNS, COUNT_FIELDS,
-                                                                   strict=True)},
-                                      qualification=""))
-    return scored, card_only
-
-
 # ----------------------------------------------------------------------------- block
 def run(ctx: AuditContext) -> BlockResult:
     """Retained-target comparisons (``comparisons``) and per-seed summaries (``seeds``)."""
@@ -492,7 +480,7 @@ def run(ctx: AuditContext) -> BlockResult:
                               "must name two score sets.")
 
     seed_rows_by_cohort: dict[str, list[dict]] = {c: [] for c in ctx.spec.cohorts}
-    seed_delta: dict[tuple[int, str], tuple[float, float, int]] = {}
+    seed_delta: dict[tuple[int, str], dict[str, tuple[float, float, int]]] = {}
     if has_seeds:
         n_seeds = _seeded(ctx, primary)
         single = sorted({m for (m, _), k in n_seeds.items() if k < _MIN_SEEDS})
@@ -524,9 +512,18 @@ def run(ctx: AuditContext) -> BlockResult:
     where = [(i, e, prompt, cohort) for cohort in ctx.spec.cohorts
              for i, (e, prompt, cohorts) in enumerate(entries) if cohort in cohorts]
     jobs = [_comparison_job(ctx, e, cohort, prompt) for _, e, prompt, cohort in where]
-    results = ctx.map(_comparison_cell, [cell for _, cell in jobs])
-    comp_rows = [_comparison_row(ctx, e, cohort, prompt, targets, res, seed_delta.get((i, cohort)))
-                 for (i, e, prompt, cohort), (targets, _), res in zip(where, jobs, results, strict=True)]
+    results = ctx.map(_comparison_cell, [cell for _, cell, _ in jobs])
+    soft_jobs = [k for k, (_, _, p) in enumerate(jobs) if p is not None]
+    soft_res = dict(zip(soft_jobs, ctx.map(run_paired_cell, [
+        _soft_comparison_cell(jobs[k][1], jobs[k][2]) for k in soft_jobs]), strict=True))
+    comp_rows = []
+    for k, ((i, e, prompt, cohort), (targets, _, _), res) in enumerate(zip(where, jobs, results,
+                                                                           strict=True)):
+        sd = seed_delta.get((i, cohort), {})
+        comp_rows.append(_comparison_row(ctx, e, cohort, prompt, targets, res, sd.get("roc_auc")))
+        if k in soft_res:
+            comp_rows.append(_comparison_row(ctx, e, cohort, prompt, targets, (soft_res[k], None),
+                                             sd.get(SOFT), mid=SOFT))
     comparisons = pd.DataFrame(comp_rows)
     # comparison (i): `a` against itself on its full and on the retained targets; never
     # aligned with `b`'s scores (the two score different image sets by design)
@@ -536,7 +533,7 @@ def run(ctx: AuditContext) -> BlockResult:
         _composition_row(ctx, e, cohort, prompt, info, res)
         for (_, e, prompt, cohort), (info, _), res in zip(where, mix_jobs, mix, strict=True)])
     infos = {(i, cohort): info for (i, _, _, cohort), (info, _) in zip(where, mix_jobs, strict=True)}
-    per_entry = [_exclusion_rows(ctx, e, prompt, cohorts, {c: infos[(i, c)] for c in cohorts})
+    per_entry = [exclusion_rows(ctx, e, prompt, cohorts, {c: infos[(i, c)] for c in cohorts})
                  for i, (e, prompt, cohorts) in enumerate(entries)]
     exclusion = pd.DataFrame([per_entry[i][0][cohort] for i, _, _, cohort in where]
                              + [r for _, card_only in per_entry for r in card_only])
@@ -550,6 +547,12 @@ def run(ctx: AuditContext) -> BlockResult:
                      "paired DeLong test (descriptive, no multiplicity family).")
     elif ctx.spec.retained == []:
         notes.append("comparisons: the spec has no `retained` entries.")
+    if any(c.get("criterion", "").startswith("soft_") for c in comp_rows) or (
+            not seeds.empty and seeds["criterion"].str.startswith("soft_").any()):
+        notes.append("Soft labels (label_soft): soft_roc_auc_difference comparisons from the same "
+                     "draws as the ordinary rows (strata the hard labels; no DeLong test, which has "
+                     "no soft form) and soft_roc_auc seed rows (point estimates); the composition "
+                     "table has no soft rows (its nested interval needs 0/1 labels).")
     if has_seeds and not seeds.empty:
         notes.append(f"seeds: per-seed AUROC, mean and SD (ddof={SD_DDOF}) over seeds, and the "
                      "mean-probability seed ensemble with its DeLong interval at prompt "

@@ -27,24 +27,25 @@ at the primary prompt and each control group G is the images with
 
 Soft labels (paper 001; issue 4 item 2).  When the score table has ``label_soft``,
 ``groups`` gets ``soft_roc_auc`` and ``soft_average_precision`` rows per model and
-group, and ``model_differences`` ``soft_roc_auc_difference`` rows.  What a soft label
-means for a *named* negative group: membership is kept as declared (P = the label-1
-images, G = the label-0 images with ``negative_group == G``, fixed by the hard label
-and the metadata), and inside ``P ∪ G`` every image carries its own soft label, so a
-control whose readers partly saw disease counts partly as a positive and a doubtful
-positive partly as a control.  The soft metric of group G is then the soft metric of
-the sub-cohort ``P ∪ G`` (positives first, then G, each by image_id: the order the
-ordinary engine sees, which fixes tied scores); it equals the discrimination block's
-soft value on a cohort holding only P and G (up to the order of tied scores), and with
-0/1 soft labels (untied scores) the ordinary one.  Designs: the ordinary-design
-marginals (B-ORD on ``P ∪ G``) and the model differences draw from the ordinary cells'
-own keys, so the soft rows see the very same
-resampled images (within-label strata stay the hard labels).  The shared-positive
-engine takes no soft labels, so for a ``within_label`` cohort each group's soft
-marginal resamples P and G separately (the shared-positive design restricted to one
-group, recorded as ``within_label``) with the cell key extended by ``"soft"`` and the
-group.  Group contrasts (positives shared across groups) and the permutation test of
-group membership have no soft rows.
+group, ``contrasts`` ``soft_roc_auc_difference`` rows per pair of groups, and
+``model_differences`` ``soft_roc_auc_difference`` rows.  What a soft label means for a
+*named* negative group: membership is kept as declared (P = the label-1 images, G = the
+label-0 images with ``negative_group == G``, fixed by the hard label and the metadata),
+and inside ``P ∪ G`` every image carries its own soft label, so a control whose readers
+partly saw disease counts partly as a positive and a doubtful positive partly as a
+control.  The soft metric of group G is then the soft metric of the sub-cohort
+``P ∪ G`` (positives first, then G, each by image_id: the order the ordinary engine
+sees, which fixes tied scores); it equals the discrimination block's soft value on a
+cohort holding only P and G (up to the order of tied scores), and with 0/1 soft labels
+(untied scores) the ordinary one.  Designs: every soft row is computed on the very
+same resampled images as the ordinary row beside it.  The shared-positive bootstrap
+evaluates the soft metrics in the same call as the ordinary ones (soft labels enter
+only the metric; the strata stay P and each declared group), so the soft group
+contrasts and, for a ``within_label`` cohort, the soft group rows (design
+``shared_positive``) come from the ordinary rows' draws; for an ``ordinary`` cohort the
+soft group rows use the B-ORD key of the ordinary rows, and the soft model differences
+the ordinary cells' keys (within-label strata stay the hard labels).  Soft contrasts are
+descriptive: the permutation test of group membership has no soft form.
 """
 
 from __future__ import annotations
@@ -134,9 +135,15 @@ def _model_cell(cell: dict[str, Any]) -> tuple[Any, dict, dict, dict | None]:
     and the soft-label marginals when the cell carries soft labels (else None)."""
     seed, key, pos, neg = cell["seed"], cell["key"], cell["positives"], cell["negatives"]
     n_res, level, metrics = cell["n_resamples"], cell["confidence_level"], cell["metrics"]
-    sp = shared_positive_bootstrap(pos, neg, metrics=metrics, contrasts=cell["contrasts"],
-                                   n_resamples=n_res, confidence_level=level,
-                                   rng=cell_rng(seed, *key, "shared_positive", cell["groups"]))
+    soft = cell.get("soft_positives") is not None
+    # the soft metrics ride on the same call (so on the very same replicate weights);
+    # extra metrics consume no random numbers, so the ordinary results do not change
+    sp = shared_positive_bootstrap(
+        pos, neg, metrics=list(metrics) + (list(SOFT_METRICS) if soft else []),
+        contrasts=cell["contrasts"], n_resamples=n_res, confidence_level=level,
+        p_true_pos=cell["soft_positives"] if soft else None,
+        p_true_negatives=cell["soft_negatives"] if soft else None,
+        rng=cell_rng(seed, *key, "shared_positive", cell["groups"]))
     marginal = sp.marginal
     if cell["design"] == "ordinary":
         # M0.10: TBX marginal intervals are B-ORD on the P ∪ G subset (class mix
@@ -153,26 +160,24 @@ def _model_cell(cell: dict[str, Any]) -> tuple[Any, dict, dict, dict | None]:
     perms = {(a, b): negative_group_permutation_test(
         pos, neg[a], neg[b], n_resamples=cell["n_permutations"],
         rng=cell_rng(seed, *key, "permutation", a, b)) for a, b in cell["permutation_pairs"]}
-    return sp, marginal, perms, _soft_marginals(cell)
+    return sp, marginal, perms, _soft_marginals(cell, sp)
 
 
-def _soft_marginals(cell: dict[str, Any]) -> dict | None:
+def _soft_marginals(cell: dict[str, Any], sp) -> dict | None:
     """Soft AUROC/AP of P ∪ G per group (see the module docstring for the designs)."""
     if cell.get("soft_positives") is None:
         return None
+    if cell["design"] != "ordinary":  # the shared-positive draw of the ordinary rows
+        return {(g, mid): sp.marginal[(g, mid)] for g in cell["negatives"] for mid in SOFT_METRICS}
     seed, key, pos, neg = cell["seed"], cell["key"], cell["positives"], cell["negatives"]
     out = {}
     for g, sg in neg.items():
-        p = np.r_[cell["soft_positives"], cell["soft_negatives"][g]]
-        strata = np.r_[np.ones(pos.size), np.zeros(sg.size)]
-        if cell["design"] == "ordinary":  # the B-ORD marginal's own key: the same draws
-            opts = {"design": "ordinary", "rng": cell_rng(seed, *key, "marginal", g)}
-        else:  # P and G each resampled within itself: strata are the hard membership
-            opts = {"design": "ordinary", "strata": strata,
-                    "rng": cell_rng(seed, *key, "shared_positive", cell["groups"], "soft", g)}
-        res = bootstrap_metrics(p, np.r_[pos, sg], metrics=SOFT_METRICS,
+        # the B-ORD marginal's own key and layout (P, then G): the same draws
+        res = bootstrap_metrics(np.r_[cell["soft_positives"], cell["soft_negatives"][g]],
+                                np.r_[pos, sg], metrics=SOFT_METRICS, design="ordinary",
                                 n_resamples=cell["n_resamples"],
-                                confidence_level=cell["confidence_level"], **opts)
+                                confidence_level=cell["confidence_level"],
+                                rng=cell_rng(seed, *key, "marginal", g))
         out.update({(g, mid): r for mid, r in res.items()})
     return out
 
@@ -183,6 +188,21 @@ def _differences_cell(cell: dict[str, Any]):
                             design=cell["design"], n_resamples=cell["n_resamples"],
                             confidence_level=cell["confidence_level"],
                             rng=cell_rng(cell["seed"], *cell["key"]))
+
+
+def _soft_contrast(row: dict[str, Any], sp, a: str, b: str, n_pos: int, n_neg: int
+                   ) -> dict[str, Any]:
+    """The soft twin of a group-contrast row: same draws, no permutation test.
+
+    The permutation test of group membership is defined for hard labels only, so the
+    soft row is descriptive whatever the entry's ``test``.
+    """
+    d = sp.differences[(a, b, "soft_roc_auc")]
+    return {**row, "criterion": "soft_roc_auc_difference", "design": d.design,
+            "family": DESCRIPTIVE_FAMILY, "auroc_a": sp.marginal[(a, "soft_roc_auc")].estimate,
+            "auroc_b": sp.marginal[(b, "soft_roc_auc")].estimate,
+            **_interval(d, n_pos, n_neg), "n": n_pos + n_neg, "pvalue": math.nan,
+            "pvalue_adj": math.nan, "significant": pd.NA, "test": "none", "n_permutations": 0}
 
 
 def run(ctx: AuditContext) -> BlockResult:
@@ -230,13 +250,12 @@ def run(ctx: AuditContext) -> BlockResult:
                   "soft_positives": None if soft is None else soft[pos],
                   "soft_negatives": None if soft is None else {g: soft[masks[g]] for g in groups}}
                  for m in models]
-        soft_design = "ordinary" if design == "ordinary" else "within_label"
         for m, (sp, marginal, perms, smarg) in zip(models, ctx.map(_model_cell, cells),
                                                    strict=True):
             expo = ctx.exposure(m, cohort)
             for g in groups:
                 qual = _join(expo, _small([g], sizes))
-                for mid in sp.options["metrics"]:
+                for mid in [x for x in sp.options["metrics"] if x not in SOFT_METRICS]:
                     r = marginal[(g, mid)]
                     prev = entry.prevalence if mid.startswith("brier_score") else "observed"
                     group_rows.append(spec_row(
@@ -247,7 +266,7 @@ def run(ctx: AuditContext) -> BlockResult:
                     r = smarg[(g, mid)]
                     group_rows.append(spec_row(
                         model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence="observed",
-                        criterion=mid, design=soft_design, n_resamples=n_res, seed=ctx.seed,
+                        criterion=mid, design=r.design, n_resamples=n_res, seed=ctx.seed,
                         family=None, entry=i, group=g, **_interval(r, pos.sum(), sizes[g]),
                         qualification=qual))
             for a, b, kind in pairs:
@@ -268,6 +287,9 @@ def run(ctx: AuditContext) -> BlockResult:
                     row.update(family=PERMUTATION_FAMILY, pvalue=perm.pvalue, test="permutation",
                                n_permutations=n_perm)
                 contrast_rows.append(row)
+                if smarg is not None:
+                    contrast_rows.append(_soft_contrast(row, sp, a, b, int(pos.sum()),
+                                                        sizes[a] + sizes[b]))
         if len(models) >= 2:
             subs = [pos | masks[g] for g in groups]
             cells = [{"label": w.label[sub], "scores": {m: w.scores[f"{m}|{prompt}"][sub]
@@ -315,12 +337,13 @@ def run(ctx: AuditContext) -> BlockResult:
     if soft_entries:
         notes.append(f"Soft labels (label_soft) in {', '.join(soft_entries)}: soft_roc_auc and "
                      "soft_average_precision of P ∪ G per group (membership by the hard label and "
-                     "negative_group; each image weighted by its own soft label), and "
-                     "soft_roc_auc_difference model differences from the ordinary cells' draws. "
-                     "Ordinary-design cohorts: soft group rows from the B-ORD draws of the ordinary "
-                     "rows; within-label cohorts: P and G resampled separately per group (the "
-                     "shared-positive engine takes no soft labels). No soft group contrasts or "
-                     "permutation tests (defined for hard labels only). n, n_pos, n_neg count images.")
+                     "negative_group; each image weighted by its own soft label), "
+                     "soft_roc_auc_difference group contrasts and model differences, each from the "
+                     "very draws of the ordinary row beside it (group rows: B-ORD on ordinary-design "
+                     "cohorts, shared-positive otherwise; contrasts: shared-positive; model "
+                     "differences: the paired cells). Soft contrasts are descriptive: the "
+                     "permutation test of group membership is defined for hard labels only. "
+                     "n, n_pos, n_neg count images.")
     notes.append("Group AUROC/AURC intervals and group contrasts use the shared-positive bootstrap "
                  "(positives resampled once per replicate, each group within itself); model "
                  "differences use the paired within-label bootstrap on P ∪ G.")

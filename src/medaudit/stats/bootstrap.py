@@ -418,12 +418,55 @@ def paired_bootstrap(
                                  options={"metrics": [m.id for m in specs], "rng": rec})
 
 
+def _soft_shared(p_true_pos, p_true_negatives, pos, groups, soft_specs
+                 ) -> NDArray[np.float64] | None:
+    """Soft labels of the shared-positive layout (positives, then each group), or None.
+
+    Membership stays as given (positives and the declared groups); the soft labels only
+    enter the soft metrics, so both keywords come together and only with a soft metric.
+    """
+    given = (p_true_pos is not None, p_true_negatives is not None)
+    names = [m.name for m in soft_specs]
+    if not any(given):
+        if soft_specs:
+            raise MedauditError(
+                f"soft metrics {names} need p_true_pos and p_true_negatives (the soft labels of "
+                "the positives and of each negative group); membership stays hard.")
+        return None
+    if not all(given):
+        missing = "p_true_negatives" if given[0] else "p_true_pos"
+        raise MedauditError(f"soft labels come in pairs: {missing} is missing (give both "
+                            "p_true_pos and p_true_negatives, or neither).")
+    if not soft_specs:
+        raise MedauditError("p_true_pos/p_true_negatives were given but no soft metric was asked "
+                            "for; add soft_roc_auc or soft_average_precision to metrics, or drop "
+                            "the soft labels.")
+    if not isinstance(p_true_negatives, Mapping):
+        raise MedauditError("p_true_negatives must be a mapping of group -> soft labels, with the "
+                            "groups of negatives.")
+    soft_neg = {str(k): v for k, v in p_true_negatives.items()}
+    if set(soft_neg) != set(groups):
+        raise MedauditError(
+            f"p_true_negatives must have the groups of negatives: missing "
+            f"{sorted(set(groups) - set(soft_neg))}, unknown {sorted(set(soft_neg) - set(groups))}.")
+    pp = as_soft_labels(p_true_pos, name="p_true_pos")
+    check_same_length(y_score_pos=pos, p_true_pos=pp)
+    parts = [pp]
+    for g, sg in groups.items():
+        pg = as_soft_labels(soft_neg[g], name=f"p_true_negatives[{g!r}]")
+        check_same_length(**{f"negatives[{g!r}]": sg, f"p_true_negatives[{g!r}]": pg})
+        parts.append(pg)
+    return np.concatenate(parts)
+
+
 def shared_positive_bootstrap(
     y_score_pos: ArrayLike,
     negatives: Mapping[str, ArrayLike],
     *,
     metrics: str | Sequence[Any] = ("roc_auc",),
     contrasts: Sequence[tuple[str, str]] | None = None,
+    p_true_pos: ArrayLike | None = None,
+    p_true_negatives: Mapping[str, ArrayLike] | None = None,
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
     ci_method: str = "percentile",
@@ -442,8 +485,24 @@ def shared_positive_bootstrap(
         Scores of the shared positives.
     negatives : mapping of str to array-like
         Scores of each negative (control) group, e.g. ``{"healthy": ..., "sick": ...}``.
+    metrics : str or sequence, default=("roc_auc",)
+        As in :func:`bootstrap_metrics`.  ``soft_roc_auc`` and ``soft_average_precision``
+        need ``p_true_pos`` and ``p_true_negatives`` and may share the call with hard-label
+        metrics: every metric is evaluated on the same replicate weights.
     contrasts : sequence of (a, b), optional
         Group differences ``metric(P, a) - metric(P, b)``; default all pairs.
+    p_true_pos : array-like of shape (n_pos,), optional
+        Soft labels (in [0, 1]) of the positives, for the soft metrics only.
+    p_true_negatives : mapping of str to array-like, optional
+        Soft labels of each negative group (the keys of ``negatives``), for the soft
+        metrics only.  Membership stays hard: the strata resampled are the positives
+        and each declared group whatever the soft labels say, and the hard-label
+        metrics keep labels 1 (positives) and 0 (groups); inside ``P ∪ G`` each item
+        then carries its own soft label in the soft metrics.  Soft results report the
+        soft positive mass of their items as ``n_pos`` (``n_neg = n - n_pos``), as
+        :func:`bootstrap_metrics` does for soft labels.
+    n_resamples, confidence_level, ci_method, rng, batch
+        As in :func:`bootstrap_metrics`.
 
     Examples
     --------
@@ -453,11 +512,18 @@ def shared_positive_bootstrap(
     (1.0, 0.5)
     >>> r.differences[("healthy", "sick", "roc_auc")].estimate
     0.5
+    >>> q = shared_positive_bootstrap([0.9, 0.8, 0.7], {"healthy": [0.1, 0.2],
+    ...                               "sick": [0.75, 0.85]}, metrics=["roc_auc", "soft_roc_auc"],
+    ...                               p_true_pos=[1, 1, 1], p_true_negatives={"healthy": [0, 0],
+    ...                               "sick": [0, 0]}, n_resamples=100, rng=3)
+    >>> bool((q.differences[("healthy", "sick", "soft_roc_auc")].replicates
+    ...       == r.differences[("healthy", "sick", "roc_auc")].replicates).all())
+    True
     """
     n_res, level, ci_method, batch = _common_options(n_resamples, confidence_level, ci_method, batch)
     specs = MS.parse_metrics(metrics)
-    if any(m.name in MS.SOFT_METRICS for m in specs):
-        raise MedauditError("soft metrics are not defined for the shared-positive design.")
+    hard_specs = [m for m in specs if m.name not in MS.SOFT_METRICS]
+    soft_specs = [m for m in specs if m.name in MS.SOFT_METRICS]
     if not isinstance(negatives, Mapping) or len(negatives) < 1:
         raise MedauditError("negatives must be a non-empty mapping of group -> scores.")
     def conv(v, n):
@@ -467,43 +533,70 @@ def shared_positive_bootstrap(
     groups = {str(k): conv(v, f"negatives[{k!r}]") for k, v in negatives.items()}
     names = list(groups)
     pairs = _contrasts(names, contrasts, "group")
+    p_soft = _soft_shared(p_true_pos, p_true_negatives, pos, groups, soft_specs)
     s = np.concatenate([pos, *groups.values()])
     y = np.concatenate([np.ones(pos.size), np.zeros(s.size - pos.size)])
     strata = np.concatenate([np.zeros(pos.size, dtype=np.intp)] + [
         np.full(v.size, i + 1, dtype=np.intp) for i, v in enumerate(groups.values())])
     plan = make_plan("shared_positive", y, strata=strata)
     gen, rec = as_generator(rng)
-    p = MS.Prepared.build(y, s, need_conf=MS.needs_confidence(specs))
+    # one prepared vector per label kind, evaluated on the same weights: hard metrics see
+    # the membership labels, soft metrics the soft labels (stable tie order: P, then G)
+    preps = []
+    if hard_specs:
+        preps.append((MS.Prepared.build(y, s, need_conf=MS.needs_confidence(hard_specs)),
+                      hard_specs))
+    if soft_specs:
+        preps.append((MS.Prepared.build(p_soft, s, need_conf=False, soft=True), soft_specs))
     masks = {g: ((strata == 0) | (strata == i + 1)).astype(np.float64) for i, g in enumerate(names)}
-    point: dict[tuple[str, str], float] = {}
-    reps: dict[tuple[str, str], list] = {}
-    for g, mk in masks.items():
-        for mid, v in MS.evaluate(p, specs, mk[None, :]).items():
-            point[(g, mid)] = float(v[0])
-    for w in plan.batches(n_res, gen, batch):
+
+    def evaluate(w, out):
         for g, mk in masks.items():
-            for mid, v in MS.evaluate(p, specs, w * mk).items():
-                reps.setdefault((g, mid), []).append(v)
+            wm = w * mk
+            for p, sp in preps:
+                for mid, v in MS.evaluate(p, sp, wm).items():
+                    out.setdefault((g, mid), []).append(v)
+
+    base: dict[tuple[str, str], list] = {}
+    evaluate(np.ones((1, s.size)), base)
+    point = {k: float(v[0][0]) for k, v in base.items()}
+    reps: dict[tuple[str, str], list] = {}
+    for w in plan.batches(n_res, gen, batch):
+        evaluate(w, reps)
     rep_arr = {k: np.concatenate(v) for k, v in reps.items()}
     jack: dict = {}
     if ci_method == "bca":
         for w in plan.jackknife(batch):
-            for g, mk in masks.items():
-                for mid, v in MS.evaluate(p, specs, w * mk).items():
-                    jack.setdefault((g, mid), []).append(v)
+            evaluate(w, jack)
         jack = {k: np.concatenate(v) for k, v in jack.items()}
+    soft_ids = {m.id for m in soft_specs}
+
+    def counts(keep: NDArray[np.bool_], m) -> tuple[float, float]:
+        """(n_pos, n_neg) of the items ``keep``: image counts, or the soft mass."""
+        n_pos = float(p_soft[keep].sum()) if m.id in soft_ids else float(y[keep].sum())
+        return n_pos, float(keep.sum()) - n_pos
+
     marginal = {}
     for g in names:
+        keep = masks[g] > 0
         for m in specs:
+            n_pos, n_neg = counts(keep, m)
             marginal[(g, m.id)] = _result(
                 m.id, point[(g, m.id)], rep_arr[(g, m.id)], jack.get((g, m.id)), level=level,
                 ci_method=ci_method, design="shared_positive", n_resamples=n_res,
-                seed=rec["seed"], n=int(pos.size + groups[g].size), n_pos=float(pos.size),
-                n_neg=float(groups[g].size),
+                seed=rec["seed"], n=int(keep.sum()), n_pos=n_pos, n_neg=n_neg,
                 options={**dict(m.options), "negative_group": g, "rng": rec})
-    diffs = _differences(point, rep_arr, jack, pairs, specs, level=level, ci_method=ci_method,
-                         design="shared_positive", n_res=n_res, seed=rec["seed"], n=int(s.size),
-                         n_pos=float(pos.size), n_neg=float(s.size - pos.size), rec=rec)
+    diffs = {}
+    everything = np.ones(s.size, dtype=bool)
+    for part in (hard_specs, soft_specs):
+        if not part:
+            continue
+        n_pos, n_neg = counts(everything, part[0])
+        diffs.update(_differences(point, rep_arr, jack, pairs, part, level=level,
+                                  ci_method=ci_method, design="shared_positive", n_res=n_res,
+                                  seed=rec["seed"], n=int(s.size), n_pos=n_pos, n_neg=n_neg,
+                                  rec=rec))
+    diffs = {(a, b, m.id): diffs[(a, b, m.id)] for a, b in pairs for m in specs}
     return PairedBootstrapResult(marginal=marginal, differences=diffs, design="shared_positive",
                                  n_resamples=n_res, seed=rec["seed"],
                                  options={"metrics": [m.id for m in specs], "groups": names,
