@@ -20,7 +20,6 @@ import json
 import os
 import re
 import socket
-import tempfile
 import time
 import warnings
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from medaudit.exceptions import MedauditError
+from medaudit.io.output import atomic_write_bytes
 
 __all__ = ["EmbeddingCache", "namespace_key", "bytes_sha256"]
 
@@ -193,24 +193,7 @@ class EmbeddingCache:
         return path
 
     def _atomic_write_bytes(self, path: Path, data: bytes, *, suffix: str) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".tmp-{os.getpid()}-{_HOST}-", suffix=suffix,
-                                   dir=self.directory)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        try:  # make the rename itself durable (POSIX); not possible on every platform
-            dfd = os.open(self.directory, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(dfd)
-        except OSError:
-            pass
-        finally:
-            os.close(dfd)
+        # the temporary name carries this writer's pid and host: opening the cache removes
+        # only files whose writer is dead (see _stale)
+        atomic_write_bytes(path, data, prefix=f".tmp-{os.getpid()}-{_HOST}-", suffix=suffix,
+                           durable=True)

@@ -80,13 +80,16 @@ def write_json(path: str | os.PathLike[str], data: Any) -> None:
     atomic_write_bytes(path, (text + "\n").encode("utf-8"))
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, prefix: str | None = None,
+                       suffix: str = ".tmp", durable: bool = False) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same folder and a rename.
 
     A reader (or a resumed run) sees the old file or the new one, never half of one.
+    ``prefix`` names the temporary file (a cache uses it to tell a live writer's file from
+    a dead one's); ``durable=True`` also syncs the folder so the rename survives a crash.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix or f".{path.name}.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -96,6 +99,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if durable:  # make the rename itself durable (POSIX); not possible on every platform
+        try:
+            dfd = os.open(path.parent, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(dfd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -21,7 +21,8 @@ from medaudit.io.spec_agreement import ErrorStructureSpec, JudgmentsSpec
 from medaudit.io.spec_estimators import AgreementSpec
 from medaudit.io.spec_labels import AnnotationsSpec, LabelUncertaintySpec
 
-__all__ = ["AuditSpec", "ModelCard", "load_spec", "check_spec_against_table", "BLOCK_NAMES"]
+__all__ = ["AuditSpec", "ModelCard", "load_spec", "load_yaml_model", "format_validation_error",
+           "check_spec_against_table", "BLOCK_NAMES"]
 
 #: blocks reading the score table (paper 000); the default when scores are given
 SCORE_BLOCKS = ("discrimination", "operating_points", "prompts", "spectrum", "prevalence",
@@ -260,13 +261,20 @@ class AuditSpec(_Strict):
         return [k for k, v in self.cohorts.items() if v.role in roles]
 
 
-def _format_pydantic(exc: ValidationError, source: str) -> str:
+def format_validation_error(exc: ValidationError, source: str, *, root: type[BaseModel] = None,
+                            what: str = "audit spec") -> str:
+    """One line per pydantic error, naming the key path; unknown keys get a "did you mean".
+
+    ``root`` is the model validated (default :class:`AuditSpec`); the suggestion walks its
+    field annotations down the error's key path to the sub-model that owns the key.
+    """
+    root = root or AuditSpec
     lines = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"])
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            parent = AuditSpec
+            parent = root
             for part in err["loc"][:-1]:
                 fld = getattr(parent, "model_fields", {}).get(part) if isinstance(part, str) else None
                 ann = getattr(fld, "annotation", None) if fld else None
@@ -275,27 +283,36 @@ def _format_pydantic(exc: ValidationError, source: str) -> str:
             close = difflib.get_close_matches(str(err["loc"][-1]), list(parent.model_fields), n=1)
             msg = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
         lines.append(f"  - {loc}: {msg}")
-    return f"{source}: the audit spec is invalid:\n" + "\n".join(lines)
+    return f"{source}: the {what} is invalid:\n" + "\n".join(lines)
 
 
-def load_spec(path: str | Path) -> tuple[AuditSpec, Path]:
-    """Read and validate a YAML audit spec; return it and its directory (for relative paths)."""
+def load_yaml_model(path: str | Path, model: type[BaseModel], *, what: str) -> tuple[Any, Path]:
+    """Read a YAML mapping and validate it as ``model``; return it and the file's folder.
+
+    Every failure (missing file, malformed YAML, not a mapping, invalid keys or values)
+    is one clear error naming the file.
+    """
     import yaml
 
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"audit spec {str(path)!r} does not exist.")
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist.")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise SchemaError(f"{path}: malformed YAML: {exc}") from None
     if not isinstance(raw, dict):
-        raise SchemaError(f"{path}: the audit spec must be a YAML mapping (key: value), "
+        raise SchemaError(f"{path}: the {what} must be a YAML mapping (key: value), "
                           f"not {type(raw).__name__}.")
     try:
-        return AuditSpec.model_validate(raw), path.parent
+        return model.model_validate(raw), path.parent
     except ValidationError as exc:
-        raise SchemaError(_format_pydantic(exc, str(path))) from None
+        raise SchemaError(format_validation_error(exc, str(path), root=model, what=what)) from None
+
+
+def load_spec(path: str | Path) -> tuple[AuditSpec, Path]:
+    """Read and validate a YAML audit spec; return it and its directory (for relative paths)."""
+    return load_yaml_model(path, AuditSpec, what="audit spec")
 
 
 def _unknown(kind: str, names, known, where: str) -> list[str]:

@@ -11,14 +11,11 @@ evaluation resize then scales with it (``round(image_size * 256 / 224)``) unless
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from medaudit.exceptions import SchemaError
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["ManifestSpec", "SourceSpec", "SupervisedSpec", "load_supervised_spec"]
 
@@ -168,38 +165,8 @@ class SupervisedSpec(_Strict):
         return f"{self.name}_{'retrained' if retrained else 'original'}"
 
 
-def _format(exc: ValidationError, source: str) -> str:
-    lines = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            parent: type[BaseModel] = SupervisedSpec
-            if err["loc"][0] == "source":
-                parent = SourceSpec
-            elif err["loc"][0] == "evaluation":
-                parent = ManifestSpec
-            close = difflib.get_close_matches(str(err["loc"][-1]), list(parent.model_fields), n=1)
-            msg = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
-        lines.append(f"  - {loc}: {msg}")
-    return f"{source}: the training spec is invalid:\n" + "\n".join(lines)
-
-
 def load_supervised_spec(path: str | Path) -> tuple[SupervisedSpec, Path]:
     """Read and validate a YAML training spec; return it and its folder (for relative paths)."""
-    import yaml
+    from medaudit.io.spec import load_yaml_model
 
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"training spec {str(path)!r} does not exist.")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise SchemaError(f"{path}: malformed YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise SchemaError(f"{path}: the training spec must be a YAML mapping, not "
-                          f"{type(raw).__name__}.")
-    try:
-        return SupervisedSpec.model_validate(raw), path.parent
-    except ValidationError as exc:
-        raise SchemaError(_format(exc, str(path))) from None
+    return load_yaml_model(path, SupervisedSpec, what="training spec")
