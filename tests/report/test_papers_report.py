@@ -8,6 +8,8 @@ browser with the matrix first and a section per block.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -86,12 +88,20 @@ def test_institution_and_agreement_claims(agreement_run):
     c = outcome.claims
     inst = c[c["kind"] == "institution"]
     con = outcome.results["error_structure"].tables["contrasts"]
-    # every contrast appears once as a 'C' cell; a BH-significant one does not hold
+    # every contrast appears as a 'C' cell from each of its two institutions; a BH-significant
+    # one does not hold (from both ends), with the difference oriented rate(to) - rate(from)
     cells = inst[inst["change"] == "C"]
-    assert len(cells) == len(con)
+    assert len(cells) == 2 * len(con)
     sig = con["significant"].astype(str).str.lower().eq("true").sum()
-    assert (cells["verdict"] == "does not hold").sum() == sig
-    assert set(cells["verdict"]) <= {"does not hold", "unresolved", "not defined"}
+    assert (cells["verdict"] == "does not hold").sum() == 2 * sig
+    assert set(cells["verdict"]) <= {"does not hold", "unresolved", "not defined", "not assessed"}
+    rates = outcome.results["error_structure"].tables["rates"].set_index(
+        ["model", "prompt", "cohort", "negatives", "criterion"])["estimate"]
+    for r in cells.head(20).itertuples():
+        to, frm = (rates[(r.model, r.prompt, c, r.negatives, r.criterion)]
+                   for c in (r.changed_to, r.cohort))
+        if math.isfinite(to) and math.isfinite(frm):
+            assert math.isclose(r.estimate, to - frm, abs_tol=1e-12), r
     cov = c[c["kind"] == "coverage"]
     assert len(cov) and set(cov["verdict"]) <= {"holds", "does not hold", "not defined"}
     # a coverage verdict is the point estimate against the nominal level, nothing else

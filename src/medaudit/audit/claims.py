@@ -288,6 +288,8 @@ def _reliability_claims(results, spec) -> list[dict[str, Any]]:
             rows.append({**cell("π", "any", None), "verdict": "unaffected",
                          "qualification": "AUROC does not depend on prevalence"})
             soft = metrics[(metrics["cohort"] == cohort) & (metrics["model"] == m)
+                           & (metrics["prompt"] == r["prompt"])
+                           & (metrics["negatives"] == r["negatives"])
                            & (metrics["criterion"] == "soft_roc_auc")]
             if len(soft):
                 rows.append(cell("y", "soft labels", soft.iloc[0], criterion="soft_roc_auc"))

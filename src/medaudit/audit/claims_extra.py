@@ -3,15 +3,17 @@
 * **Label claims** (paper 001, block ``label_uncertainty``): "A ranks above B on the
   ordinary metric against the aggregated hard label"; the changed element is the
   reference standard ``y`` (soft labels from the annotations).  The block reports
-  point estimates for the order, so the verdict reads the order (``holds`` /
-  ``reversed``; an exact tie is ``unresolved``) and the cell says it is a point
+  point estimates and their order (``order_ordinary``/``order_soft``, ties to the
+  block's rank precision), so the verdict reads that order (``holds`` / ``reversed``;
+  a tie is ``unresolved``) and the cell says it is a point
   comparison; the annotation-bootstrap stability of the ranking is its own claim
   (``soft more stable`` from the one-sided binomial test).
 * **Institution claims** (paper 002, block ``error_structure``): "m's FPR (FNR) on
-  finding k at institution a carries over to institution b".  A BH-significant
-  Fisher contrast means it ``does not hold``; otherwise the difference was not
-  detected, which is not equality, so the cell is ``unresolved`` with the
-  study-clustered interval of the difference.
+  finding k at institution a carries over to institution b", with every institution
+  as a (each contrast read in both directions).  A BH-significant Fisher contrast means
+  it ``does not hold``; otherwise the difference was not detected, which is not
+  equality, so the cell is ``unresolved`` with the study-clustered interval of the
+  difference.  A model outside the BH family (``descriptive``) is ``not assessed``.
 * **Agreement claims** (paper 002, block ``agreement``): the Beta–Binomial
   predictive intervals reach their nominal coverage at each held-out institution
   (point estimate of coverage over the held-out cells), and the family Brier gap.
@@ -72,11 +74,15 @@ def label_claims(results: dict[str, BlockResult], spec: Any) -> list[dict[str, A
     n = 0
     if not changes.empty:
         for _, r in changes.iterrows():
+            # the block's own order (ties to RANK_DECIMALS, as its ranks): a last-bit float
+            # difference between mathematically equal metrics is neither a claim nor a reversal
+            order = str(r["order_ordinary"])
+            if order not in ("a_higher", "b_higher"):
+                continue  # tie or undefined: no hard-label order to claim
             oa, ob = _f(r["ordinary_a"]), _f(r["ordinary_b"])
-            if not (math.isfinite(oa) and math.isfinite(ob)) or oa == ob:
-                continue  # no hard-label order to claim
-            hi_m, lo_m = (r["model_a"], r["model_b"]) if oa > ob else (r["model_b"], r["model_a"])
-            sign = 1.0 if oa > ob else -1.0
+            hi_m, lo_m = (r["model_a"], r["model_b"]) if order == "a_higher" else (
+                r["model_b"], r["model_a"])
+            sign = 1.0 if order == "a_higher" else -1.0
             n += 1
             crit = str(r["ordinary_criterion"])
             claim = _base(f"Y{n:02d}", f"{hi_m} ranks above {lo_m} on {crit} (hard labels)",
@@ -85,11 +91,11 @@ def label_claims(results: dict[str, BlockResult], spec: Any) -> list[dict[str, A
             note = "point estimates (no interval); ranking stability in label_uncertainty.stability"
             rows.append(_cell(claim, "at E", "", verdict="holds", estimate=sign * (oa - ob),
                               note=note, source="label_uncertainty.rank_changes"))
-            sa, sb = _f(r["soft_a"]), _f(r["soft_b"])
-            d = sign * (sa - sb)
-            verdict = ("not defined" if not math.isfinite(d) else "holds" if d > 0
-                       else "reversed" if d < 0 else "unresolved")
-            rows.append(_cell(claim, "y", "soft labels", verdict=verdict, estimate=d, note=note,
+            soft = str(r["order_soft"])
+            verdict = ("holds" if soft == order else "unresolved" if soft == "tie"
+                       else "reversed" if soft in ("a_higher", "b_higher") else "not defined")
+            rows.append(_cell(claim, "y", "soft labels", verdict=verdict,
+                              estimate=sign * (_f(r["soft_a"]) - _f(r["soft_b"])), note=note,
                               source="label_uncertainty.rank_changes", criterion=str(r["criterion"])))
     tests = _table(results, "label_uncertainty", "stability_test")
     for _, r in tests.iterrows() if not tests.empty else ():
@@ -115,18 +121,25 @@ def institution_claims(results: dict[str, BlockResult], spec: Any) -> list[dict[
     if con.empty:
         return []
     rates = _table(results, "error_structure", "rates")
+    # the block lists each pair once (estimate = rate(cohort_a) - rate(cohort_b)); every
+    # institution is a claim's source, so each contrast is read from both ends: seen from
+    # its cohort_b the difference rate(other) - rate(source) is the estimate as reported,
+    # seen from its cohort_a it is the negated estimate with the interval flipped
+    fwd = con.assign(_source=con["cohort_a"], _other=con["cohort_b"], _sign=-1.0)
+    back = con.assign(_source=con["cohort_b"], _other=con["cohort_a"], _sign=1.0)
+    both = pd.concat([fwd, back], ignore_index=True)
     rows: list[dict[str, Any]] = []
     n = 0
-    keys = ["model", "prompt", "criterion", "negatives", "cohort_a"]
-    for key, g in con.groupby(keys, sort=True, dropna=False):
-        model, prompt, crit, finding, inst_a = key
+    keys = ["model", "prompt", "criterion", "negatives", "_source"]
+    for key, g in both.groupby(keys, sort=True, dropna=False):
+        model, prompt, crit, finding, source = key
         rate = str(crit).removesuffix("_difference")
         n += 1
-        claim = _base(f"I{n:02d}", f"{model}'s {rate.upper()} on {finding} at {inst_a} carries "
+        claim = _base(f"I{n:02d}", f"{model}'s {rate.upper()} on {finding} at {source} carries "
                       "over to other institutions", "institution", model=model, prompt=prompt,
-                      cohort=inst_a, negatives=finding, criterion=rate)
+                      cohort=source, negatives=finding, criterion=rate)
         at = rates[(rates["model"] == model) & (rates["prompt"] == prompt)
-                   & (rates["cohort"] == inst_a) & (rates["negatives"] == finding)
+                   & (rates["cohort"] == source) & (rates["negatives"] == finding)
                    & (rates["criterion"] == rate)] if not rates.empty else rates
         if len(at):  # the rate as measured at its own institution (the claim at E)
             a = at.iloc[0]
@@ -134,19 +147,24 @@ def institution_claims(results: dict[str, BlockResult], spec: Any) -> list[dict[
                               ci_low=_f(a["ci_low"]), ci_high=_f(a["ci_high"]),
                               note=_q("the rate measured at its own institution",
                                       a.get("qualification")), source="error_structure.rates"))
-        for _, r in g.sort_values("cohort_b").iterrows():
-            sig = str(r.get("significant")).lower() == "true"
-            lo, hi = _f(r["ci_low"]), _f(r["ci_high"])
+        for _, r in g.sort_values("_other").iterrows():
+            sig = r.get("significant")  # NA outside the BH family (family "descriptive")
+            in_family = r.get("family") != "descriptive" and not (sig is None or pd.isna(sig))
+            s = r["_sign"]
+            lo, hi = sorted((s * _f(r["ci_low"]), s * _f(r["ci_high"])))
             if not math.isfinite(_f(r["pvalue"])):
                 verdict = "not defined"
+            elif not in_family:
+                verdict = "not assessed"
             else:
-                verdict = "does not hold" if sig else "unresolved"
-            note = _q(f"{r.get('family', '')}: p_adj = {_f(r.get('pvalue_adj')):.3g}",
-                      "" if sig else "difference not detected (equality not shown)",
-                      r.get("qualification"))
-            # the estimate is rate(b) - rate(a): what changes when the claim travels to b
-            rows.append(_cell(claim, "C", str(r["cohort_b"]), verdict=verdict,
-                              estimate=-_f(r["estimate"]), ci_low=-hi, ci_high=-lo, note=note,
+                verdict = "does not hold" if str(sig).lower() == "true" else "unresolved"
+            note = _q(f"{r.get('family', '')}: p_adj = {_f(r.get('pvalue_adj')):.3g}"
+                      if in_family else "outside the BH family (descriptive contrast)",
+                      "difference not detected (equality not shown)"
+                      if verdict == "unresolved" else "", r.get("qualification"))
+            # the estimate is rate(other) - rate(source): what changes when the claim travels
+            rows.append(_cell(claim, "C", str(r["_other"]), verdict=verdict,
+                              estimate=s * _f(r["estimate"]), ci_low=lo, ci_high=hi, note=note,
                               source="error_structure.contrasts"))
     return rows
 

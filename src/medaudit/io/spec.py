@@ -220,9 +220,17 @@ class AuditSpec(_Strict):
                              f"got {given or 'none'}")
         if given and not self.cohorts:
             raise ValueError("`cohorts:` must name at least one cohort of the score table")
-        if self.annotations is not None and not given:
-            raise ValueError("`annotations:` label the items of a score table; give `scores:` or "
-                             "`scores_wide:` too")
+        if self.annotations is not None and (not given or given == ["simulate"]):
+            raise ValueError("`annotations:` label the items of a score table read from a file; "
+                             "give `scores:` or `scores_wide:` (a `simulate:` table has none)")
+        if not given:
+            # sections that only describe a score table would otherwise be silently ignored
+            unused = [k for k in ("cohorts", "spectrum", "prevalence", "transport", "retained")
+                      if getattr(self, k)]
+            if unused:
+                raise ValueError(f"{', '.join(f'`{k}:`' for k in unused)} describe(s) a score table, "
+                                 "but the spec gives none (`scores:`, `scores_wide:` or "
+                                 "`simulate:`); add one or remove the section(s)")
         if self.blocks is None:
             default: list[str] = []
             if given:
@@ -261,7 +269,7 @@ class AuditSpec(_Strict):
         return [k for k, v in self.cohorts.items() if v.role in roles]
 
 
-def format_validation_error(exc: ValidationError, source: str, *, root: type[BaseModel] = None,
+def format_validation_error(exc: ValidationError, source: str, *, root: type[BaseModel] | None = None,
                             what: str = "audit spec") -> str:
     """One line per pydantic error, naming the key path; unknown keys get a "did you mean".
 
@@ -271,8 +279,9 @@ def format_validation_error(exc: ValidationError, source: str, *, root: type[Bas
     root = root or AuditSpec
     lines = []
     for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"]
+        # a model-level check (a combination of sections) has no key path
+        loc = ".".join(str(x) for x in err["loc"]) or "(whole spec)"
+        msg = err["msg"].removeprefix("Value error, ") if err["type"] == "value_error" else err["msg"]
         if err["type"] == "extra_forbidden":
             parent = root
             for part in err["loc"][:-1]:

@@ -382,9 +382,11 @@ def _fig10(tables: Tables) -> Built | None:
         return None
     fig = plot_rank_stability(t)
     return fig.axes[0], "Ranking stability under annotation resampling", _caption(
-        "Rank correlation between each annotation-bootstrap replicate's model ranking and the "
-        "original ranking, per metric (ordinary vs soft), from table label_uncertainty.stability "
-        "(resampling each item's annotations with replacement).", _designs(t), _b(t))
+        "Mean (marker) and percentile range (bar) over the annotation-bootstrap replicates of "
+        "the rank correlation (Spearman ρ, Kendall τ-b) between each replicate's model ranking "
+        "and the original ranking, per metric (ordinary vs soft), from table "
+        "label_uncertainty.stability (each item's annotations resampled with replacement).",
+        _designs(t), _b(t))
 
 
 def _fig11(tables: Tables) -> Built | None:
