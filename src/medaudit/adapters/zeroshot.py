@@ -34,6 +34,7 @@ from scipy.special import expit
 from medaudit.adapters.cache import EmbeddingCache, bytes_sha256
 from medaudit.adapters.prompts import PAPER000_FAMILIES, PAPER000_VERSION, PromptFamily
 from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.io.schema import require_columns
 from medaudit.io.spec import ModelCard
 
 __all__ = ["open_rgb", "check_manifest", "unit_rows", "class_prototype", "two_class_score",
@@ -152,12 +153,8 @@ def read_manifest(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 def check_manifest(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     """Validated copy of a scoring manifest (text keys, label 0/1, one row per cohort image)."""
-    missing = [c for c in MANIFEST_COLUMNS if c not in df.columns]
-    if missing:
-        raise SchemaError(f"{source}: missing column(s) {missing}; a scoring manifest needs "
-                          f"{list(MANIFEST_COLUMNS)} (optional: {list(_CARRIED)}).")
-    if len(df) == 0:
-        raise SchemaError(f"{source}: the manifest has no rows.")
+    require_columns(df, MANIFEST_COLUMNS, source=source, what="scoring manifest",
+                    optional=_CARRIED, noun="manifest")
     t = df.reset_index(drop=True).copy()
     for c in ("image_id", "path", "cohort"):
         na = t[c].isna().to_numpy()  # NaN must not become the text "nan"

@@ -61,6 +61,8 @@ import pandas as pd
 
 from medaudit._validation import check_option
 from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.io.schema import require_columns
+from medaudit.io.schema import row_list as _rows
 
 __all__ = ["JUDGMENT_COLUMNS", "OPTIONAL_COLUMNS", "CELL_KEYS", "UNCERTAIN_POLICIES",
            "PROTOCOLS", "FilterStep", "JudgmentReport", "validate_judgments", "cells",
@@ -84,10 +86,6 @@ _UNMENTIONED = -9
 _REF_WORDS = {"1": 1, "0": 0, "-1": -1, "uncertain": -1, "": _UNMENTIONED, "missing": _UNMENTIONED}
 
 
-def _rows(mask: np.ndarray, limit: int = 5) -> str:
-    idx = np.flatnonzero(mask)
-    more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
-    return ", ".join(str(i) for i in idx[:limit]) + more
 
 
 def _words(values: pd.Series) -> np.ndarray:
@@ -309,12 +307,8 @@ def validate_judgments(
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"{source}: a JudgmentTable must be a pandas DataFrame; got "
                           f"{type(df).__name__}.")
-    missing = [c for c in JUDGMENT_COLUMNS if c not in df.columns]
-    if missing:
-        raise SchemaError(f"{source}: missing column(s) {missing}; a JudgmentTable needs "
-                          f"{list(JUDGMENT_COLUMNS)} (optional: {list(OPTIONAL_COLUMNS)}).")
-    if len(df) == 0:
-        raise SchemaError(f"{source}: the table has no rows.")
+    require_columns(df, JUDGMENT_COLUMNS, source=source, what="JudgmentTable",
+                    optional=OPTIONAL_COLUMNS)
     t = df.reset_index(drop=True).copy()
     for col in _TEXT:
         empty = t[col].isna().to_numpy() | (t[col].astype(str).str.strip() == "").to_numpy()

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from medaudit.exceptions import MedauditError
+from medaudit.io.output import file_sha256
 
 __all__ = [
     "DicomConversionError",
@@ -320,12 +321,6 @@ def _convert(ds: Any, stage: list[str]) -> ConvertedImage:
 
 
 # ------------------------------------------------------------------------------- files
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _versions() -> dict[str, str]:
@@ -398,7 +393,7 @@ def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
     png = _png_bytes(converted.pixels)
     sidecar = {
         "source": source_name if source_name is not None else src.name,
-        "source_sha256": _sha256(src),
+        "source_sha256": file_sha256(src),
         "output": dst.name,
         "output_sha256": hashlib.sha256(png).hexdigest(),
         "method": METHOD_VERSION,
@@ -427,7 +422,8 @@ def _finished(src: Path, dst: Path) -> bool:
         meta = json.loads(side.read_text(encoding="utf-8"))
         # an unreadable source is not finished: convert_file then reports why it fails
         return (isinstance(meta, dict) and meta.get("method") == METHOD_VERSION
-                and meta.get("source_sha256") == _sha256(src) and meta.get("output_sha256") == _sha256(dst))
+                and meta.get("source_sha256") == file_sha256(src)
+                and meta.get("output_sha256") == file_sha256(dst))
     except (OSError, ValueError):
         return False
 

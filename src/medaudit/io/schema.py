@@ -9,6 +9,7 @@ Nothing is dropped, flipped or coerced silently.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,17 +17,37 @@ import pandas as pd
 
 from medaudit.exceptions import SchemaError
 
-__all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "validate_score_table"]
+__all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "validate_score_table", "require_columns", "row_list"]
 
 SCORE_COLUMNS = ("image_id", "cohort", "model", "prompt", "score", "label")
 OPTIONAL_COLUMNS = ("label_soft", "negative_group", "patient_id", "split", "seed")
 _TEXT = ("image_id", "cohort", "model", "prompt", "negative_group", "patient_id", "split")
 
 
-def _rows(mask: np.ndarray, limit: int = 5) -> str:
+def row_list(mask: np.ndarray, limit: int = 5) -> str:
+    """The first ``limit`` row numbers where ``mask`` holds, for error messages."""
     idx = np.flatnonzero(mask)
     more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
     return ", ".join(str(i) for i in idx[:limit]) + more
+
+
+_rows = row_list
+
+
+def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str, what: str,
+                    optional: Sequence[str] = (), noun: str = "table") -> None:
+    """Raise :class:`SchemaError` naming the missing columns, or when ``table`` has no rows.
+
+    One message for every long table medaudit reads (score tables, judgment tables,
+    scoring manifests): ``"<source>: missing column(s) [...]; a <what> needs [...]"``.
+    """
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        extra = f" (optional: {list(optional)})" if optional else ""
+        raise SchemaError(f"{source}: missing column(s) {missing}; a {what} needs "
+                          f"{list(required)}{extra}.")
+    if len(table) == 0:
+        raise SchemaError(f"{source}: the {noun} has no rows.")
 
 
 def validate_score_table(
@@ -46,12 +67,8 @@ def validate_score_table(
     key : tuple of str
         Columns that must identify a row uniquely.
     """
-    missing = [c for c in SCORE_COLUMNS if c not in table.columns]
-    if missing:
-        raise SchemaError(f"{source}: missing column(s) {missing}; a ScoreTable needs "
-                          f"{list(SCORE_COLUMNS)} (optional: {list(OPTIONAL_COLUMNS)}).")
-    if len(table) == 0:
-        raise SchemaError(f"{source}: the table has no rows.")
+    require_columns(table, SCORE_COLUMNS, source=source, what="ScoreTable",
+                    optional=OPTIONAL_COLUMNS)
     t = table.reset_index(drop=True).copy()
     for col in _TEXT:
         if col not in t.columns:

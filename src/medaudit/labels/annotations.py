@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from medaudit.exceptions import SchemaError
+from medaudit.io.schema import row_list as _rows
 
 __all__ = ["ANNOTATION_COLUMNS", "RatingScale", "AnnotationTable", "validate_annotations",
            "read_annotations", "code_key"]
@@ -29,10 +30,6 @@ _LAYOUTS = {"long": ("item_id", "annotator", "rating"), "crowd": ("task", "worke
 HEDGE = "hedge"
 
 
-def _rows(mask: np.ndarray, limit: int = 5) -> str:
-    idx = np.flatnonzero(mask)
-    more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
-    return ", ".join(str(i) for i in idx[:limit]) + more
 
 
 def code_key(value: Any) -> str:
