@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from medaudit.exceptions import SchemaError
+from medaudit.io._specbase import Strict as _Strict
+from medaudit.io._specbase import fraction as _fraction
 from medaudit.io.spec_agreement import ErrorStructureSpec, JudgmentsSpec
 from medaudit.io.spec_estimators import AgreementSpec
 from medaudit.io.spec_labels import AnnotationsSpec, LabelUncertaintySpec
@@ -30,14 +32,8 @@ SCORE_BLOCKS = ("discrimination", "operating_points", "prompts", "spectrum", "pr
 BLOCK_NAMES = (*SCORE_BLOCKS, "label_uncertainty", "error_structure", "agreement")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _fraction(v: float, name: str) -> float:
-    if not 0.0 < float(v) < 1.0:
-        raise ValueError(f"{name} must lie strictly between 0 and 1; got {v!r}")
-    return float(v)
 
 
 class ModelCard(_Strict):

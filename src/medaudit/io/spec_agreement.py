@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from medaudit.io._specbase import Strict as _Strict
+from medaudit.io._specbase import fraction as _fraction
 
 __all__ = ["JudgmentsSpec", "ReadersSpec", "ErrorStructureSpec"]
 
@@ -16,8 +19,6 @@ READER_FINDINGS = ("atelectasis", "cardiomegaly", "consolidation", "pleural effu
                    "pneumothorax")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ReadersSpec(_Strict):
@@ -98,9 +99,7 @@ class ErrorStructureSpec(_Strict):
     @field_validator("alpha")
     @classmethod
     def _alpha(cls, v: float) -> float:
-        if not 0.0 < float(v) < 1.0:
-            raise ValueError(f"alpha must lie strictly between 0 and 1; got {v!r}")
-        return float(v)
+        return _fraction(v, "alpha")
 
     @model_validator(mode="after")
     def _pair(self) -> ErrorStructureSpec:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from medaudit.io._specbase import Strict as _Strict
+from medaudit.io._specbase import fraction as _fraction
 
 __all__ = ["AgreementSpec", "ESTIMATOR_KEYS", "SET_B_KEYS"]
 
@@ -23,8 +26,6 @@ Estimator = Literal["naive", "additive", "hdcal", "hdcal_weighted", "glmm", "has
                     "has_fixed_tau", "has_no_offset", "target_only", "beta_binomial"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class AgreementSpec(_Strict):
@@ -73,9 +74,7 @@ class AgreementSpec(_Strict):
     @field_validator("interval_level")
     @classmethod
     def _level(cls, v: float) -> float:
-        if not 0.0 < float(v) < 1.0:
-            raise ValueError(f"interval_level must lie strictly between 0 and 1; got {v!r}")
-        return float(v)
+        return _fraction(v, "interval_level")
 
     @model_validator(mode="after")
     def _consistent(self) -> AgreementSpec:

@@ -25,7 +25,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from medaudit.io._specbase import Strict as _Strict
+from medaudit.io._specbase import fraction as _fraction
 
 __all__ = ["AnnotationsSpec", "LabelUncertaintySpec", "RatingScaleSpec", "HEDGE_CODE"]
 
@@ -33,8 +36,6 @@ __all__ = ["AnnotationsSpec", "LabelUncertaintySpec", "RatingScaleSpec", "HEDGE_
 HEDGE_CODE = "hedge"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RatingScaleSpec(_Strict):
@@ -233,9 +234,7 @@ class LabelUncertaintySpec(_Strict):
     @field_validator("alpha")
     @classmethod
     def _alpha(cls, v: float) -> float:
-        if not 0.0 < v < 1.0:
-            raise ValueError(f"alpha must lie strictly between 0 and 1; got {v!r}")
-        return v
+        return _fraction(v, "alpha")
 
     @model_validator(mode="after")
     def _variant(self) -> LabelUncertaintySpec:

@@ -15,7 +15,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from medaudit.io._specbase import Strict as _Strict
 
 __all__ = ["ManifestSpec", "SourceSpec", "SupervisedSpec", "load_supervised_spec"]
 
@@ -23,8 +25,6 @@ __all__ = ["ManifestSpec", "SourceSpec", "SupervisedSpec", "load_supervised_spec
 DEFAULT_SEEDS = (2026, 2027, 2028, 2029, 2030)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ManifestSpec(_Strict):
