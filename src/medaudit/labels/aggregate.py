@@ -83,6 +83,35 @@ def _crowd_posterior(keys: pd.DataFrame, votes: np.ndarray, annot: np.ndarray, i
     return np.clip(post, 0.0, 1.0)
 
 
+def coded_ratings(annotations: pd.DataFrame, *, scale: Any, hedge: Any
+                  ) -> tuple[float, float, np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]:
+    """Ratings with hedges resolved, and one integer code per item (sorted key order).
+
+    Shared by :func:`aggregate_labels` and :func:`medaudit.labels.label_stability`, so
+    both code items and apply the hedge policy the same way.
+
+    Returns
+    -------
+    lo, hi : the rating scale; values, keep : per-rating value after the hedge policy and
+    whether it counts; item_code : per-rating item index; keys : the item keys
+    (``cohort, item_id`` or ``item_id``) in code order.
+    """
+    lo, hi = (scale.low, scale.high) if isinstance(scale, RatingScale) else map(float, scale)
+    for c in ("item_id", "annotator", "value", "hedged"):
+        if c not in annotations.columns:
+            raise SchemaError(f"annotations lack column {c!r}; validate them first with "
+                              "medaudit.labels.validate_annotations.")
+    key = ["cohort", "item_id"] if "cohort" in annotations.columns else ["item_id"]
+    values, keep = resolve_hedges(annotations["value"].to_numpy(dtype=np.float64),
+                                  annotations["hedged"].to_numpy(dtype=bool), policy=hedge,
+                                  scale=(lo, hi))
+    # one code per item, in sorted key order (deterministic whatever the input order)
+    groups = annotations.groupby(key, sort=True)
+    item_code = groups.ngroup().to_numpy(dtype=np.intp)
+    keys = groups.size().reset_index()[key]
+    return lo, hi, values, keep, item_code, keys
+
+
 def aggregate_labels(
     annotations: pd.DataFrame, *, scale: RatingScale | tuple[float, float],
     soft: str = "mean", hard: str = "majority", tie: str = "negative",
@@ -130,19 +159,7 @@ def aggregate_labels(
     hard = _check(hard, HARD_RULES, "hard")
     if hard == "posterior" and soft == "mean":
         raise MedauditError("hard='posterior' needs a crowd model (soft='dawid_skene' or 'glad').")
-    lo, hi = (scale.low, scale.high) if isinstance(scale, RatingScale) else map(float, scale)
-    for c in ("item_id", "annotator", "value", "hedged"):
-        if c not in annotations.columns:
-            raise SchemaError(f"annotations lack column {c!r}; validate them first with "
-                              "medaudit.labels.validate_annotations.")
-    key = ["cohort", "item_id"] if "cohort" in annotations.columns else ["item_id"]
-    values, keep = resolve_hedges(annotations["value"].to_numpy(dtype=np.float64),
-                                  annotations["hedged"].to_numpy(dtype=bool), policy=hedge,
-                                  scale=(lo, hi))
-    # one code per item, in sorted key order (deterministic whatever the input order)
-    groups = annotations.groupby(key, sort=True)
-    item_code = groups.ngroup().to_numpy(dtype=np.intp)
-    keys = groups.size().reset_index()[key]
+    lo, hi, values, keep, item_code, keys = coded_ratings(annotations, scale=scale, hedge=hedge)
     n_items = len(keys)
     n_ratings = np.bincount(item_code, minlength=n_items)
     n_hedged = np.bincount(item_code, weights=annotations["hedged"].to_numpy(dtype=np.float64),

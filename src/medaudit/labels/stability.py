@@ -25,8 +25,9 @@ import pandas as pd
 
 from medaudit._validation import as_generator, check_fraction
 from medaudit.exceptions import SchemaError
+from medaudit.labels.aggregate import coded_ratings
 from medaudit.labels.annotations import RatingScale
-from medaudit.stats.annotation_bootstrap import labels_from_sums, resampled_item_sums, resolve_hedges
+from medaudit.stats.annotation_bootstrap import labels_from_sums, resampled_item_sums
 
 __all__ = ["LabelStability", "label_stability", "label_stability_with_spec"]
 
@@ -99,24 +100,13 @@ def label_stability(
 
     n_res, batch = _n_resamples(n_resamples), _batch(batch)
     level = check_fraction(confidence_level, name="confidence_level")
-    lo, hi = (scale.low, scale.high) if isinstance(scale, RatingScale) else map(float, scale)
-    for c in ("item_id", "annotator", "value", "hedged"):
-        if c not in annotations.columns:
-            raise SchemaError(f"annotations lack column {c!r}; validate them first with "
-                              "medaudit.labels.validate_annotations.")
+    lo, hi, values, keep, code, keys = coded_ratings(annotations, scale=scale, hedge=hedge)
     if hard not in ("majority", "threshold"):
         raise SchemaError(f"hard={hard!r}: label stability rebuilds mean-vote labels; use "
                           "'majority' or 'threshold'.")
     rules = dict(scale=(lo, hi), hard_rule=hard, threshold=threshold,
                  threshold_rule=threshold_rule, tie=tie)
     labels_from_sums([lo], [1], **rules)  # checks the rule options up front
-    key = ["cohort", "item_id"] if "cohort" in annotations.columns else ["item_id"]
-    values, keep = resolve_hedges(annotations["value"].to_numpy(dtype=np.float64),
-                                  annotations["hedged"].to_numpy(dtype=bool), policy=hedge,
-                                  scale=(lo, hi))
-    groups = annotations.groupby(key, sort=True)
-    code = groups.ngroup().to_numpy(dtype=np.intp)
-    keys = groups.size().reset_index()[key]
     used = np.bincount(code[keep], minlength=len(keys))
     dropped = keys[used == 0].assign(reason="every rating excluded (hedge: exclude)")
     # only items with a usable rating take part; codes renumbered 0..n-1 in key order
