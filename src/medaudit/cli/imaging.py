@@ -75,7 +75,10 @@ def _cmd_overlap(args: argparse.Namespace) -> int:
     if out.exists() and not args.overwrite:
         raise FileExistsError(f"output directory {str(out)!r} exists; choose another --out or pass "
                               "--overwrite.")
-    table = pd.concat([read_manifest(p) for p in args.manifests], ignore_index=True)
+    from medaudit.cli.scoring import _read_manifest
+
+    table = pd.concat([_read_manifest(Path(p), read_manifest) for p in args.manifests],
+                      ignore_index=True)
     res = screen_overlap(table, max_distance=args.max_distance, group_by=args.group_by)
     write_overlap(res, out, overwrite=args.overwrite)
     unhashed = int((res.hashes["error"] != "").sum())

@@ -199,7 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="medaudit: %(message)s", stream=sys.stderr)
     try:
         return int(args.func(args))
-    except (MedauditError, FileExistsError, FileNotFoundError) as exc:
+    except (MedauditError, OSError) as exc:
+        # OSError covers FileExistsError/FileNotFoundError and also IsADirectoryError,
+        # NotADirectoryError, PermissionError: user-path problems whose message names the path
         print(f"medaudit: error: {exc}", file=sys.stderr)
         return 2
 

@@ -34,24 +34,44 @@ def _atomic(path: Path, write: Any) -> None:
         raise
 
 
+def _read_manifest(path: Path, reader: Any) -> Any:
+    """``reader(path)`` with a directory or an empty file reported as one clear error."""
+    import pandas as pd
+
+    from medaudit.exceptions import SchemaError
+
+    if path.is_dir():
+        raise SchemaError(f"manifest {str(path)!r} is a directory; give the manifest CSV file.")
+    try:
+        return reader(path)
+    except pd.errors.EmptyDataError:  # a zero-byte file: pandas' message names no file
+        raise SchemaError(f"manifest {str(path)!r} is empty (no header row); give a manifest CSV "
+                          "with its header and one row per image.") from None
+
+
 def run_score(manifest: str | os.PathLike[str], *, model: str, out: str | os.PathLike[str],
               weights: str | None = None, cache: str | None = None, batch_size: int = 32,
               device: str | None = None, families: list[str] | None = None,
               overwrite: bool = False, progress: Any = None) -> Any:
     """Score a manifest and write the ScoreTable, card and failures; returns the ScoringResult."""
     from medaudit.adapters import get_entry, get_families, load_encoder, read_manifest, score_manifest
+    from medaudit.exceptions import MedauditError
     from medaudit.io.output import write_json
     from medaudit.io.schema import validate_score_table
 
     out = Path(out)
+    if out.is_dir():
+        raise MedauditError(f"--out {str(out)!r} is a directory; give a ScoreTable file name "
+                            "(.csv or .parquet).")
     if out.exists() and not overwrite:
         raise FileExistsError(f"output file {str(out)!r} exists; choose another --out or pass "
                               "--overwrite.")
     get_entry(model)  # an unknown name fails before any file is read
+    chosen = get_families(families)  # so does an unknown prompt family (before the model loads)
     manifest = Path(manifest)
-    table = read_manifest(manifest)
+    table = _read_manifest(manifest, read_manifest)
     encoder = load_encoder(model, weights=weights, device=device)
-    res = score_manifest(table, encoder, base_dir=manifest.parent, families=get_families(families),
+    res = score_manifest(table, encoder, base_dir=manifest.parent, families=chosen,
                          batch_size=batch_size, cache=cache, progress=progress)
     scores = validate_score_table(res.scores, source=f"scores of {manifest}")
     # the ScoreTable is written last: its presence means the card and failure list beside it

@@ -1,0 +1,89 @@
+"""Bad input to the newer sub-commands ends in one clear line on stderr and exit code 2, no output."""
+
+from __future__ import annotations
+
+import pytest
+
+from medaudit.cli.main import main
+
+
+def _run(argv, capsys):
+    rc = main([str(a) for a in argv])
+    err = capsys.readouterr().err.strip()
+    return rc, err
+
+
+def _one_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("medaudit: error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "ok.csv").write_text("image_id,path,cohort,label\nx,x.png,c,1\n")
+    return tmp_path
+
+
+def test_score_manifest_is_a_directory(files, capsys):
+    out = files / "s.csv"
+    rc, err = _run(["score", files / "folder", "--model", "openclip", "--out", out], capsys)
+    assert rc == 2
+    assert str(files / "folder") in _one_line(err) and "directory" in err
+    assert not out.exists()
+
+
+def test_score_manifest_empty_file(files, capsys):
+    out = files / "s.csv"
+    rc, err = _run(["score", files / "empty.csv", "--model", "openclip", "--out", out], capsys)
+    assert rc == 2
+    assert str(files / "empty.csv") in _one_line(err) and "empty" in err
+    assert not out.exists()
+
+
+def test_score_out_is_a_directory_fails_before_the_model_loads(files, capsys):
+    out = files / "folder"
+    rc, err = _run(["score", files / "ok.csv", "--model", "openclip", "--out", out, "--overwrite"],
+                   capsys)
+    assert rc == 2
+    assert "--out" in _one_line(err) and str(out) in err
+    assert list(out.iterdir()) == []
+
+
+def test_score_unknown_family_fails_before_the_model_loads(files, capsys):
+    # without the early check this tried to download open_clip weights (RuntimeError traceback)
+    out = files / "s.csv"
+    rc, err = _run(["score", files / "ok.csv", "--model", "openclip", "--out", out,
+                    "--families", "telepathy"], capsys)
+    assert rc == 2
+    assert "telepathy" in _one_line(err) and "family" in err
+    assert not out.exists() and not (files / "s.csv.card.json").exists()
+
+
+@pytest.mark.parametrize("name", ["folder", "empty.csv"])
+def test_overlap_manifest_directory_or_empty(files, capsys, name):
+    out = files / "ov"
+    rc, err = _run(["overlap", files / name, "--out", out], capsys)
+    assert rc == 2
+    assert str(files / name) in _one_line(err)
+    assert not out.exists()
+
+
+def test_manifest_root_is_a_file(files, capsys):
+    out = files / "m.csv"
+    rc, err = _run(["manifest", "kermany", files / "empty.csv", "--out", out], capsys)
+    assert rc == 2
+    assert str(files / "empty.csv") in _one_line(err)
+    assert not out.exists() and not (files / "m.json").exists()
+
+
+@pytest.mark.parametrize("command", [["audit"], ["train", "supervised"]])
+def test_spec_is_a_directory(files, capsys, command):
+    out = files / "o"
+    rc, err = _run([*command, files / "folder", "--out", out], capsys)
+    assert rc == 2
+    assert str(files / "folder") in _one_line(err)
+    assert not out.exists()
