@@ -88,3 +88,16 @@ def test_score_cli_bad_input(tmp_path, tiny_openclip_dir, real_manifest, capsys)
     assert main(["score", str(tmp_path / "nolabel.csv"), "--model", "openclip", "--weights",
                  str(tiny_openclip_dir), "--out", str(tmp_path / "y.csv")]) == 2
     assert "missing column(s) ['label']" in capsys.readouterr().err
+
+
+def test_hub_download_failure_says_to_pass_local_weights(monkeypatch):
+    """No network here: the pinned hub fetch fails; the error names the checkpoint and --weights."""
+    from medaudit.adapters import registry
+    from medaudit.exceptions import MedauditError
+
+    def offline(entry, weights):
+        raise RuntimeError("Failed to download weights for tag 'laion2b_s34b_b79k'")
+
+    monkeypatch.setattr(registry, "_load_open_clip", offline)
+    with pytest.raises(MedauditError, match=r"could not fetch .*--weights"):
+        registry.load_encoder("openclip")

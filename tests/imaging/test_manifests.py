@@ -310,3 +310,20 @@ def test_split_modules_reexport_every_public_name():
     assert mf.BUILDERS["padchest"] is p002.padchest_manifest
     for mod in (mf, base, p002):  # house rule: modules under ~600 lines
         assert len(Path(mod.__file__).read_text().splitlines()) < 600
+
+
+def test_unreadable_dataset_files_are_named_not_tracebacks(tmp_path):
+    """An empty OpenI folder and an empty or column-less PadChest CSV: SchemaError naming them."""
+    from medaudit.exceptions import SchemaError
+    from medaudit.imaging.manifests import openi_manifest, padchest_manifest
+
+    (tmp_path / "reports").mkdir()
+    with pytest.raises(SchemaError, match="openi: no XML report found"):
+        openi_manifest(tmp_path / "reports")
+    empty = tmp_path / "pad.csv"
+    empty.write_text("")
+    with pytest.raises(SchemaError, match=r"could not read '.*pad\.csv'"):
+        padchest_manifest(empty)
+    empty.write_text("a,b\n1,2\n")
+    with pytest.raises(SchemaError, match=r"could not read '.*pad\.csv'"):
+        padchest_manifest(empty)

@@ -22,3 +22,16 @@ def test_read_wide_with_label_column_still_requires_it(tmp_path):
     pd.DataFrame({"image_id": ["a"], "m1": [0.1]}).to_csv(p, index=False)
     with pytest.raises(SchemaError, match="'label' not found"):
         read_wide(p, WideScoresSpec(path=str(p), cohort="c"))
+
+
+def test_read_table_names_folders_and_empty_files(tmp_path):
+    from medaudit.io.tables import read_table
+
+    with pytest.raises(SchemaError, match=r"manifest '.*' is a folder, not a table file"):
+        read_table(tmp_path, what="manifest")
+    empty = tmp_path / "e.csv"
+    empty.write_text("")
+    with pytest.raises(SchemaError, match=r"could not read '.*e\.csv'"):
+        read_table(empty)
+    with pytest.raises(FileNotFoundError, match="manifest '.*nope.csv' does not exist"):
+        read_table(tmp_path / "nope.csv", what="manifest")

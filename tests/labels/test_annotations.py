@@ -134,3 +134,18 @@ def test_scale_from_spec_and_spec_rules():
     assert AnnotationsSpec(path="a.csv", format="crowd").columns() == ("task", "worker", "label")
     with pytest.raises(SchemaError, match="min < max"):
         RatingScale.numeric(1, 1)
+
+
+def test_scale_errors_show_plain_values_and_refuse_a_bare_tuple():
+    import pandas as pd
+    import pytest
+
+    from medaudit.exceptions import SchemaError
+    from medaudit.labels.annotations import RatingScale, validate_annotations
+
+    t = pd.DataFrame({"item_id": ["a"], "annotator": ["r"], "rating": [7]})
+    with pytest.raises(SchemaError, match=r"row 0 has 7;") as e:
+        validate_annotations(t, scale=RatingScale.numeric(0, 1), source="x.csv")
+    assert "np.int64" not in str(e.value)
+    with pytest.raises(SchemaError, match="scale must be a RatingScale"):
+        validate_annotations(t, scale=(0, 1), source="x.csv")

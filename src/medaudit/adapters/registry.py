@@ -291,7 +291,16 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
         raise FileNotFoundError(f"weights {str(weights)!r} do not exist; give a local snapshot "
                                 f"directory or checkpoint file for {entry.name}.")
     loader = _load_open_clip if kind == "open_clip" else _load_transformers
-    m, pre, tok, revision, checkpoint = loader(entry, weights)
+    try:
+        m, pre, tok, revision, checkpoint = loader(entry, weights)
+    except (OSError, RuntimeError, ValueError) as exc:
+        if weights is not None:
+            raise
+        # the pinned hub download is the only step that needs the network: say what to do
+        raise MedauditError(f"could not fetch {entry.checkpoint!r} (revision {entry.revision}) "
+                            f"from its hub ({type(exc).__name__}); download it where you have "
+                            f"network access and pass the local copy with weights= (--weights)."
+                            ) from exc
     return ImageTextEncoder(entry, kind=kind, model=m, preprocess=pre, tokenizer=tok, device=device,
                             revision=revision, checkpoint=checkpoint)
 

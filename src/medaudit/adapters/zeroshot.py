@@ -144,10 +144,10 @@ def family_average(scores: pd.DataFrame, *, families: Sequence[str] | None = Non
 
 def read_manifest(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a scoring manifest CSV (``image_id, path, cohort, label`` + optional columns)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"manifest {str(path)!r} does not exist.")
-    df = pd.read_csv(path, dtype={"image_id": str, "path": str, "cohort": str}, keep_default_na=False)
+    from medaudit.io.tables import read_table
+
+    df = read_table(path, what="manifest", dtype={"image_id": str, "path": str, "cohort": str},
+                    na_values=[])
     return check_manifest(df, source=str(path))
 
 

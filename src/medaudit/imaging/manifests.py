@@ -33,6 +33,7 @@ from medaudit.imaging.manifests_base import (
     _check_files,
     _expect,
     _finish,
+    _read_csv,
     _root,
     _Steps,
 )
@@ -134,7 +135,7 @@ def tbx11k_tb_subset_manifest(root: str | os.PathLike[str]) -> Manifest:
     """
     root = _root(root, "tbx11k_tb_subset")
     steps = _Steps()
-    lab = pd.read_csv(root / "labels.csv", dtype={"image": str, "subset_split": str})
+    lab = _read_csv(root / "labels.csv", dtype={"image": str, "subset_split": str})
     df = pd.DataFrame({"image_id": lab["image"].str.replace(".png", "", regex=False),
                        "path": [str(root / "images_256" / i) for i in lab["image"]], "label": 1,
                        "negative_group": "", "subtype": "tb", "split": lab["subset_split"],
@@ -169,7 +170,7 @@ def vindr_manifest(root: str | os.PathLike[str], *, labels_csv: str | os.PathLik
     """
     root = _root(root, "vindr_cxr")
     csv = Path(labels_csv) if labels_csv is not None else root / "annotations" / "image_labels_test.csv"
-    lab = pd.read_csv(csv, dtype={"image_id": str})
+    lab = _read_csv(csv, dtype={"image_id": str})
     need = ["image_id", "Tuberculosis", *_VINDR_GROUPS.values()]
     missing = [c for c in need if c not in lab.columns]
     if missing:
@@ -207,7 +208,7 @@ def vindr_manifest(root: str | os.PathLike[str], *, labels_csv: str | os.PathLik
 def kermany_manifest(root: str | os.PathLike[str]) -> Manifest:
     """Kermany paediatric test split (shared ``labels.csv``): label = pneumonia, 234 / 390 checked."""
     root = _root(root, "kermany")
-    lab = pd.read_csv(root / "labels.csv", dtype=str, keep_default_na=False)
+    lab = _read_csv(root / "labels.csv", dtype=str, keep_default_na=False)
     df = pd.DataFrame({"image_id": lab["path"].str.replace(r"\.[^.]+$", "", regex=True),
                        "path": [str(root / p) for p in lab["path"]], "label": lab["pneumonia"].astype(int),
                        "subtype": lab["subtype_from_filename"], "split": "test"})
@@ -224,9 +225,9 @@ def kermany_manifest(root: str | os.PathLike[str]) -> Manifest:
 def nih810_manifest(root: str | os.PathLike[str]) -> Manifest:
     """The 810 NIH ChestX-ray14 images with Google's majority expert labels (label = Abnormal)."""
     root = _root(root, "nih_810")
-    lab = pd.read_csv(root / "labels" / "all_findings_expert_labels" /
+    lab = _read_csv(root / "labels" / "all_findings_expert_labels" /
                       "all_findings_expert_labels_test_labels.csv", dtype=str)
-    meta = pd.read_csv(root / "nih_Data_Entry_2017_v2020_subset_810.csv", dtype=str)
+    meta = _read_csv(root / "nih_Data_Entry_2017_v2020_subset_810.csv", dtype=str)
     meta = meta.set_index("Image Index")
     bad = ~lab["Abnormal"].isin(["YES", "NO"])
     if bad.any():
@@ -291,12 +292,12 @@ def write_manifest(manifest: Manifest, path: str | os.PathLike[str], *, overwrit
 
 def read_manifest(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a manifest CSV (identifiers as strings) and check its columns."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"manifest {str(path)!r} does not exist.")
-    df = pd.read_csv(path, dtype={"image_id": str, "dataset": str, "path": str, "negative_group": str,
-                                  "split": str, "patient_id": str, "study_id": str},
-                     keep_default_na=False, na_values={c: [""] for c in ("label", "age", *FINDINGS)})
+    from medaudit.io.tables import read_table
+
+    df = read_table(path, what="manifest",
+                    dtype={"image_id": str, "dataset": str, "path": str, "negative_group": str,
+                           "split": str, "patient_id": str, "study_id": str},
+                    na_values={c: [""] for c in ("label", "age", *FINDINGS)})
     missing = [c for c in ("image_id", "dataset", "path") if c not in df.columns]
     if missing:
         raise SchemaError(f"{str(path)!r} lacks manifest column(s) {missing}; "

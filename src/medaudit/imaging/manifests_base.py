@@ -103,3 +103,12 @@ def _find(root: Path, names: tuple[str, ...], what: str) -> Path:
         if hits:
             return hits[0]
     raise MedauditError(f"{what}: none of {list(names)} found under {str(root)!r}.")
+
+
+def _read_csv(path: str | os.PathLike[str], **kwargs: Any) -> pd.DataFrame:
+    """``pandas.read_csv`` of a dataset's own file; a file pandas cannot read (empty,
+    missing the expected columns, malformed) is a :class:`SchemaError` naming it."""
+    try:
+        return pd.read_csv(path, **kwargs)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, UnicodeDecodeError) as exc:
+        raise SchemaError(f"could not read {str(path)!r}: {exc}") from None

@@ -16,7 +16,7 @@ import pandas as pd
 
 from medaudit._validation import as_generator
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.imaging.manifests_base import Manifest, _check_files, _find, _finish, _root, _Steps
+from medaudit.imaging.manifests_base import Manifest, _check_files, _find, _finish, _read_csv, _root, _Steps
 
 __all__ = ["FINDINGS", "PADCHEST_MAPPING", "PADCHEST_NEVER", "OPENI_MESH_MAPPING", "mimic_manifest",
            "openi_manifest", "padchest_manifest"]
@@ -99,7 +99,7 @@ def padchest_manifest(labels_csv: str | os.PathLike[str], *, image_dir: str | os
         raise MedauditError(f"padchest: labels file {str(csv)!r} not found.")
     cols = ["ImageID", "ImageDir", "StudyDate_DICOM", "StudyID", "PatientID", "PatientBirth",
             "Projection", "Pediatric", "Labels"]
-    raw = pd.read_csv(csv, usecols=cols, dtype={"ImageID": str, "StudyID": str, "PatientID": str,
+    raw = _read_csv(csv, usecols=cols, dtype={"ImageID": str, "StudyID": str, "PatientID": str,
                                                  "StudyDate_DICOM": str, "Projection": str,
                                                  "Pediatric": str, "Labels": str, "ImageDir": str})
     steps = _Steps()
@@ -174,9 +174,9 @@ def mimic_manifest(root: str | os.PathLike[str], *, n_studies: int | None = 5000
     unmentioned.  Path: ``root/files/pXX/p<subject>/s<study>/<dicom_id>.jpg``.
     """
     root = _root(root, "mimic_cxr")
-    lab = pd.read_csv(_find(root, ("mimic-cxr-2.0.0-chexpert.csv.gz", "mimic-cxr-2.0.0-chexpert.csv"),
+    lab = _read_csv(_find(root, ("mimic-cxr-2.0.0-chexpert.csv.gz", "mimic-cxr-2.0.0-chexpert.csv"),
                             "mimic_cxr labels"), dtype={"subject_id": str, "study_id": str})
-    meta = pd.read_csv(_find(root, ("mimic-cxr-2.0.0-metadata.csv.gz", "mimic-cxr-2.0.0-metadata.csv"),
+    meta = _read_csv(_find(root, ("mimic-cxr-2.0.0-metadata.csv.gz", "mimic-cxr-2.0.0-metadata.csv"),
                              "mimic_cxr metadata"),
                        dtype={"subject_id": str, "study_id": str, "dicom_id": str},
                        usecols=["dicom_id", "subject_id", "study_id", "ViewPosition"])
@@ -247,6 +247,9 @@ def openi_manifest(reports: str | os.PathLike[str], *, image_dir: str | os.PathL
         terms = sorted({(n.text or "").split("/")[0].strip().lower() for n in r.findall(".//MeSH/major")})
         rows.append({"study_id": uid, "images": imgs, "terms": terms})
     steps = _Steps()
+    if not rows:
+        raise SchemaError(f"openi: no XML report found in {str(src)!r}; point it at the folder or "
+                          "the NLMCXR_reports.tgz archive of OpenI reports.")
     with_img = [row for row in rows if row["images"]]
     steps("reports with at least one image", len(rows), len(with_img))
     img = Path(image_dir).resolve() if image_dir is not None else src.resolve().parent

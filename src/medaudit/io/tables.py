@@ -11,17 +11,24 @@ from medaudit.exceptions import SchemaError
 __all__ = ["read_table", "read_wide"]
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV or Parquet table; the error names the file when it cannot be read."""
+def read_table(path: str | Path, *, what: str = "score table", **csv_options) -> pd.DataFrame:
+    """Read a CSV or Parquet table; every failure is one error naming the file.
+
+    ``what`` names the table in messages; ``csv_options`` go to :func:`pandas.read_csv`
+    (default: only empty cells are missing values, so "NA" stays a name).
+    """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"score table {str(path)!r} does not exist.")
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist.")
+    if not path.is_file():
+        raise SchemaError(f"{what} {str(path)!r} is a folder, not a table file (.csv or .parquet).")
     suffix = path.suffix.lower()
+    csv_options = {"keep_default_na": False, "na_values": [""], **csv_options}
     try:
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
         if suffix in (".csv", ".txt"):
-            return pd.read_csv(path, keep_default_na=False, na_values=[""])
+            return pd.read_csv(path, **csv_options)
     except Exception as exc:  # noqa: BLE001 - re-raised with the file named
         raise SchemaError(f"could not read {str(path)!r}: {exc}") from exc
     raise SchemaError(f"{str(path)!r}: unsupported file type {suffix!r}; use .csv or .parquet.")

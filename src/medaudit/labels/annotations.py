@@ -32,6 +32,11 @@ HEDGE = "hedge"
 
 
 
+def _plain(value: Any) -> Any:
+    """A numpy scalar as its Python value, so messages show ``7``, not ``np.int64(7)``."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def code_key(value: Any) -> str:
     """The text under which a raw rating is looked up in ``codes``.
 
@@ -132,7 +137,7 @@ class RatingScale:
             seen = sorted({repr(v) for v in raw[bad].tolist()})[:5]
             raise SchemaError(
                 f"{source}: column {column!r} has rating(s) outside the declared scale "
-                f"({self.describe()}) at row(s) {_rows(bad)} (row {i} has {raw.iloc[i]!r}; values "
+                f"({self.describe()}) at row(s) {_rows(bad)} (row {i} has {_plain(raw.iloc[i])!r}; values "
                 f"seen: {', '.join(seen)}). Fix the data or declare the scale (annotations.scale: "
                 "min/max or codes) - medaudit does not coerce or drop ratings.")
         return val, hedged
@@ -180,6 +185,9 @@ def validate_annotations(
     """
     if duplicates not in ("error", "keep"):
         raise SchemaError(f"duplicates must be 'error' or 'keep'; got {duplicates!r}.")
+    if not isinstance(scale, RatingScale):
+        raise SchemaError(f"scale must be a RatingScale (RatingScale.numeric(lo, hi) or "
+                          f"RatingScale.from_codes({{...}})); got {type(scale).__name__}.")
     item_c, ann_c, rat_c = columns
     if cohort_column is None and "cohort" in table.columns:
         cohort_column = "cohort"
