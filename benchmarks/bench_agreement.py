@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from medaudit.agreement.design import JudgmentData, fold_rows, run_design
     from medaudit.agreement.judgments import validate_judgments
-    from medaudit.agreement.simulate import simulate_paper002
+    from medaudit.simulate import simulate_paper002
 
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, load {os.getloadavg()}")
     t0 = time.perf_counter()

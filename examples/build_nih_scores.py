@@ -1,6 +1,6 @@
 """Build the NIH ChestX-ray14 expert-reader score and annotation tables (paper 001 real run).
 
-Real offline models with no downloaded weights (``medaudit.labels.probes``): linear probes
+Real offline models with no downloaded weights (``medaudit.adapters.probes``): linear probes
 on down-sampled pixels, HOG and a small CNN trained from scratch, scored out of fold
 (5 patient-grouped folds), per finding, on the 810 images read by the same 5 radiologists
 (``../shared/data/nih_cxr14_google_expert_readers``).  Writes, atomically, into OUT_DIR:
@@ -26,8 +26,8 @@ import sys
 import time
 
 from medaudit.io.output import atomic_directory, write_json
-from medaudit.labels.datasets import read_nih_readers
-from medaudit.labels.probes import DEFAULT_FINDINGS, EXTRACTORS, nih_probe_scores
+from medaudit.datasets.annotations import read_nih_readers
+from medaudit.adapters.probes import DEFAULT_FINDINGS, EXTRACTORS, nih_probe_scores
 
 
 def main(argv: list[str] | None = None) -> int:

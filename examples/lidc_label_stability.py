@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from medaudit.io.output import atomic_directory, write_json
-from medaudit.io.spec_labels import AnnotationsSpec
+from medaudit.labels.spec import AnnotationsSpec
 from medaudit.labels import label_stability_with_spec, load_annotations
 
 

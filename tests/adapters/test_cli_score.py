@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from medaudit.adapters import load_encoder, score_manifest
+from medaudit.audit.spec import ModelCard
 from medaudit.cli.main import main
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import ModelCard
 
 
 def test_score_cli_then_audit(tmp_path, tiny_openclip_dir, real_manifest):
@@ -51,7 +51,7 @@ def test_score_cli_then_audit(tmp_path, tiny_openclip_dir, real_manifest):
     assert json.loads((tmp_path / "again.csv.card.json").read_text())["n_encoded"] == 0
 
     from medaudit.audit.run import audit
-    from medaudit.io.spec import load_spec
+    from medaudit.audit.spec import load_spec
 
     spec = {"name": "tiny-openclip-real-images", "scores": str(out), "primary_prompt": "clinical",
             "n_resamples": 20, "n_permutations": 19, "seed": 7,

@@ -8,8 +8,6 @@ hashlib.
 from __future__ import annotations
 
 import hashlib
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from medaudit.agreement.judgments import cells, load_judgments, validate_judgments
+from medaudit.agreement.spec import JudgmentsSpec
+from medaudit.audit.spec import AuditSpec
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.io.spec import AuditSpec
-from medaudit.io.spec_agreement import JudgmentsSpec
 
 
 def _raw(rows):
@@ -295,9 +293,9 @@ def test_load_judgments_simulated_passes_seed_and_scale(monkeypatch):
         seen.update(rng=rng, scale=scale, include_degenerate=include_degenerate)
         return _hand_table()
 
-    mod = types.ModuleType("medaudit.agreement.simulate")
-    mod.simulate_paper002 = fake
-    monkeypatch.setitem(sys.modules, "medaudit.agreement.simulate", mod)
+    import medaudit.simulate
+
+    monkeypatch.setattr(medaudit.simulate, "simulate_paper002", fake)
     t, prov = load_judgments(_spec(simulate="paper002", simulate_scale=0.1, uncertain="positive"),
                              Path("."), seed=42)
     assert seen == {"rng": 42, "scale": 0.1, "include_degenerate": False}
@@ -312,7 +310,7 @@ def test_specs():
         _spec(path="x.csv", simulate="paper002")
     s = AuditSpec.model_validate({"name": "j", "judgments": {"path": "x.csv"}})
     assert s.blocks == ["error_structure", "agreement"] and not s.has_scores
-    from medaudit.io.spec_agreement import ErrorStructureSpec
+    from medaudit.blocks.error_structure import ErrorStructureConfig as ErrorStructureSpec
 
     with pytest.raises(ValueError, match="two different protocols"):
         ErrorStructureSpec(protocol_pair=["binary", "binary"])

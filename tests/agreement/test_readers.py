@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medaudit.agreement import readers as R
 from medaudit.agreement.judgments import validate_judgments
+from medaudit.datasets import readers as R
 from medaudit.exceptions import SchemaError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +121,7 @@ def test_two_institution_table_and_design():
 def test_example_spec_runs_end_to_end_small_b():
     _vindr_or_skip()
     from medaudit.audit.run import audit
-    from medaudit.io.spec import load_spec
+    from medaudit.audit.spec import load_spec
 
     spec, base = load_spec(EXAMPLE)
     spec = spec.model_copy(update={

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from medaudit.agreement.judgments import JUDGMENT_COLUMNS, validate_judgments
-from medaudit.agreement.simulate import FINDINGS, SIM_RATES, simulate_paper002
 from medaudit.exceptions import MedauditError
+from medaudit.simulate import FINDINGS, SIM_RATES, simulate_paper002
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,11 @@ import math
 
 import pandas as pd
 
-from medaudit.audit.claims import _verdict_diff, build_claims
-from medaudit.blocks._base import BlockResult, spec_row
-from medaudit.io.spec import AuditSpec
+from medaudit.audit.claims import build_claims
+from medaudit.audit.spec import AuditSpec
+from medaudit.blocks.block import BlockResult
+from medaudit.blocks.claimkit import verdict_difference as _verdict_diff
+from medaudit.blocks.rows import spec_row
 
 
 def test_verdicts():

@@ -13,9 +13,20 @@ import pandas as pd
 import pytest
 
 from medaudit.audit.claims import build_claims
-from medaudit.audit.claims_extra import agreement_claims, institution_claims, label_claims
-from medaudit.blocks._base import BlockResult, spec_row
-from medaudit.io.spec import AuditSpec
+from medaudit.audit.spec import AuditSpec
+from medaudit.blocks import BLOCKS
+from medaudit.blocks.block import BlockResult
+from medaudit.blocks.rows import spec_row
+
+
+def _claims(block):
+    """The claims of a registered block read from ``results`` (its own tables only)."""
+    return lambda results, spec: BLOCKS[block].claims(results, None, None)
+
+
+label_claims = _claims("label_uncertainty")
+institution_claims = _claims("error_structure")
+agreement_claims = _claims("agreement")
 
 
 def _res(block, **tables):
@@ -228,8 +239,8 @@ def test_reliability_claim_soft_label_cell_reads_its_own_prompt():
 def test_spec_refuses_impossible_input_combinations(extra, message, tmp_path):
     import yaml
 
+    from medaudit.audit.spec import load_spec
     from medaudit.exceptions import SchemaError
-    from medaudit.io.spec import load_spec
 
     p = tmp_path / "spec.yaml"
     p.write_text(yaml.safe_dump({"name": "t", **extra}), encoding="utf-8")

@@ -101,12 +101,12 @@ def test_failed_run_writes_nothing(tmp_path, capsys):
 
 
 def test_error_inside_a_block_leaves_no_partial_output(tmp_path, monkeypatch):
-    import medaudit.blocks.transport as tr
+    from medaudit.blocks.transport import Transport
 
-    def boom(ctx):
+    def boom(self, ctx, config):
         raise RuntimeError("planted failure")
 
-    monkeypatch.setattr(tr, "run", boom)
+    monkeypatch.setattr(Transport, "run", boom)
     out = tmp_path / "out"
     with pytest.raises(RuntimeError, match="planted"):
         main(["audit", str(_small_spec(tmp_path)), "--out", str(out), "--quiet"])

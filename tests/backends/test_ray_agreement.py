@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from medaudit.agreement.judgments import validate_judgments
-from medaudit.agreement.simulate import simulate_paper002
+from medaudit.audit.spec import AuditSpec
 from medaudit.backends import LocalBackend
 from medaudit.blocks import agreement
-from medaudit.blocks._base import AuditContext
-from medaudit.io.spec import AuditSpec
+from medaudit.simulate import simulate_paper002
+from tests._support import SpecContext, context, run
 
 ray = pytest.importorskip("ray", reason="the optional extra medaudit[ray] is not installed")
 pytest.importorskip("numpyro", reason="the GLMM needs the optional extra medaudit[glmm]")
@@ -24,14 +24,14 @@ pytest.importorskip("numpyro", reason="the GLMM needs the optional extra medaudi
 from medaudit.backends.ray_backend import RayBackend  # noqa: E402
 
 
-def _ctx(backend) -> AuditContext:
+def _ctx(backend) -> SpecContext:
     spec = AuditSpec.model_validate({
         "name": "t", "judgments": {"simulate": "paper002", "simulate_scale": 0.05},
         "blocks": ["agreement"],
         "agreement": {"repeats": 2, "budgets": [0, 25, 50], "glmm": True, "glmm_steps": 30,
                       "selection": True, "n_resamples": 500}})
     ev, _ = validate_judgments(simulate_paper002(rng=spec.seed, scale=0.05), source="sim")
-    return AuditContext(scores=pd.DataFrame(), spec=spec, judgments=ev, backend=backend)
+    return context(scores=pd.DataFrame(), spec=spec, judgments=ev, backend=backend)
 
 
 class _Counting:
@@ -48,14 +48,14 @@ class _Counting:
 
 @pytest.fixture(scope="module")
 def local():
-    return agreement.run(_ctx(LocalBackend()))
+    return run(agreement, _ctx(LocalBackend()))
 
 
 def test_agreement_on_ray_is_byte_identical_to_local(ray_session, local, tmp_path):
     backend = RayBackend(num_workers=2)
     counting = _Counting(backend)
     try:
-        remote = agreement.run(_ctx(counting))
+        remote = run(agreement, _ctx(counting))
     finally:
         backend.close()
     # 36 LOIO + 48 development folds in cells of 32: three cells went to the workers
@@ -75,7 +75,7 @@ def test_agreement_on_ray_is_byte_identical_to_local(ray_session, local, tmp_pat
 
 def test_local_backend_equals_no_backend(local):
     """LocalBackend and the in-process default give the same tables."""
-    plain = agreement.run(_ctx(None))
+    plain = run(agreement, _ctx(None))
     assert list(plain.tables) == list(local.tables)
     for name, df in local.tables.items():
         pd.testing.assert_frame_equal(plain.tables[name], df, check_exact=True)

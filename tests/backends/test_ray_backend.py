@@ -18,13 +18,14 @@ from pathlib import Path
 import pytest
 
 from medaudit.audit.run import audit, write_outcome
-from medaudit.backends import LocalBackend, make_backend
+from medaudit.audit.spec import load_spec
+from medaudit.backends import ExecutionSpec, LocalBackend, make_backend
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
-from medaudit.io.spec import ExecutionSpec, load_spec
 
 ray = pytest.importorskip("ray", reason="the optional extra medaudit[ray] is not installed")
 
 from medaudit.backends.ray_backend import RayBackend  # noqa: E402
+from tests._support import run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "paper000_simulated.yaml"
@@ -84,9 +85,9 @@ def _seeded_context(backend=None):
     import pandas as pd
 
     from medaudit.audit.context import ensemble_seeds
-    from medaudit.blocks._base import AuditContext
+    from medaudit.audit.spec import AuditSpec
     from medaudit.io.schema import validate_score_table
-    from medaudit.io.spec import AuditSpec
+    from tests._support import context
 
     gen = np.random.default_rng(11)
     rows = []
@@ -102,7 +103,7 @@ def _seeded_context(backend=None):
         "name": "t", "scores": "t.csv", "primary_prompt": "p", "n_resamples": 200,
         "cohorts": {"c1": {}, "c2": {}},
         "retained": [{"a": "orig", "b": "retr", "cohorts": ["c1", "c2"]}]})
-    return AuditContext(scores=ensemble_seeds(t), spec=spec, seed_scores=t, backend=backend)
+    return context(scores=ensemble_seeds(t), spec=spec, seed_scores=t, backend=backend)
 
 
 def test_retained_seed_cells_identical_on_ray(ray_session):
@@ -110,9 +111,9 @@ def test_retained_seed_cells_identical_on_ray(ray_session):
 
     from medaudit.blocks import retained
 
-    local = retained.run(_seeded_context())
+    local = run(retained, _seeded_context())
     with RayBackend(num_workers=2) as backend:
-        remote = retained.run(_seeded_context(backend))
+        remote = run(retained, _seeded_context(backend))
     assert len(local.tables["seeds"]) == 2 * 2 * (3 + 2) + 2 * (3 + 1)  # not vacuous
     for name, df in local.tables.items():
         pd.testing.assert_frame_equal(df, remote.tables[name], check_exact=True)
@@ -275,7 +276,8 @@ def test_core_and_local_audit_do_not_import_ray():
             "from medaudit.blocks import operating_points, prompts, spectrum, prevalence\n"
             "from medaudit.blocks import transport, retained\n"
             "from medaudit.audit.run import audit\n"
-            "from medaudit.io.spec import ExecutionSpec, load_spec\n"
+            "from medaudit.audit.spec import load_spec\n"
+            "from medaudit.backends import ExecutionSpec\n"
             f"spec, base = load_spec({str(EXAMPLE)!r})\n"
             "spec = spec.model_copy(update={'simulate_scale': 0.02, 'n_resamples': 20,\n"
             "                               'n_permutations': 19, 'execution': ExecutionSpec()})\n"

@@ -16,6 +16,7 @@ import pytest
 
 from medaudit.backends import LocalBackend
 from medaudit.blocks import discrimination, prompts, spectrum
+from tests._support import run
 from tests.blocks.test_soft_everywhere import make_ctx, make_table
 
 ray = pytest.importorskip("ray", reason="the optional extra medaudit[ray] is not installed")
@@ -26,7 +27,7 @@ BLOCKS = (discrimination, prompts, spectrum)
 
 
 def _run_all(ctx):
-    return {b.NAME: b.run(dataclasses.replace(ctx, _cache={})) for b in BLOCKS}
+    return {b.NAME: run(b, dataclasses.replace(ctx, _cache={})) for b in BLOCKS}
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from medaudit.blocks._base import AuditContext
+from medaudit.audit.spec import ModelCard, check_spec_against_table, load_spec
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import ModelCard, check_spec_against_table, load_spec
 from medaudit.simulate import simulate_paper000
+from tests._support import SpecContext, context
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "paper000_simulated.yaml"
 
 
-def small_context(scale: float = 0.05, **overrides) -> AuditContext:
+def small_context(scale: float = 0.05, **overrides) -> SpecContext:
     """The embedded default spec on a small simulation with few resamples (fast)."""
     spec, _ = load_spec(EXAMPLE)
     sim = simulate_paper000(rng=spec.seed, scale=scale)
@@ -23,9 +23,9 @@ def small_context(scale: float = 0.05, **overrides) -> AuditContext:
                                    "models": [ModelCard(**c) for c in sim["models"]], **overrides})
     table = validate_score_table(pd.DataFrame(sim["table"]))
     check_spec_against_table(spec, table, source="test")
-    return AuditContext(scores=table, spec=spec)
+    return context(scores=table, spec=spec)
 
 
 @pytest.fixture(scope="session")
-def ctx() -> AuditContext:
+def ctx() -> SpecContext:
     return small_context()

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from medaudit.agreement.judgments import validate_judgments
-from medaudit.agreement.simulate import simulate_paper002
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import agreement
-from medaudit.blocks._base import AuditContext
 from medaudit.exceptions import SchemaError
-from medaudit.io.spec import AuditSpec
+from medaudit.simulate import simulate_paper002
+from tests._support import SpecContext, context, run
 
 FAST = {"repeats": 2, "budgets": [0, 25, 50], "glmm": False, "n_resamples": 500,
         "estimators": ["naive", "additive", "hdcal", "has", "has_no_offset", "target_only",
@@ -19,16 +19,16 @@ FAST = {"repeats": 2, "budgets": [0, 25, 50], "glmm": False, "n_resamples": 500,
         "candidates": ["naive", "additive", "hdcal", "target_only", "beta_binomial"]}
 
 
-def _ctx(**agreement) -> AuditContext:
+def _ctx(**agreement) -> SpecContext:
     spec = AuditSpec.model_validate({"name": "t", "judgments": {"simulate": "paper002"},
                                      "blocks": ["agreement"], "agreement": {**FAST, **agreement}})
     ev, _ = validate_judgments(simulate_paper002(rng=spec.seed, scale=0.05), source="sim")
-    return AuditContext(scores=pd.DataFrame(), spec=spec, judgments=ev)
+    return context(scores=pd.DataFrame(), spec=spec, judgments=ev)
 
 
 @pytest.fixture(scope="module")
 def result():
-    return agreement.run(_ctx())
+    return run(agreement, _ctx())
 
 
 def test_tables_and_counts(result):
@@ -66,19 +66,19 @@ def test_summary_is_the_mean_over_repeats(result):
 
 
 def test_deterministic(result):
-    again = agreement.run(_ctx())
+    again = run(agreement, _ctx())
     for k, v in result.tables.items():
         pd.testing.assert_frame_equal(v, again.tables[k])
 
 
 def test_errors():
     with pytest.raises(SchemaError, match="protocol"):
-        agreement.run(_ctx(protocol="chat"))
+        run(agreement, _ctx(protocol="chat"))
     with pytest.raises(SchemaError, match="llava"):
-        agreement.run(_ctx(models=["llava-med"]))
+        run(agreement, _ctx(models=["llava-med"]))
     ctx = _ctx()
     with pytest.raises(SchemaError, match="judgment table"):
-        agreement.run(AuditContext(scores=pd.DataFrame(), spec=ctx.spec))
+        run(agreement, context(scores=pd.DataFrame(), spec=ctx.spec))
     with pytest.raises(ValueError, match="naive"):
         AuditSpec.model_validate({"name": "t", "judgments": {"simulate": "paper002"},
                                   "agreement": {"candidates": ["hdcal"]}})
@@ -186,11 +186,11 @@ def test_uncertain_sensitivity_reruns_each_policy():
     # mapping keeps the uncertain rows; excluding drops them (MIMIC has uncertain labels)
     assert n["negative"] == n["positive"] > n["exclude"]
     for p, t in variants.items():  # each policy's counts = the block run on that table
-        ctx = AuditContext(scores=pd.DataFrame(), judgments=t, spec=spec.model_copy(update={
+        ctx = context(scores=pd.DataFrame(), judgments=t, spec=spec.model_copy(update={
             "agreement": spec.agreement.model_copy(update={
                 "estimators": ["naive", "additive", "hdcal", "beta_binomial"],
                 "selection": False})}))
-        want = agreement.run(ctx).tables["comparisons"]
+        want = run(agreement, ctx).tables["comparisons"]
         got = out[out["uncertain"] == p].drop(columns=["uncertain", "n_judgments"])
         pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
 
@@ -200,13 +200,13 @@ def test_block_uncertain_sensitivity_table_and_missing_variants():
     variants = {p: validate_judgments(raw, uncertain=p, source="sim")[0]
                 for p in ("exclude", "negative", "positive")}
     ctx = _ctx(uncertain_sensitivity=True, budgets=[0, 25], repeats=1)
-    ctx = AuditContext(scores=pd.DataFrame(), spec=ctx.spec, judgments=variants["exclude"])
+    ctx = context(scores=pd.DataFrame(), spec=ctx.spec, judgments=variants["exclude"])
     with pytest.raises(SchemaError, match="judgment_variants"):
-        agreement.run(ctx)
+        run(agreement, ctx)
     import dataclasses
 
     ctx = dataclasses.replace(ctx, judgment_variants=variants)
-    t = agreement.run(ctx).tables["uncertain_sensitivity"]
+    t = run(agreement, ctx).tables["uncertain_sensitivity"]
     assert t.equals(agreement.uncertain_sensitivity(variants, ctx.spec.agreement))
     assert set(t["uncertain"]) == {"exclude", "negative", "positive"}
 
@@ -217,7 +217,7 @@ def test_simulated_example_spec_small():
     from pathlib import Path
 
     from medaudit.audit.run import audit
-    from medaudit.io.spec import load_spec
+    from medaudit.audit.spec import load_spec
 
     spec, base = load_spec(Path(__file__).resolve().parents[2] / "examples" / "paper002_simulated.yaml")
     spec = spec.model_copy(update={
@@ -241,7 +241,7 @@ def test_simulated_example_spec_small():
 def test_uncertain_sensitivity_runs_from_the_spec_through_audit():
     """`agreement.uncertain_sensitivity: true` loads the three policies in build_context."""
     from medaudit.audit.run import audit
-    from medaudit.io.spec import AuditSpec
+    from medaudit.audit.spec import AuditSpec
 
     spec = AuditSpec.model_validate({
         "name": "u", "seed": 5, "blocks": ["agreement"],

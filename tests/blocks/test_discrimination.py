@@ -14,19 +14,19 @@ import pandas as pd
 import pytest
 from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score
 
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import discrimination as D
-from medaudit.blocks._base import AuditContext
 from medaudit.exceptions import SchemaError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec
 from tests import _oracles as O
+from tests._support import SpecContext, context, run
 
 PROMPT = "clinical"
 CRITERIA = ["roc_auc", "average_precision", "brier_score", "ece[n_bins=15]", "aurc"]
 
 
 def make_context(cohorts: dict, *, designs: dict | None = None, exposure: dict | None = None,
-                 n_resamples: int = 300, drop: tuple | None = None) -> AuditContext:
+                 n_resamples: int = 300, drop: tuple | None = None) -> SpecContext:
     """cohorts: name -> (labels, {model: scores}); drop: (cohort, model, image index) to omit."""
     rows = []
     for c, (y, by_model) in cohorts.items():
@@ -44,7 +44,7 @@ def make_context(cohorts: dict, *, designs: dict | None = None, exposure: dict |
         "models": [{"name": m, "exposure": (exposure or {}).get(m, {})}
                    for m in sorted({m for _, bm in cohorts.values() for m in bm})],
     })
-    return AuditContext(scores=validate_score_table(pd.DataFrame(rows)), spec=spec)
+    return context(scores=validate_score_table(pd.DataFrame(rows)), spec=spec)
 
 
 def _untied(rng, n_pos, n_neg, shift):
@@ -67,7 +67,7 @@ def hand():
                "beta": (y2, {"mA": a2, "mB": b2, "mC": c2})}
     ctx = make_context(cohorts, designs={"beta": "within_label"},
                        exposure={"mB": {"beta": "trained on beta"}})
-    return cohorts, ctx, D.run(ctx)
+    return cohorts, ctx, run(D, ctx)
 
 
 def _value(df, **kw):
@@ -97,7 +97,7 @@ def test_average_precision_ranks_ties_individually():
     y = np.array([1, 0, 1, 0, 1, 0, 0, 1])
     s = np.array([0.9, 0.7, 0.7, 0.5, 0.5, 0.5, 0.2, 0.1])
     ctx = make_context({"c": (y, {"m": s})}, n_resamples=20)
-    est = _value(D.run(ctx).tables["metrics"], criterion="average_precision")["estimate"]
+    est = _value(run(D, ctx).tables["metrics"], criterion="average_precision")["estimate"]
     assert est == pytest.approx(O.average_precision_individual(y, s), abs=1e-12)
     assert O.average_precision_individual(y, s) != pytest.approx(O.average_precision_pooled(y, s))
 
@@ -156,7 +156,7 @@ def test_shared_draw_gives_zero_width_difference_for_same_ranking():
     y, a = _untied(rng, 30, 30, 1.0)
     b = a**2
     ctx = make_context({"c": (y, {"a": a, "b": b})}, n_resamples=200)
-    d = D.run(ctx).tables["model_differences"]
+    d = run(D, ctx).tables["model_differences"]
     auc = _value(d, criterion="roc_auc_difference")
     assert (auc["estimate"], auc["ci_low"], auc["ci_high"]) == (0.0, 0.0, 0.0)
     assert auc["verdict"] == "unresolved"
@@ -205,7 +205,7 @@ def test_verdict_when_one_model_strictly_dominates(better, worse, expected):
     y, good, noise = _dominance_cohort(np.random.default_rng(5))
     ctx = make_context({"c": (y, {better: good, worse: noise})}, designs={"c": "within_label"},
                        n_resamples=200)
-    d = D.run(ctx).tables["model_differences"]
+    d = run(D, ctx).tables["model_differences"]
     auc = _value(d, criterion="roc_auc_difference")
     brier = _value(d, criterion="brier_score_difference")
     assert auc["verdict"] == expected and brier["verdict"] == expected
@@ -243,25 +243,25 @@ def test_refuses_mismatched_image_sets():
     _, b = _untied(rng, 10, 10, 1.0)
     ctx = make_context({"c": (y, {"a": a, "b": b})}, drop=("c", "b", 4), n_resamples=20)
     with pytest.raises(SchemaError, match=r"c-004") as err:
-        D.run(ctx)
+        run(D, ctx)
     assert "'b'" in str(err.value) and "lacks 1 image" in str(err.value)
 
 
 def test_deterministic_and_order_independent(hand):
     cohorts, _, res = hand
-    again = D.run(make_context(cohorts, designs={"beta": "within_label"},
+    again = run(D, make_context(cohorts, designs={"beta": "within_label"},
                                exposure={"mB": {"beta": "trained on beta"}}))
     for name, t in res.tables.items():
         pd.testing.assert_frame_equal(t, again.tables[name])
     # a cohort's intervals do not depend on which other cohorts are audited
-    alone = D.run(make_context({"beta": cohorts["beta"]}, designs={"beta": "within_label"},
+    alone = run(D, make_context({"beta": cohorts["beta"]}, designs={"beta": "within_label"},
                                exposure={"mB": {"beta": "trained on beta"}}))
     for name, t in res.tables.items():
         pd.testing.assert_frame_equal(t[t["cohort"] == "beta"].reset_index(drop=True), alone.tables[name])
 
 
 def test_simulated_study_smoke(ctx):
-    res = D.run(ctx)
+    res = run(D, ctx)
     t, d = res.tables["metrics"], res.tables["model_differences"]
     cohorts, models = list(ctx.spec.cohorts), ctx.models()
     assert len(t) == len(cohorts) * len(models) * 5

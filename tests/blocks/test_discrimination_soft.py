@@ -15,16 +15,17 @@ import pandas as pd
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import discrimination as D
-from medaudit.blocks._base import AuditContext
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec
 from tests import _oracles as oracle
+from tests._support import SpecContext, context, run
+from tests._support import one as _row
 
 PROMPT = "none"
 
 
-def make_ctx(cohorts: dict, designs: dict | None = None) -> AuditContext:
+def make_ctx(cohorts: dict, designs: dict | None = None) -> SpecContext:
     """cohorts: name -> (label, label_soft or None, {model: scores})."""
     rows = []
     for c, (y, p, by_model) in cohorts.items():
@@ -41,7 +42,7 @@ def make_ctx(cohorts: dict, designs: dict | None = None) -> AuditContext:
         "name": "t", "scores": "unused.csv", "primary_prompt": PROMPT, "seed": 5,
         "n_resamples": 150, "blocks": ["discrimination"],
         "cohorts": {c: {"design": (designs or {}).get(c, "ordinary")} for c in cohorts}})
-    return AuditContext(scores=validate_score_table(table), spec=spec)
+    return context(scores=validate_score_table(table), spec=spec)
 
 
 def _study(seed=1, n=50):
@@ -53,18 +54,10 @@ def _study(seed=1, n=50):
     return y, p, models
 
 
-def _row(df, **kw):
-    sel = np.ones(len(df), dtype=bool)
-    for k, v in kw.items():
-        sel &= (df[k] == v).to_numpy()
-    assert sel.sum() == 1, kw
-    return df[sel].iloc[0]
-
-
 @pytest.fixture(scope="module")
 def soft_run():
     y, p, models = _study()
-    return (y, p, models), D.run(make_ctx({"k": (y, p, models)}))
+    return (y, p, models), run(D, make_ctx({"k": (y, p, models)}))
 
 
 def test_soft_rows_match_the_double_sums(soft_run):
@@ -99,7 +92,7 @@ def test_soft_rows_match_sklearn_on_duplicated_data(soft_run):
 @pytest.mark.parametrize("design", ["ordinary", "within_label"])
 def test_binary_soft_labels_reproduce_the_ordinary_rows(design):
     y, _, models = _study(seed=3)
-    res = D.run(make_ctx({"k": (y, y.astype(float), models)}, designs={"k": design}))
+    res = run(D, make_ctx({"k": (y, y.astype(float), models)}, designs={"k": design}))
     t = res.tables["metrics"]
     for m in models:
         for soft, hard in (("soft_roc_auc", "roc_auc"),
@@ -128,7 +121,7 @@ def test_soft_difference_rows(soft_run):
 
 def test_cohorts_without_soft_labels_are_unchanged():
     y, _, models = _study(seed=4)
-    res = D.run(make_ctx({"k": (y, None, models)}))
+    res = run(D, make_ctx({"k": (y, None, models)}))
     assert not res.tables["metrics"]["criterion"].str.startswith("soft_").any()
     assert not res.tables["model_differences"]["criterion"].str.startswith("soft_").any()
 
@@ -136,7 +129,7 @@ def test_cohorts_without_soft_labels_are_unchanged():
 def test_tied_scores_with_soft_labels_are_noted():
     y, p, models = _study(seed=6)
     models = {**models, "coarse": np.round(models["a"], 1)}  # a few distinct values: ties
-    res = D.run(make_ctx({"k": (y, p, models)}))
+    res = run(D, make_ctx({"k": (y, p, models)}))
     note = [n for n in res.notes if n.startswith("Tied scores")]
     n_tied = int(np.sum(np.unique(models["coarse"], return_counts=True)[1][
         np.unique(models["coarse"], return_inverse=True)[1]] > 1))
@@ -151,7 +144,7 @@ class _ReversingBackend:
 
     def map(self, fn, items):
         items = list(items)
-        self.calls.append((fn.__name__, len(items)))
+        self.calls.append((getattr(fn, "func", fn).__name__, len(items)))  # partial: its function
         out = [fn(x) for x in reversed(items)]
         return out[::-1]
 
@@ -160,12 +153,12 @@ def test_cells_go_through_ctx_map_with_identical_results():
     y, p, models = _study(seed=7)
     y2, p2, models2 = _study(seed=8, n=40)
     cohorts = {"k": (y, p, models), "j": (y2, p2, models2)}
-    plain = D.run(make_ctx(cohorts, designs={"j": "within_label"}))
+    plain = run(D, make_ctx(cohorts, designs={"j": "within_label"}))
     backend = _ReversingBackend()
     ctx = make_ctx(cohorts, designs={"j": "within_label"})
-    mapped = D.run(AuditContext(scores=ctx.scores, spec=ctx.spec, backend=backend))
-    # two cohorts, each a hard cell and its soft twin; one DeLong cell per cohort
-    assert backend.calls == [("run_paired_cell", 4), ("_delong_cell", 2)]
+    mapped = run(D, context(scores=ctx.scores, spec=ctx.spec, backend=backend))
+    # two cohorts: one bootstrap cell each (its soft twin rides along), one DeLong cell each
+    assert backend.calls == [("run_cell", 2), ("run_delong", 2)]
     for name, df in plain.tables.items():
         pd.testing.assert_frame_equal(mapped.tables[name], df, check_exact=True)
     assert mapped.notes == plain.notes
@@ -179,17 +172,18 @@ def test_within_label_soft_strata_are_the_hard_labels():
     p[np.flatnonzero(y == 1)[:3]] = 0.2  # positives the readers mostly call negative
     p[np.flatnonzero(y == 0)[:3]] = 0.9
     ctx = make_ctx({"k": (y, p, models)}, designs={"k": "within_label"})
-    t = D.run(ctx).tables["metrics"]
-    from medaudit.blocks._base import cell_rng
+    t = run(D, ctx).tables["metrics"]
+    from medaudit.blocks.cells import SOFT_METRICS
+    from medaudit.blocks.context import cell_rng
     from medaudit.stats import paired_bootstrap
 
     key = ("discrimination", "k", PROMPT)
-    want = paired_bootstrap(p, models, metrics=D.SOFT_METRICS, design="ordinary", strata=y,
+    want = paired_bootstrap(p, models, metrics=SOFT_METRICS, design="ordinary", strata=y,
                             n_resamples=150, rng=cell_rng(5, *key))
-    other = paired_bootstrap(p, models, metrics=D.SOFT_METRICS, design="within_label",
+    other = paired_bootstrap(p, models, metrics=SOFT_METRICS, design="within_label",
                              n_resamples=150, rng=cell_rng(5, *key))
     for m in models:
-        for mid in D.SOFT_METRICS:
+        for mid in SOFT_METRICS:
             r, w = _row(t, model=m, criterion=mid), want.marginal[(m, mid)]
             assert (r["ci_low"], r["ci_high"]) == pytest.approx((w.ci_low, w.ci_high), rel=1e-12)
             assert r["design"] == "within_label+paired"

@@ -22,11 +22,11 @@ from statsmodels.stats.contingency_tables import StratifiedTable
 from statsmodels.stats.multitest import multipletests
 
 from medaudit.agreement.judgments import validate_judgments
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import error_structure as es
-from medaudit.blocks._base import AuditContext
 from medaudit.exceptions import SchemaError
-from medaudit.io.spec import AuditSpec
 from medaudit.stats.designs import make_plan
+from tests._support import SpecContext, context, run
 
 FINDINGS = ["atelectasis", "cardiomegaly", "edema", "pneumothorax"]
 RATES = {"A": (0.25, 0.2), "B": (0.05, 0.45), "C": (0.12, 0.12)}  # (fpr, fnr)
@@ -54,22 +54,22 @@ def raw_table(seed: int = 0, n_studies: int = 40) -> pd.DataFrame:
                                        "logit_yes", "logit_no"])
 
 
-def make_ctx(table: pd.DataFrame | None = None, **es_kw) -> AuditContext:
+def make_ctx(table: pd.DataFrame | None = None, **es_kw) -> SpecContext:
     t, _ = validate_judgments(raw_table() if table is None else table)
     spec = AuditSpec.model_validate({
         "name": "es", "judgments": {"path": "unused.csv"}, "blocks": ["error_structure"],
         "error_structure": {"n_resamples": 200, "family_models": ["m1", "m2"], **es_kw}})
-    return AuditContext(scores=pd.DataFrame(), spec=spec, judgments=t)
+    return context(scores=pd.DataFrame(), spec=spec, judgments=t)
 
 
 @pytest.fixture(scope="module")
-def ctx() -> AuditContext:
+def ctx() -> SpecContext:
     return make_ctx()
 
 
 @pytest.fixture(scope="module")
 def result(ctx):
-    return es.run(ctx)
+    return run(es, ctx)
 
 
 def _pandas_counts(t: pd.DataFrame) -> pd.DataFrame:
@@ -148,7 +148,7 @@ def test_cmh_drops_one_collapsed_stratum_and_names_it():
     sel = ((raw["model"] == "m1") & (raw["protocol"] == "narrative") & (raw["finding"] == "pneumothorax")
            & raw["institution"].isin(["A", "B"]) & (raw["reference"] == 0))
     raw.loc[sel, "prediction"] = 0
-    r = es.run(make_ctx(raw)).tables["cmh"]
+    r = run(es, make_ctx(raw)).tables["cmh"]
     row = r[(r["model"] == "m1") & (r["criterion"] == "fpr_cmh") & (r["cohort"] == "A - B")].iloc[0]
     assert row["dropped_strata"] == "pneumothorax" and row["n_strata_used"] == 3
     assert "1 empty or uninformative" in row["qualification"]
@@ -266,28 +266,28 @@ def test_logit_auroc_against_sklearn(ctx, result):
 
 
 def test_deterministic_and_point_estimates_do_not_depend_on_b(ctx, result):
-    again = es.run(ctx)
+    again = run(es, ctx)
     for k, df in result.tables.items():
         pd.testing.assert_frame_equal(df, again.tables[k])
-    other = es.run(make_ctx(n_resamples=50)).tables["contrasts"]
+    other = run(es, make_ctx(n_resamples=50)).tables["contrasts"]
     pd.testing.assert_series_equal(other["estimate"], result.tables["contrasts"]["estimate"])
     pd.testing.assert_series_equal(other["pvalue"], result.tables["contrasts"]["pvalue"])
 
 
 def test_bad_settings_are_clear_errors():
     with pytest.raises(SchemaError, match="protocol is 'chat'"):
-        es.run(make_ctx(protocol="chat"))
+        run(es, make_ctx(protocol="chat"))
     with pytest.raises(SchemaError, match=r"family_models names \['m9'\]"):
-        es.run(make_ctx(family_models=["m1", "m9"]))
+        run(es, make_ctx(family_models=["m1", "m9"]))
     with pytest.raises(SchemaError, match=r"institutions names \['Z'\]"):
-        es.run(make_ctx(institutions=["Z"]))
+        run(es, make_ctx(institutions=["Z"]))
     spec = make_ctx().spec
     with pytest.raises(SchemaError, match="needs a judgment table"):
-        es.run(AuditContext(scores=pd.DataFrame(), spec=spec))
+        run(es, context(scores=pd.DataFrame(), spec=spec))
 
 
 def test_institution_order_sets_the_contrast_sign(result):
-    r = es.run(make_ctx(institutions=["C", "B", "A"])).tables["contrasts"]
+    r = run(es, make_ctx(institutions=["C", "B", "A"])).tables["contrasts"]
     a = result.tables["contrasts"]
     x = r[(r["cohort"] == "B - A") & (r["model"] == "m1")].set_index(["criterion", "negatives"])
     y = a[(a["cohort"] == "A - B") & (a["model"] == "m1")].set_index(["criterion", "negatives"])
@@ -318,8 +318,8 @@ def test_cmh_names_a_stratum_the_model_lacks_at_one_institution():
     t = base.judgments
     t = t[~((t["model"] == "m1") & (t["protocol"] == "narrative")
             & (t["finding"] == "pneumothorax") & (t["institution"] == "B"))].reset_index(drop=True)
-    ctx = AuditContext(scores=pd.DataFrame(), spec=base.spec, judgments=t)
-    r = es.run(ctx).tables["cmh"]
+    ctx = context(scores=pd.DataFrame(), spec=base.spec, judgments=t)
+    r = run(es, ctx).tables["cmh"]
     row = r[(r["model"] == "m1") & (r["criterion"] == "fnr_cmh") & (r["cohort"] == "A - B")].iloc[0]
     assert row["dropped_strata"] == "pneumothorax" and row["n_strata"] == 4
     assert row["n_strata_used"] == 3 and "1 empty" in row["qualification"]

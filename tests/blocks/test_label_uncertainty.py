@@ -16,18 +16,19 @@ import pytest
 from scipy import stats as ss
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import label_uncertainty as LU
-from medaudit.blocks._base import AuditContext
 from medaudit.exceptions import SchemaError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec
 from medaudit.labels import RatingScale, attach_labels, validate_annotations
 from medaudit.stats.annotation_bootstrap import annotation_bootstrap, rank_stability_test
 from tests import _oracles as oracle
+from tests._support import SpecContext, context, run
+from tests._support import one as _row
 
 
 def make_ctx(votes: dict, scores: dict, *, ann: dict | None = None, lu: dict | None = None,
-             scale=(0, 1), drop=None, codes=None) -> AuditContext:
+             scale=(0, 1), drop=None, codes=None) -> SpecContext:
     """votes: image -> list of ratings; scores: model -> {image: score}."""
     ann_spec = {"path": "unused.csv", "scale": {"codes": codes} if codes else
                 {"min": scale[0], "max": scale[1]}, **(ann or {})}
@@ -43,7 +44,7 @@ def make_ctx(votes: dict, scores: dict, *, ann: dict | None = None, lu: dict | N
                            "score": float(s)} for m, by in scores.items() for i, s in by.items()
                           if (m, i) != drop])
     table = attach_labels(table, frame, spec.annotations, source="test")
-    return AuditContext(scores=validate_score_table(table), spec=spec, annotations=frame)
+    return context(scores=validate_score_table(table), spec=spec, annotations=frame)
 
 
 # the planted cohort: 4 readers; P* are majority-positive, N* majority-negative
@@ -75,15 +76,7 @@ def _oracle_metrics(m):
 @pytest.fixture(scope="module")
 def planted():
     ctx = make_ctx(VOTES, SCORES)
-    return ctx, LU.run(ctx)
-
-
-def _row(df, **kw):
-    sel = np.ones(len(df), dtype=bool)
-    for k, v in kw.items():
-        sel &= (df[k] == v).to_numpy()
-    assert sel.sum() == 1, kw
-    return df[sel].iloc[0]
+    return ctx, run(LU, ctx)
 
 
 def test_premise_of_the_planted_case():
@@ -167,7 +160,7 @@ def test_every_row_carries_its_specification(planted):
 
 def test_deterministic(planted):
     ctx, res = planted
-    again = LU.run(make_ctx(VOTES, SCORES))
+    again = run(LU, make_ctx(VOTES, SCORES))
     for k in res.tables:
         pd.testing.assert_frame_equal(res.tables[k], again.tables[k])
 
@@ -182,7 +175,7 @@ def test_enhance_threshold_rule_and_hedges():
               "m3": {"a": .5, "b": .4, "c": .6, "d": .9, "e": .2}}
     ctx = make_ctx(votes, scores, codes=codes, ann={"hard": "threshold", "threshold": 1,
                                                      "hedge": "half"}, lu={"n_resamples": 50})
-    res = LU.run(ctx)
+    res = run(LU, ctx)
     means = {"a": 5 / 3, "b": 1.0, "c": 1 / 3, "d": 5 / 3, "e": 1 / 3}  # "?" counts 1
     ids = sorted(votes)
     hard = np.array([means[i] > 1 for i in ids], dtype=int)
@@ -203,18 +196,18 @@ def test_enhance_threshold_rule_and_hedges():
 def test_refuses_mismatched_image_sets():
     ctx = make_ctx(VOTES, SCORES, drop=("B", "N2"))
     with pytest.raises(SchemaError, match=r"model 'B'.*N2"):
-        LU.run(ctx)
+        run(LU, ctx)
 
 
 def test_unknown_models_and_cohorts_are_errors():
     with pytest.raises(SchemaError, match=r"\['Z'\]"):
-        LU.run(make_ctx(VOTES, SCORES, lu={"models": ["A", "Z"]}))
+        run(LU, make_ctx(VOTES, SCORES, lu={"models": ["A", "Z"]}))
     with pytest.raises(SchemaError, match=r"\['nope'\]"):
-        LU.run(make_ctx(VOTES, SCORES, lu={"cohorts": ["nope"]}))
+        run(LU, make_ctx(VOTES, SCORES, lu={"cohorts": ["nope"]}))
 
 
 def test_crowd_model_labels_are_not_bootstrapped():
-    res = LU.run(make_ctx(VOTES, SCORES, ann={"soft": "dawid_skene"}, lu={"n_resamples": 20}))
+    res = run(LU, make_ctx(VOTES, SCORES, ann={"soft": "dawid_skene"}, lu={"n_resamples": 20}))
     assert res.tables["stability"].empty and len(res.tables["metrics"]) == 12
     assert any("not annotation-bootstrapped" in n for n in res.notes)
 
@@ -232,10 +225,10 @@ def test_tied_scores_are_flagged_and_grouped_ties_are_tie_aware():
     tied = {i: (0.9 if i in ("P1", "P2", "N1") else 0.5 if i in ("P3", "N3", "P4") else 0.1)
             for i in IDS}
     scores = {**SCORES, "T": tied}
-    stable = LU.run(make_ctx(VOTES, scores, lu={"n_resamples": 30}))
+    stable = run(LU, make_ctx(VOTES, scores, lu={"n_resamples": 30}))
     note = [n for n in stable.notes if "tied scores" in n]
     assert note and "T: 8" in note[0] and "A:" not in note[0]
-    grouped = LU.run(make_ctx(VOTES, scores, lu={"n_resamples": 30, "soft_ties": "grouped"}))
+    grouped = run(LU, make_ctx(VOTES, scores, lu={"n_resamples": 30, "soft_ties": "grouped"}))
     assert not any("tied scores" in n for n in grouped.notes)
     soft, _ = _labels()
     crit = "soft_roc_auc[ties=grouped]"
@@ -257,7 +250,7 @@ def test_tied_scores_are_flagged_and_grouped_ties_are_tie_aware():
 def test_grouped_ties_refuse_a_soft_variant():
     from pydantic import ValidationError
 
-    from medaudit.io.spec_labels import LabelUncertaintySpec
+    from medaudit.blocks.label_uncertainty import LabelUncertaintyConfig as LabelUncertaintySpec
 
     with pytest.raises(ValidationError, match="soft_ties: stable only"):
         LabelUncertaintySpec(soft_ties="grouped", soft_variant="strict")

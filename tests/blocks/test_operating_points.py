@@ -13,6 +13,7 @@ import pytest
 from medaudit.blocks import operating_points as OP
 from medaudit.exceptions import SchemaError
 from tests import _oracles as O
+from tests._support import run
 from tests.blocks.test_discrimination import PROMPT, _untied, _value, make_context
 
 SE_SP = "sensitivity_at_specificity[min_specificity=0.95]"
@@ -32,7 +33,7 @@ def hand():
     cohorts = {"one": (y1, {"ma": a1, "mb": b1}), "two": (y2, {"ma": a2, "mb": b2})}
     ctx = make_context(cohorts, designs={"two": "within_label"},
                        exposure={"ma": {"two": "seen in pretraining"}})
-    return cohorts, ctx, OP.run(ctx)
+    return cohorts, ctx, run(OP, ctx)
 
 
 def test_estimates_match_oracles(hand):
@@ -63,7 +64,7 @@ def test_hand_worked_cohort():
     # 0.25 (0.75), 0.30 (0.70) -> k = 24 with 4 errors; 0.35 (0.65), then 0.40 and 0.60 (both 0.60)
     # -> k = 27 with 6 errors.
     ctx = make_context({"c": (y, {"m": s})}, n_resamples=50)
-    t = OP.run(ctx).tables["operating_points"]
+    t = run(OP, ctx).tables["operating_points"]
     assert _value(t, criterion=SE_SP)["estimate"] == pytest.approx(0.9)
     assert _value(t, criterion=SP_SE)["estimate"] == pytest.approx(0.7)
     assert _value(t, criterion=R80)["estimate"] == pytest.approx(4 / 24)
@@ -105,7 +106,7 @@ def test_perfect_separator_has_degenerate_free_unit_interval():
     y = np.r_[np.ones(15), np.zeros(25)]
     s = np.r_[np.linspace(0.7, 0.95, 15), np.linspace(0.05, 0.3, 25)]
     ctx = make_context({"c": (y, {"m": s})}, designs={"c": "within_label"}, n_resamples=100)
-    t = OP.run(ctx).tables["operating_points"]
+    t = run(OP, ctx).tables["operating_points"]
     for crit in (SE_SP, SP_SE):
         r = _value(t, criterion=crit)
         assert (r["estimate"], r["ci_low"], r["ci_high"], r["n_degenerate"]) == (1.0, 1.0, 1.0, 0)
@@ -127,22 +128,22 @@ def test_refuses_mismatched_image_sets():
     _, b = _untied(rng, 10, 10, 1.0)
     ctx = make_context({"c": (y, {"a": a, "b": b})}, drop=("c", "a", 17), n_resamples=20)
     with pytest.raises(SchemaError, match=r"c-017") as err:
-        OP.run(ctx)
+        run(OP, ctx)
     assert "'a'" in str(err.value) and "lacks 1 image" in str(err.value)
 
 
 def test_deterministic_and_order_independent(hand):
     cohorts, _, res = hand
     kw = dict(designs={"two": "within_label"}, exposure={"ma": {"two": "seen in pretraining"}})
-    again = OP.run(make_context(cohorts, **kw))
+    again = run(OP, make_context(cohorts, **kw))
     pd.testing.assert_frame_equal(res.tables["operating_points"], again.tables["operating_points"])
-    alone = OP.run(make_context({"two": cohorts["two"]}, **kw)).tables["operating_points"]
+    alone = run(OP, make_context({"two": cohorts["two"]}, **kw)).tables["operating_points"]
     t = res.tables["operating_points"]
     pd.testing.assert_frame_equal(t[t["cohort"] == "two"].reset_index(drop=True), alone)
 
 
 def test_simulated_study_smoke(ctx):
-    res = OP.run(ctx)
+    res = run(OP, ctx)
     t = res.tables["operating_points"]
     cohorts, models = list(ctx.spec.cohorts), ctx.models()
     assert len(t) == len(cohorts) * len(models) * 4

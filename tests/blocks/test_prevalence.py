@@ -16,12 +16,12 @@ import pytest
 from sklearn.metrics import brier_score_loss
 from sklearn.metrics import log_loss as sk_log_loss
 
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import prevalence
-from medaudit.blocks._base import AuditContext
 from medaudit.exceptions import SchemaError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec
 from tests import _oracles as O
+from tests._support import SpecContext, context, run
 
 PROMPT = "clinical"
 
@@ -36,12 +36,12 @@ def _table(cohorts: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]) -> pd.D
     return pd.DataFrame(rows)
 
 
-def _ctx(df: pd.DataFrame, prevalence_entries: list[dict], n_resamples: int = 300) -> AuditContext:
+def _ctx(df: pd.DataFrame, prevalence_entries: list[dict], n_resamples: int = 300) -> SpecContext:
     spec = AuditSpec.model_validate({
         "name": "hand", "scores": "hand.csv", "primary_prompt": PROMPT,
         "cohorts": {c: {"role": "primary"} for c in df["cohort"].unique()},
         "n_resamples": n_resamples, "blocks": ["prevalence"], "prevalence": prevalence_entries})
-    return AuditContext(scores=validate_score_table(df), spec=spec)
+    return context(scores=validate_score_table(df), spec=spec)
 
 
 def _weights(y: np.ndarray, pi: float) -> np.ndarray:
@@ -57,7 +57,7 @@ def hand():
               "m-c": np.clip(0.3 + 0.5 * y + rng.normal(0, 0.1, y.size), 0.01, 0.99)}
     df = _table({"coh": (y, scores)})
     ctx = _ctx(df, [{"cohorts": ["coh"], "grid": [0.1, 0.4, 0.5], "primary": 0.5}])
-    return y, scores, ctx, prevalence.run(ctx)
+    return y, scores, ctx, run(prevalence, ctx)
 
 
 def _cell(t: pd.DataFrame, **eq) -> pd.Series:
@@ -133,7 +133,7 @@ def test_differences_are_paired_and_verdicts_follow_the_interval():
     better = y + 0.5 * (base - y)  # strictly closer to the label on every image
     df = _table({"coh": (y, {"a-good": better, "b-bad": base, "c-same": base.copy()})})
     ctx = _ctx(df, [{"cohorts": ["coh"], "grid": [0.1, 0.5], "primary": 0.5}], n_resamples=200)
-    res = prevalence.run(ctx)
+    res = run(prevalence, ctx)
     d, t = res.tables["differences"], res.tables["metrics"]
     assert len(d) == 3 * 2
     assert set(d["criterion"]) == {"brier_score_difference"}
@@ -162,7 +162,7 @@ def test_b_better_verdict_when_the_first_model_is_worse():
     base = rng.uniform(0.05, 0.95, y.size)
     df = _table({"coh": (y, {"a-bad": base, "b-good": y + 0.3 * (base - y)})})
     ctx = _ctx(df, [{"cohorts": ["coh"], "grid": [0.2], "primary": 0.2}], n_resamples=100)
-    r = prevalence.run(ctx).tables["differences"].iloc[0]
+    r = run(prevalence, ctx).tables["differences"].iloc[0]
     assert r.model == "a-bad - b-good" and r.ci_low > 0 and r.verdict == "b_better"
 
 
@@ -175,7 +175,7 @@ def test_reversals_against_hand_formula():
     df = _table({"coh": (y, {"a": a, "b": b, "c": c})})
     grid = [0.1, 0.3, 0.9]
     ctx = _ctx(df, [{"cohorts": ["coh"], "grid": grid, "primary": 0.3}], n_resamples=20)
-    rev = prevalence.run(ctx).tables["reversals"]
+    rev = run(prevalence, ctx).tables["reversals"]
     assert len(rev) == 3
 
     def bs(s, pi):
@@ -200,7 +200,7 @@ def test_entries_with_different_primary_are_never_pooled():
     ctx = _ctx(df, [{"cohorts": ["coh"], "grid": [0.1, 0.2, 0.5], "primary": 0.5},
                     {"cohorts": ["coh"], "grid": [0.05, 0.1, 0.2], "primary": 0.1}],
                n_resamples=50)
-    res = prevalence.run(ctx)
+    res = run(prevalence, ctx)
     for name in ("metrics", "differences", "reversals"):
         t = res.tables[name]
         assert set(t["family"]) == {"prevalence-grid|primary=0.5", "prevalence-grid|primary=0.1"}
@@ -226,11 +226,11 @@ def test_refuses_mismatched_image_sets():
     df = df[~((df["model"] == "m2") & (df["image_id"] == "coh-003"))]
     ctx = _ctx(df, [{"cohorts": ["coh"], "grid": [0.5], "primary": 0.5}], n_resamples=20)
     with pytest.raises(SchemaError, match=r"identical image sets[\s\S]*'m2'[\s\S]*coh-003"):
-        prevalence.run(ctx)
+        run(prevalence, ctx)
 
 
 def test_simulated_context_shape(ctx):
-    res = prevalence.run(ctx)
+    res = run(prevalence, ctx)
     assert res.name == prevalence.NAME == "prevalence"
     t, d, rev = (res.tables[k] for k in ("metrics", "differences", "reversals"))
     n_models = len(ctx.models())
@@ -258,8 +258,8 @@ def test_simulated_context_shape(ctx):
 def test_deterministic(ctx):
     from tests.blocks.conftest import small_context
 
-    a = prevalence.run(ctx)
-    b = prevalence.run(small_context())  # a fresh context (no shared cache)
+    a = run(prevalence, ctx)
+    b = run(prevalence, small_context())  # a fresh context (no shared cache)
     for name in a.tables:
         pd.testing.assert_frame_equal(a.tables[name], b.tables[name])
     assert a.notes == b.notes

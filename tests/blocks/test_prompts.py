@@ -14,11 +14,12 @@ import pandas as pd
 import pytest
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import prompts as block
-from medaudit.blocks._base import AuditContext
 from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec
+from medaudit.stats import variance_decomposition
+from tests._support import SpecContext, context, run
 from tests.blocks.conftest import small_context
 
 REFERENCE = Path(__file__).resolve().parents[1] / "reference" / "paper000_table6_auroc.csv"
@@ -56,7 +57,7 @@ def planted_table(seed: int = 7, n: int = 120) -> pd.DataFrame:
 
 
 def hand_context(table: pd.DataFrame | None = None, *, probabilities: bool = True,
-                 **prompt_spec) -> AuditContext:
+                 **prompt_spec) -> SpecContext:
     table = planted_table() if table is None else table
     spec = AuditSpec.model_validate({
         "name": "planted", "scores": "inline.csv", "primary_prompt": "clinical",
@@ -67,7 +68,7 @@ def hand_context(table: pd.DataFrame | None = None, *, probabilities: bool = Tru
         "prompts": {"families": PROMPTS, **prompt_spec},
         "models": [{"name": "m2", "exposure": {"d": "seen d in pretraining"}}],
     })
-    return AuditContext(scores=validate_score_table(table, probabilities=probabilities), spec=spec)
+    return context(scores=validate_score_table(table, probabilities=probabilities), spec=spec)
 
 
 def hand_bh(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +86,7 @@ def hand_bh(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     return adj, reject
 
 
-def _vector(ctx: AuditContext, cohort: str, model: str, prompt: str) -> pd.DataFrame:
+def _vector(ctx: SpecContext, cohort: str, model: str, prompt: str) -> pd.DataFrame:
     g = ctx.scores[(ctx.scores["cohort"] == cohort) & (ctx.scores["model"] == model)
                    & (ctx.scores["prompt"] == prompt)]
     return g.set_index("image_id").sort_index()
@@ -93,13 +94,13 @@ def _vector(ctx: AuditContext, cohort: str, model: str, prompt: str) -> pd.DataF
 
 @pytest.fixture(scope="module")
 def fixture_result(ctx):
-    return block.run(ctx)
+    return run(block, ctx)
 
 
 @pytest.fixture(scope="module")
 def planted():
     c = hand_context()
-    return c, block.run(c)
+    return c, run(block, c)
 
 
 # ----------------------------------------------------------------------------- (1) published table
@@ -123,18 +124,18 @@ def test_table6_reference_file_is_the_60_primary_cells():
 
 def test_table8_auroc_shares_from_table6():
     arr, _ = _table6_array()
-    dec = block.variance_decomposition(arr)
-    shares = np.array([dec["share_percent"][t] for t in TERMS])
+    dec = variance_decomposition(arr)
+    shares = np.array([dec.share_percent[t] for t in TERMS])
     published = np.array([76.6, 10.9, 0.8, 5.8, 1.9, 0.2, 3.8])  # Table 8, AUROC column
     exact = np.array([76.63, 10.87, 0.78, 5.80, 1.90, 0.22, 3.81])  # methods.md M0.11
     np.testing.assert_allclose(shares, published, atol=0.05)
     np.testing.assert_allclose(shares, exact, atol=0.005 + 1e-12)
     assert shares.sum() == pytest.approx(100.0, abs=1e-9)
-    assert sum(dec["ss"].values()) == pytest.approx(dec["ss_total"], rel=1e-12)
-    assert [dec["df"][t] for t in TERMS] == [3, 2, 4, 6, 12, 8, 24]
+    assert sum(dec.ss.values()) == pytest.approx(dec.ss_total, rel=1e-12)
+    assert [dec.df[t] for t in TERMS] == [3, 2, 4, 6, 12, 8, 24]
     # the order of the levels within a factor does not matter
-    perm = block.variance_decomposition(arr[::-1, [2, 0, 1], ::-1])
-    np.testing.assert_allclose([perm["share_percent"][t] for t in TERMS], shares, rtol=1e-12)
+    perm = variance_decomposition(arr[::-1, [2, 0, 1], ::-1])
+    np.testing.assert_allclose([perm.share_percent[t] for t in TERMS], shares, rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------- (2) statsmodels witness
@@ -152,25 +153,25 @@ def test_decomposition_matches_statsmodels_anova(shape, seed):
     fit = smf.ols("y ~ C(m) + C(c) + C(p) + C(m):C(c) + C(m):C(p) + C(c):C(p)", data=long).fit()
     table = anova_lm(fit, typ=1)
     names = ["C(m)", "C(c)", "C(p)", "C(m):C(c)", "C(m):C(p)", "C(c):C(p)", "Residual"]
-    dec = block.variance_decomposition(values)
-    np.testing.assert_allclose([dec["ss"][t] for t in TERMS], table.loc[names, "sum_sq"].to_numpy(),
+    dec = variance_decomposition(values)
+    np.testing.assert_allclose([dec.ss[t] for t in TERMS], table.loc[names, "sum_sq"].to_numpy(),
                                rtol=1e-8, atol=1e-12)
-    np.testing.assert_array_equal([dec["df"][t] for t in TERMS], table.loc[names, "df"].to_numpy())
+    np.testing.assert_array_equal([dec.df[t] for t in TERMS], table.loc[names, "df"].to_numpy())
     total = float(np.sum((long["y"] - long["y"].mean()) ** 2))
-    assert dec["ss_total"] == pytest.approx(total, rel=1e-12)
+    assert dec.ss_total == pytest.approx(total, rel=1e-12)
 
 
 def test_decomposition_refuses_incomplete_or_unbalanced():
     v = np.ones((2, 3, 4))
     v[1, 2, 0] = np.nan
     with pytest.raises(MedauditError, match=r"complete, balanced.*\(1, 2, 0\)"):
-        block.variance_decomposition(v)
+        variance_decomposition(v)
     with pytest.raises(MedauditError, match="3-way"):
-        block.variance_decomposition(np.ones((4, 5)))
+        variance_decomposition(np.ones((4, 5)))
     with pytest.raises(MedauditError, match="ragged"):
-        block.variance_decomposition([[[1.0, 2.0]], [[1.0]]])
-    const = block.variance_decomposition(np.full((2, 2, 2), 0.7))  # no variation: shares undefined
-    assert const["ss_total"] == 0.0 and all(np.isnan(list(const["share_percent"].values())))
+        variance_decomposition([[[1.0, 2.0]], [[1.0]]])
+    const = variance_decomposition(np.full((2, 2, 2), 0.7))  # no variation: shares undefined
+    assert const.ss_total == 0.0 and all(np.isnan(list(const.share_percent.values())))
 
 
 # ----------------------------------------------------------------------------- (3) BH on a planted case
@@ -199,7 +200,7 @@ def test_bh_family_planted(planted):
 
 def test_bh_family_follows_declared_test_cohorts():
     ctx = hand_context(test_cohorts=["b"], alpha=0.10)
-    c = block.run(ctx).tables["contrasts"]
+    c = run(block, ctx).tables["contrasts"]
     fam = c[c["family"] == block.BH_FAMILY]
     assert set(fam["cohort"]) == {"b"} and len(fam) == 6
     adj, reject = hand_bh(fam["pvalue"].to_numpy(), alpha=0.10)
@@ -231,13 +232,13 @@ def test_average_is_mean_of_family_scores(planted):
 
 
 def test_average_can_be_switched_off():
-    assert block.run(hand_context(average=False)).tables["average"].empty
+    assert run(block, hand_context(average=False)).tables["average"].empty
 
 
 def test_logit_scores_keep_to_ranking_metrics():
     t = planted_table()
     t["score"] = np.log(t["score"] / (1 - t["score"]))
-    res = block.run(hand_context(t, probabilities=False))
+    res = run(block, hand_context(t, probabilities=False))
     assert set(res.tables["average"]["criterion"]) == {"roc_auc_difference"}
     assert set(res.tables["decomposition"]["criterion"]) == {"roc_auc"}
     assert any("logits" in n for n in res.notes)
@@ -280,17 +281,17 @@ def test_mismatched_image_sets_refused():
     drop = (t["cohort"] == "a") & (t["model"] == "m1") & (t["prompt"] == "mid") & (t["image_id"] == "a-005")
     ctx = hand_context(t[~drop])
     with pytest.raises(SchemaError, match=r"(?s)identical image sets.*'m1'.*'mid'.*a-005"):
-        block.run(ctx)
+        run(block, ctx)
 
 
 def test_primary_must_lead_the_families():
     with pytest.raises(SchemaError, match="start with the primary prompt"):
-        block.run(hand_context(families=["good", "clinical", "mid", "bad"]))
+        run(block, hand_context(families=["good", "clinical", "mid", "bad"]))
 
 
 # ----------------------------------------------------------------------------- (7) determinism
 def test_deterministic(ctx, fixture_result):
-    again = block.run(small_context())  # a fresh context: no shared cache
+    again = run(block, small_context())  # a fresh context: no shared cache
     assert list(again.tables) == list(fixture_result.tables)
     for name, frame in fixture_result.tables.items():
         pd.testing.assert_frame_equal(frame, again.tables[name], obj=name)
@@ -300,7 +301,7 @@ def test_deterministic(ctx, fixture_result):
 # ----------------------------------------------------------------------------- fixture shapes
 def test_fixture_run_shapes(ctx, fixture_result):
     t = fixture_result.tables
-    models, prompts, cohorts = ctx.models(), ctx.prompts(), list(ctx.spec.cohorts)
+    models, prompts, cohorts = ctx.models(), ctx.prompts(ctx.spec.prompts.families), list(ctx.spec.cohorts)
     assert len(t["auroc_matrix"]) == len(cohorts) * 4 * 5
     c = t["contrasts"]
     fam = c[c["family"] == block.BH_FAMILY]
@@ -331,17 +332,17 @@ def test_decomposition_rows_equal_function_on_matrix(ctx, fixture_result):
     m = fixture_result.tables["auroc_matrix"]
     cohorts = ["montgomery", "shenzhen", "tbx11k-val"]
     cube = (m.set_index(["model", "cohort", "prompt"])["estimate"]
-            .reindex(pd.MultiIndex.from_product([ctx.models(), cohorts, ctx.prompts()])))
-    dec = block.variance_decomposition(cube.to_numpy().reshape(4, 3, 5))
+            .reindex(pd.MultiIndex.from_product([ctx.models(), cohorts, ctx.prompts(ctx.spec.prompts.families)])))
+    dec = variance_decomposition(cube.to_numpy().reshape(4, 3, 5))
     got = fixture_result.tables["decomposition"].query("criterion == 'roc_auc'")
-    np.testing.assert_allclose(got["share_percent"], [dec["share_percent"][t] for t in TERMS],
+    np.testing.assert_allclose(got["share_percent"], [dec.share_percent[t] for t in TERMS],
                                rtol=1e-12)
 
 
 def test_single_prompt_has_nothing_to_vary():
     t = planted_table()
     t = t[t["prompt"] == "clinical"]
-    res = block.run(hand_context(t, families=["clinical"]))
+    res = run(block, hand_context(t, families=["clinical"]))
     assert len(res.tables["auroc_matrix"]) == 3 * 2
     for name in ("contrasts", "average", "model_differences_by_prompt", "decomposition"):
         assert res.tables[name].empty, name

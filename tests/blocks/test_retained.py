@@ -18,12 +18,13 @@ from scipy import stats
 from sklearn.metrics import roc_auc_score
 
 from medaudit.audit.context import ensemble_seeds
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import retained
-from medaudit.blocks._base import AuditContext
+from medaudit.blocks.retained import RetainedEntry as RetainedSpec
 from medaudit.exceptions import SchemaError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec, RetainedSpec
 from tests import _oracles as O
+from tests._support import SpecContext, context, run
 from tests.blocks.conftest import small_context
 
 SEED_KEY = ("model", "prompt", "cohort", "image_id", "seed")
@@ -48,15 +49,15 @@ def seeded_table(seeds=(1, 2, 3), models=("orig", "retr"), cohorts=(("c1", 14), 
 
 
 def make_ctx(table: pd.DataFrame, retained_entries=(), seeds=True, n_resamples=200,
-             cohorts=None) -> AuditContext:
+             cohorts=None) -> SpecContext:
     cohorts = cohorts or sorted(set(table["cohort"]))
     spec = AuditSpec.model_validate({
         "name": "t", "scores": "t.csv", "primary_prompt": "p", "n_resamples": n_resamples,
         "cohorts": {c: {} for c in cohorts}, "retained": list(retained_entries)})
     if not seeds:
-        return AuditContext(scores=validate_score_table(table), spec=spec)
+        return context(scores=validate_score_table(table), spec=spec)
     t = validate_score_table(table, key=SEED_KEY)
-    return AuditContext(scores=ensemble_seeds(t), spec=spec, seed_scores=t)
+    return context(scores=ensemble_seeds(t), spec=spec, seed_scores=t)
 
 
 def wide_seeds(table, model, cohort):
@@ -79,7 +80,7 @@ ENTRY = {"a": "orig", "b": "retr", "cohorts": ["c1", "c2"]}
 def test_seed_rows_match_sklearn_and_stdev():
     table = seeded_table()
     ctx = make_ctx(table)
-    res = retained.run(ctx)
+    res = run(retained, ctx)
     assert res.tables["comparisons"].empty
     seeds = res.tables["seeds"]
     assert list(seeds["cohort"].unique()) == ["c1", "c2"]
@@ -111,7 +112,7 @@ def test_seed_rows_match_sklearn_and_stdev():
 def test_single_seed_models_are_noted_not_summarised():
     t1 = seeded_table(seeds=(1,), models=("solo",))
     t3 = seeded_table(seeds=(1, 2), models=("multi",), rng=3)
-    res = retained.run(make_ctx(pd.concat([t1, t3], ignore_index=True)))
+    res = run(retained, make_ctx(pd.concat([t1, t3], ignore_index=True)))
     assert set(res.tables["seeds"]["model"]) == {"multi"}
     assert any("solo" in n and "single seed" in n for n in res.notes)
 
@@ -124,7 +125,7 @@ def test_comparison_on_intersection_matches_hand_witness():
             | ((table["model"] == "orig") & (table["image_id"] == "c1-07")))
     table = table[~drop].reset_index(drop=True)
     ctx = make_ctx(table, [ENTRY])
-    res = retained.run(ctx)
+    res = run(retained, ctx)
     comp = res.tables["comparisons"]
     assert comp["cohort"].tolist() == ["c1", "c2"]
     r = comp.iloc[0]
@@ -163,7 +164,7 @@ def test_comparison_on_intersection_matches_hand_witness():
 def test_within_label_interval_agrees_with_numpy_bootstrap():
     table = seeded_table(cohorts=(("c1", 40),), seeds=(1, 2))
     ctx = make_ctx(table, [{"a": "orig", "b": "retr", "cohorts": ["c1"]}], n_resamples=2000)
-    r = retained.run(ctx).tables["comparisons"].iloc[0]
+    r = run(retained, ctx).tables["comparisons"].iloc[0]
     wa, y = wide_seeds(table, "orig", "c1")
     wb, _ = wide_seeds(table, "retr", "c1")
     ea, eb = wa.mean(axis=1).to_numpy(), wb.mean(axis=1).to_numpy()
@@ -184,7 +185,7 @@ def test_within_label_interval_agrees_with_numpy_bootstrap():
 
 def test_comparisons_without_seed_column():
     table = seeded_table(seeds=(1,)).drop(columns="seed")
-    res = retained.run(make_ctx(table, [ENTRY], seeds=False))
+    res = run(retained, make_ctx(table, [ENTRY], seeds=False))
     assert res.tables["seeds"].empty
     comp = res.tables["comparisons"]
     assert len(comp) == 2 and comp["seed_delta_mean"].isna().all()
@@ -196,7 +197,7 @@ def test_empty_intersection_is_an_error():
     table = seeded_table(cohorts=(("c1", 8),))
     table.loc[table["model"] == "retr", "image_id"] += "-new"
     with pytest.raises(SchemaError, match="share no image"):
-        retained.run(make_ctx(table, [{"a": "orig", "b": "retr", "cohorts": ["c1"]}]))
+        run(retained, make_ctx(table, [{"a": "orig", "b": "retr", "cohorts": ["c1"]}]))
 
 
 def test_one_class_on_retained_targets_is_an_error():
@@ -204,7 +205,7 @@ def test_one_class_on_retained_targets_is_an_error():
     drop = (table["model"] == "retr") & table["image_id"].isin(["c1-00", "c1-01", "c1-02",
                                                                 "c1-03"])
     with pytest.raises(SchemaError, match="all 4 image.*negatives"):
-        retained.run(make_ctx(table[~drop], [{"a": "orig", "b": "retr", "cohorts": ["c1"]}]))
+        run(retained, make_ctx(table[~drop], [{"a": "orig", "b": "retr", "cohorts": ["c1"]}]))
 
 
 def test_paired_seed_analysis_refuses_mismatched_seed_images():
@@ -214,20 +215,20 @@ def test_paired_seed_analysis_refuses_mismatched_seed_images():
     bad = ((table["seed"] == 2) & (table["image_id"] == "c1-03")) | (
         (table["seed"] == 3) & (table["image_id"] != "c1-03"))
     with pytest.raises(SchemaError, match=r"seed 2 lacks 1 image\(s\): \['c1-03'\]") as err:
-        retained.run(make_ctx(table[~bad].reset_index(drop=True)))
+        run(retained, make_ctx(table[~bad].reset_index(drop=True)))
     assert "seed 3 lacks 7 image(s)" in str(err.value)
 
 
 def test_self_comparison_and_unknown_cohort_are_errors():
     table = seeded_table()
     with pytest.raises(SchemaError, match="with itself"):
-        retained.run(make_ctx(table, [{"a": "orig", "b": "orig", "cohorts": ["c1"]}]))
+        run(retained, make_ctx(table, [{"a": "orig", "b": "orig", "cohorts": ["c1"]}]))
     with pytest.raises(SchemaError, match="does not declare"):
-        retained.run(make_ctx(table, [{"a": "orig", "b": "retr", "cohorts": ["zz"]}]))
+        run(retained, make_ctx(table, [{"a": "orig", "b": "retr", "cohorts": ["zz"]}]))
 
 
 def test_nothing_to_do_gives_empty_tables_and_a_note(ctx):
-    res = retained.run(ctx)
+    res = run(retained, ctx)
     assert res.name == "retained" and set(res.tables) == {"comparisons", "seeds"}
     assert all(t.empty for t in res.tables.values())
     assert res.notes and "nothing to report" in res.notes[0]
@@ -240,7 +241,7 @@ def test_smoke_on_simulated_study_and_exposure_qualification():
     other = next(m for m in models if m != exposed)
     ctx = small_context(retained=[RetainedSpec(a=other, b=exposed,
                                                cohorts=["vindr", "montgomery"])])
-    res = retained.run(ctx)
+    res = run(retained, ctx)
     comp = res.tables["comparisons"]
     assert comp["cohort"].tolist() == ["montgomery", "vindr"]  # spec cohort order
     assert (comp["n_only_a"] == 0).all() and (comp["n_only_b"] == 0).all()
@@ -255,8 +256,8 @@ def test_smoke_on_simulated_study_and_exposure_qualification():
 
 def test_deterministic():
     table = seeded_table()
-    a = retained.run(make_ctx(table, [ENTRY]))
-    b = retained.run(make_ctx(table.sample(frac=1, random_state=1), [ENTRY]))
+    a = run(retained, make_ctx(table, [ENTRY]))
+    b = run(retained, make_ctx(table.sample(frac=1, random_state=1), [ENTRY]))
     for name in ("comparisons", "seeds"):
         pd.testing.assert_frame_equal(a.tables[name], b.tables[name])
 
@@ -285,8 +286,8 @@ def test_end_to_end_kwang311_resnet50_seeds():
         "n_resamples": 200, "cohorts": {"Montgomery": {}, "Shenzhen": {}},
         "retained": [{"a": "resnet50-Montgomery", "b": "resnet50-Shenzhen",
                       "cohorts": ["Montgomery", "Shenzhen"]}]})
-    ctx = AuditContext(scores=ensemble_seeds(t), spec=spec, seed_scores=t)
-    res = retained.run(ctx)
+    ctx = context(scores=ensemble_seeds(t), spec=spec, seed_scores=t)
+    res = run(retained, ctx)
     seeds = res.tables["seeds"]
     per_model = seeds[seeds["criterion"] == "roc_auc"]
     assert len(per_model) == 2 * 4 * (5 + 2)  # cohorts x sources x (5 seeds + summary + ens)

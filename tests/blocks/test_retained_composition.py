@@ -16,11 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
+from medaudit.audit.spec import AuditSpec, ModelCard
 from medaudit.blocks import retained
-from medaudit.blocks._base import AuditContext, cell_rng
+from medaudit.blocks.context import Resampling, cell_rng
+from medaudit.blocks.retained import RetainedEntry as RetainedSpec
 from medaudit.exceptions import SchemaError
-from medaudit.io.spec import AuditSpec, ModelCard, RetainedSpec
+from medaudit.io.modelcard import card_exclusion_counts, exclusion_card_entries
 from medaudit.stats.designs import make_plan
+from tests._support import context, run
 from tests.blocks.conftest import small_context
 from tests.blocks.test_retained import ENTRY, make_ctx, seeded_table
 
@@ -49,6 +52,15 @@ def composition_cell(y, s, keep, n_resamples=300, key=("k",)):
             "confidence_level": 0.95, "seed": 2026, "key": key}
 
 
+def run_composition(cell):
+    """The block's composition cell on ``cell`` (the dict above), as the block runs it."""
+    typed = retained.CompositionCell(key=cell["key"], label=cell["label"], score=cell["score"],
+                                     retained=cell["retained"])
+    return retained.run_composition(typed, Resampling(seed=cell["seed"],
+                                                      n_resamples=cell["n_resamples"],
+                                                      confidence_level=cell["confidence_level"]))
+
+
 def materialised_replicates(cell):
     """Every replicate recomputed from scratch: draw counts, np.repeat, sklearn."""
     y, s, keep = cell["label"], cell["score"], cell["retained"]
@@ -68,7 +80,7 @@ def materialised_replicates(cell):
 # ----------------------------------------------------------------------------- estimates
 def test_composition_matches_sklearn_on_both_target_sets():
     table = excluded_table()
-    res = retained.run(make_ctx(table, [ENTRY]))
+    res = run(retained, make_ctx(table, [ENTRY]))
     comp = res.tables["composition"]
     assert comp["cohort"].tolist() == ["c1", "c2"]
     r = comp.iloc[0]
@@ -104,7 +116,7 @@ def test_composition_does_not_need_aligned_image_sets():
     ctx = make_ctx(excluded_table(), [ENTRY])
     with pytest.raises(SchemaError, match="c1-99|c1-00"):
         ctx.wide("c1", keys=[("orig", "p"), ("retr", "p")])
-    assert len(retained.run(ctx).tables["composition"]) == 2
+    assert len(run(retained, ctx).tables["composition"]) == 2
 
 
 # ----------------------------------------------------------------------------- interval
@@ -115,7 +127,7 @@ def test_replicates_are_recomputations_on_materialised_resamples():
     keep = np.ones(y.size, bool)
     keep[[0, 3, 10, 11, 20]] = False  # 2 positives and 3 negatives excluded
     cell = composition_cell(y, s, keep)
-    out = retained._composition_cell(cell)
+    out = run_composition(cell)
     rep_all, rep_ret, sizes = materialised_replicates(cell)
     np.testing.assert_allclose(out["rep_all"], rep_all, rtol=0, atol=1e-12)
     np.testing.assert_allclose(out["rep_retained"], rep_ret, rtol=0, atol=1e-12)
@@ -135,7 +147,7 @@ def test_interval_agrees_with_plain_numpy_stratified_bootstrap():
     keep = np.ones(y.size, bool)
     keep[gen.choice(30, 8, replace=False)] = False  # excluded positives: hard ones and easy ones
     keep[30 + gen.choice(50, 10, replace=False)] = False
-    out = retained._composition_cell(composition_cell(y, s, keep, n_resamples=2000))
+    out = run_composition(composition_cell(y, s, keep, n_resamples=2000))
     B = 3000
     draws = [gen.choice(np.flatnonzero((y == c) & (keep == k)), (B, int(((y == c) & (keep == k))
                                                                            .sum())))
@@ -160,8 +172,8 @@ def test_replicates_invariant_to_increasing_score_transform(n_pos, n_neg, seed):
     s = gen.integers(0, 5, y.size).astype(float)  # small integer scores: ties everywhere
     keep = gen.random(y.size) < 0.7
     keep[[0, n_pos]] = True  # the retained set keeps both classes
-    a = retained._composition_cell(composition_cell(y, s, keep, n_resamples=50))
-    b = retained._composition_cell(composition_cell(y, np.exp(s) - 7.0, keep, n_resamples=50))
+    a = run_composition(composition_cell(y, s, keep, n_resamples=50))
+    b = run_composition(composition_cell(y, np.exp(s) - 7.0, keep, n_resamples=50))
     np.testing.assert_allclose(a["rep_all"], b["rep_all"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(a["rep_retained"], b["rep_retained"], rtol=0, atol=1e-12)
     assert a["auroc_retained"] - a["auroc_all"] == pytest.approx(
@@ -186,11 +198,11 @@ def _ctx_with_card(table, training):
         "cohorts": {"c1": {}, "c2": {}}, "retained": [ENTRY],
         "models": [{"name": "retr", "training": {"seeds": "1,2,3", **training}}]})
     base = make_ctx(table, [ENTRY])
-    return AuditContext(scores=base.scores, spec=spec, seed_scores=base.seed_scores)
+    return context(scores=base.scores, spec=spec, seed_scores=base.seed_scores)
 
 
 def test_exclusion_counts_by_hand_and_from_the_card():
-    t19 = retained.run(_ctx_with_card(excluded_table(), CARD_ENTRIES)).tables["exclusion"]
+    t19 = run(retained, _ctx_with_card(excluded_table(), CARD_ENTRIES)).tables["exclusion"]
     cols = ["n_original", "n_excluded", "n_retained", "n_pos_retained", "n_neg_retained"]
     assert t19["cohort"].tolist() == ["c1", "c2", "src", "src optimisation"]
     assert t19["source"].tolist() == ["scores", "scores", "model card", "model card"]
@@ -207,16 +219,16 @@ def test_exclusion_counts_by_hand_and_from_the_card():
 def test_card_entries_round_trip_and_malformed_entry_is_an_error():
     counts = pd.DataFrame([{"cohort": "src selection", "original": 4, "excluded": 1,
                             "retained": 3, "positives_retained": 2, "negatives_retained": 1}])
-    entries = retained.exclusion_card_entries(counts)
+    entries = exclusion_card_entries(counts)
     card = ModelCard(name="m", training={"device": "cpu", **entries})
-    assert retained.card_exclusion_counts(card) == {
+    assert card_exclusion_counts(card) == {
         "src selection": {"original": 4, "excluded": 1, "retained": 3, "positives_retained": 2,
                           "negatives_retained": 1}}
     bad = {"exclusion[src]": "original=24, excluded=three"}
     with pytest.raises(SchemaError, match=r"'retr'.*exclusion\[src\]"):
-        retained.run(_ctx_with_card(excluded_table(), bad))
+        run(retained, _ctx_with_card(excluded_table(), bad))
     with pytest.raises(SchemaError, match="lack column"):
-        retained.exclusion_card_entries(counts.drop(columns="excluded"))
+        exclusion_card_entries(counts.drop(columns="excluded"))
 
 
 # ----------------------------------------------------------------------------- determinism
@@ -229,9 +241,9 @@ class ReversedBackend:
 
 def test_deterministic_and_backend_independent():
     table = excluded_table()
-    a = retained.run(make_ctx(table, [ENTRY]))
+    a = run(retained, make_ctx(table, [ENTRY]))
     ctx = make_ctx(table.sample(frac=1, random_state=2), [ENTRY])
-    b = retained.run(AuditContext(scores=ctx.scores, spec=ctx.spec, seed_scores=ctx.seed_scores,
+    b = run(retained, context(scores=ctx.scores, spec=ctx.spec, seed_scores=ctx.seed_scores,
                                   backend=ReversedBackend()))
     assert list(a.tables) == ["comparisons", "seeds", "composition", "exclusion"]
     for name in a.tables:
@@ -244,7 +256,7 @@ def test_smoke_on_simulated_study_with_exposure():
     exposed = next(m for m in ctx.models() if ctx.exposure(m, "vindr"))
     other = next(m for m in ctx.models() if m != exposed)
     ctx = small_context(retained=[RetainedSpec(a=exposed, b=other, cohorts=["vindr", "montgomery"])])
-    res = retained.run(ctx)
+    res = run(retained, ctx)
     comp = res.tables["composition"]
     assert comp["cohort"].tolist() == ["montgomery", "vindr"]
     assert comp.loc[comp["cohort"] == "vindr", "qualification"].str.contains("exposure|" + exposed

@@ -23,12 +23,15 @@ import pandas as pd
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import discrimination, prompts, spectrum
-from medaudit.blocks._base import AuditContext, cell_rng
+from medaudit.blocks.context import cell_rng
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec
 from medaudit.stats import paired_bootstrap
 from tests import _oracles as O
+from tests._support import SpecContext, context, run
+from tests._support import one as _one
+from tests._support import select as _sel
 
 PROMPTS = ["clinical", "photo", "report"]
 MODELS = ["m1", "m2"]
@@ -71,7 +74,7 @@ def make_table(*, binary: bool = False, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_ctx(table: pd.DataFrame, **spec_kw) -> AuditContext:
+def make_ctx(table: pd.DataFrame, **spec_kw) -> SpecContext:
     spec = AuditSpec.model_validate({
         "name": "soft", "scores": "inline.csv", "primary_prompt": PROMPTS[0], "seed": SEED,
         "n_resamples": B, "n_permutations": 99,
@@ -80,20 +83,7 @@ def make_ctx(table: pd.DataFrame, **spec_kw) -> AuditContext:
         "spectrum": [{"cohort": "a", "groups": GROUPS, "test": "none"},
                      {"cohort": "b", "groups": GROUPS, "reference": "healthy", "test": "none"}],
         **spec_kw})
-    return AuditContext(scores=validate_score_table(table), spec=spec)
-
-
-def _sel(df: pd.DataFrame, **kw) -> pd.DataFrame:
-    m = np.ones(len(df), dtype=bool)
-    for k, v in kw.items():
-        m &= (df[k] == v).to_numpy()
-    return df[m]
-
-
-def _one(df: pd.DataFrame, **kw) -> pd.Series:
-    out = _sel(df, **kw)
-    assert len(out) == 1, (kw, len(out))
-    return out.iloc[0]
+    return context(scores=validate_score_table(table), spec=spec)
 
 
 def _cell(table: pd.DataFrame, cohort: str, model: str, prompt: str, group: str | None = None):
@@ -112,14 +102,14 @@ def _cell(table: pd.DataFrame, cohort: str, model: str, prompt: str, group: str 
 def binary_run():
     table = make_table(binary=True)
     ctx = make_ctx(table)
-    return table, prompts.run(ctx), spectrum.run(ctx)
+    return table, run(prompts, ctx), run(spectrum, ctx)
 
 
 @pytest.fixture(scope="module")
 def soft_run():
     table = make_table()
     ctx = make_ctx(table)
-    return table, prompts.run(ctx), spectrum.run(ctx)
+    return table, run(prompts, ctx), run(spectrum, ctx)
 
 
 def _same(a: pd.Series, b: pd.Series, cols=("estimate", "ci_low", "ci_high")):
@@ -277,7 +267,7 @@ def test_spectrum_group_equals_discrimination_on_the_sub_cohort(soft_run):
         sub = table[(table["cohort"] == "a") & ((table["label"] == 1) | (table["negative_group"] == g))]
         ctx = make_ctx(sub.assign(cohort="a_sub"), cohorts={"a_sub": {"role": "primary"}},
                        prompts={"families": PROMPTS}, spectrum=[])
-        metrics = discrimination.run(ctx).tables["metrics"]
+        metrics = run(discrimination, ctx).tables["metrics"]
         for m in MODELS:
             for crit in discrimination.SOFT_METRICS:
                 want = _one(metrics, criterion=crit, cohort="a_sub", model=m)["estimate"]
@@ -324,8 +314,8 @@ def test_hard_within_label_is_ordinary_with_label_strata():
 @pytest.mark.parametrize("block", [prompts, spectrum])
 def test_ordinary_rows_byte_identical_with_and_without_soft_labels(block):
     table = make_table(seed=2)
-    with_soft = block.run(make_ctx(table))
-    without = block.run(make_ctx(table.drop(columns="label_soft")))
+    with_soft = run(block, make_ctx(table))
+    without = run(block, make_ctx(table.drop(columns="label_soft")))
     for name, plain in without.tables.items():
         got = with_soft.tables[name]
         if "criterion" in got.columns:
@@ -343,7 +333,7 @@ def test_ordinary_rows_byte_identical_with_and_without_soft_labels(block):
 @pytest.mark.parametrize("block", [prompts, spectrum])
 def test_soft_runs_are_deterministic(block):
     table = make_table(seed=4)
-    a, b = block.run(make_ctx(table)), block.run(make_ctx(table))
+    a, b = run(block, make_ctx(table)), run(block, make_ctx(table))
     for name in a.tables:
         pd.testing.assert_frame_equal(a.tables[name], b.tables[name], check_exact=True)
     assert a.notes == b.notes

@@ -21,9 +21,12 @@ import pandas as pd
 import pytest
 
 from medaudit.blocks import retained, spectrum
-from medaudit.blocks._base import cell_rng
+from medaudit.blocks.context import cell_rng
 from medaudit.exceptions import SchemaError
 from tests import _oracles as O
+from tests._support import one as _one
+from tests._support import run
+from tests._support import select as _sel
 from tests.blocks import test_retained as TR
 from tests.blocks.test_soft_everywhere import GROUPS, MODELS, PROMPTS, SEED, make_ctx, make_table
 
@@ -50,19 +53,6 @@ def percentile_ci(reps) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _sel(df: pd.DataFrame, **kw) -> pd.DataFrame:
-    m = np.ones(len(df), dtype=bool)
-    for k, v in kw.items():
-        m &= (df[k] == v).to_numpy()
-    return df[m]
-
-
-def _one(df: pd.DataFrame, **kw) -> pd.Series:
-    out = _sel(df, **kw)
-    assert len(out) == 1, (kw, len(out))
-    return out.iloc[0]
-
-
 def _same(a: pd.Series, b: pd.Series, cols=("estimate", "ci_low", "ci_high")):
     for c in cols:
         assert a[c] == b[c], c  # the same draws and the same arithmetic: exactly equal
@@ -71,7 +61,7 @@ def _same(a: pd.Series, b: pd.Series, cols=("estimate", "ci_low", "ci_high")):
 # ============================================================================= spectrum
 @pytest.fixture(scope="module")
 def spectra():
-    return {binary: spectrum.run(make_ctx(make_table(binary=binary))) for binary in (True, False)}
+    return {binary: run(spectrum, make_ctx(make_table(binary=binary))) for binary in (True, False)}
 
 
 def test_binary_soft_contrasts_and_shared_positive_group_rows_equal_ordinary(spectra):
@@ -144,8 +134,8 @@ def test_permutation_family_stays_hard_label():
     kw = dict(spectrum=[{"cohort": "a", "groups": GROUPS, "test": "permutation"},
                         {"cohort": "b", "groups": GROUPS, "reference": "healthy",
                          "test": "permutation"}])
-    with_soft = spectrum.run(make_ctx(table, **kw))
-    without = spectrum.run(make_ctx(table.drop(columns="label_soft"), **kw))
+    with_soft = run(spectrum, make_ctx(table, **kw))
+    without = run(spectrum, make_ctx(table.drop(columns="label_soft"), **kw))
     con = with_soft.tables["contrasts"]
     hard = con[~con["criterion"].str.startswith("soft_")].reset_index(drop=True)
     plain = without.tables["contrasts"]
@@ -174,7 +164,7 @@ def soft_seeded_table(binary: bool = False, seed: int = 3) -> pd.DataFrame:
 
 
 def _retained_run(table):
-    return retained.run(TR.make_ctx(table, [TR.ENTRY], n_resamples=B))
+    return run(retained, TR.make_ctx(table, [TR.ENTRY], n_resamples=B))
 
 
 @pytest.fixture(scope="module")

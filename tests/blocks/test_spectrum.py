@@ -13,12 +13,14 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from medaudit.audit.spec import AuditSpec, check_spec_against_table
 from medaudit.blocks import spectrum
-from medaudit.blocks._base import E_COLUMNS, PROVENANCE_COLUMNS, AuditContext
+from medaudit.blocks.rows import E_COLUMNS, PROVENANCE_COLUMNS
+from medaudit.blocks.spectrum import SpectrumEntry as SpectrumSpec
 from medaudit.exceptions import SchemaError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec, SpectrumSpec, check_spec_against_table
 from tests import _oracles as O
+from tests._support import SpecContext, context, run
 from tests.blocks.conftest import small_context
 
 PROMPT = "clinical"
@@ -40,7 +42,7 @@ def _table(cohort: str, pos: dict[str, np.ndarray], groups: dict[str, dict[str, 
 
 
 def _context(df: pd.DataFrame, spectrum_entries: list[dict], *, check: bool = True,
-             **spec_kw) -> AuditContext:
+             **spec_kw) -> SpecContext:
     spec = AuditSpec.model_validate({
         "name": "t", "scores": "scores.csv", "primary_prompt": PROMPT,
         "cohorts": {c: {} for c in df["cohort"].unique()}, "n_resamples": 200,
@@ -48,10 +50,10 @@ def _context(df: pd.DataFrame, spectrum_entries: list[dict], *, check: bool = Tr
     table = validate_score_table(df, probabilities=spec.score_scale == "probabilities")
     if check:
         check_spec_against_table(spec, table, source="test")
-    return AuditContext(scores=table, spec=spec)
+    return context(scores=table, spec=spec)
 
 
-def _subset(ctx: AuditContext, cohort: str, model: str, group: str):
+def _subset(ctx: SpecContext, cohort: str, model: str, group: str):
     """(y, s) of P ∪ G straight from the long table (independent of the block's alignment).
 
     Ordered positives first, then the group, each by image_id: AURC breaks ties in
@@ -79,7 +81,7 @@ def _mixed(seed=0):
 def test_group_metrics_match_sklearn_and_loop_oracles():
     ctx = _context(_mixed(), [{"cohort": "c1", "groups": ["none", "mild", "severe"],
                                "reference": "none", "test": "none", "prevalence": 0.1}])
-    g = spectrum.run(ctx).tables["groups"]
+    g = run(spectrum, ctx).tables["groups"]
     assert len(g) == 2 * 3 * 3  # models x groups x (roc_auc, aurc, brier at pi)
     for row in g.itertuples():
         y, s = _subset(ctx, "c1", row.model, row.group)
@@ -108,14 +110,14 @@ def test_m09_invariant_equal_group_sizes_hand_built():
     groups = {"healthy": {"m": r.beta(1.5, 4, 30)}, "sick": {"m": r.beta(3, 3, 30)}}
     df = _table("tb", pos, groups)
     ctx = _context(df, [{"cohort": "tb", "groups": ["healthy", "sick"]}])
-    g = spectrum.run(ctx).tables["groups"].query("criterion == 'roc_auc'").set_index("group")
+    g = run(spectrum, ctx).tables["groups"].query("criterion == 'roc_auc'").set_index("group")
     union = roc_auc_score(df["label"], df["score"])  # P ∪ H ∪ S, one model
     assert 0.5 * (g.loc["healthy", "estimate"] + g.loc["sick", "estimate"]) == pytest.approx(
         union, abs=1e-12)
 
 
 def test_m09_invariant_on_the_simulated_tbx_val(ctx):
-    g = spectrum.run(ctx).tables["groups"]
+    g = run(spectrum, ctx).tables["groups"]
     g = g[(g["cohort"] == "tbx11k-val") & (g["criterion"] == "roc_auc")]
     assert set(g["group"]) == {"healthy", "sick"}
     assert g.groupby("model")["n_neg"].nunique().eq(1).all()  # |H| = |S|
@@ -127,7 +129,7 @@ def test_m09_invariant_on_the_simulated_tbx_val(ctx):
 
 
 def test_contrast_is_difference_of_group_aurocs_and_oriented(ctx):
-    res = spectrum.run(ctx).tables
+    res = run(spectrum, ctx).tables
     g = res["groups"].query("criterion == 'roc_auc'").set_index(["entry", "model", "group"])
     c = res["contrasts"]
     for row in c.itertuples():
@@ -151,7 +153,7 @@ def test_contrast_is_difference_of_group_aurocs_and_oriented(ctx):
 
 
 def test_permutation_pvalue_has_the_plus_one_form(ctx):
-    c = spectrum.run(ctx).tables["contrasts"]
+    c = run(spectrum, ctx).tables["contrasts"]
     tested = c[c["test"] == "permutation"]
     assert len(tested) == len(ctx.models())
     B = ctx.spec.n_permutations
@@ -168,7 +170,7 @@ def test_holm_over_the_whole_block_matches_loop_oracle():
                SpectrumSpec(cohort="vindr", groups=["no_finding", "pneumonia", "lung_tumor"],
                             reference="no_finding", test="none", prevalence=0.1)]
     ctx = small_context(spectrum=entries)
-    res = spectrum.run(ctx)
+    res = run(spectrum, ctx)
     c = res.tables["contrasts"]
     fam = c[c["family"] == spectrum.PERMUTATION_FAMILY]
     assert len(fam) == 2 * len(ctx.models())  # both permutation entries, every model
@@ -186,7 +188,7 @@ def test_planted_sick_group_indistinguishable_from_positives():
               # planted: sick drawn like the positives; null: sick drawn like the healthy
               "sick": {"planted": r.beta(6, 2, n), "null": r.beta(2, 6, n)}}
     ctx = _context(_table("tb", pos, groups), [{"cohort": "tb", "groups": ["healthy", "sick"]}])
-    c = spectrum.run(ctx).tables["contrasts"].set_index("model")
+    c = run(spectrum, ctx).tables["contrasts"].set_index("model")
     B = ctx.spec.n_permutations
     p = c.loc["planted"]
     assert p["estimate"] > 0.35 and p["ci_low"] > 0.25  # AUROC loss about 0.5
@@ -206,7 +208,7 @@ def test_shared_positives_narrow_the_interval_of_a_difference():
     groups = {"healthy": {"m": healthy}, "sick": {"m": np.clip(healthy + 0.15, 0, 1)}}
     ctx = _context(_table("tb", pos, groups), [{"cohort": "tb", "groups": ["healthy", "sick"],
                                                 "test": "none"}], n_resamples=1000)
-    res = spectrum.run(ctx).tables
+    res = run(spectrum, ctx).tables
     g = res["groups"].query("criterion == 'roc_auc'").set_index("group")
     w = (g["ci_high"] - g["ci_low"]).to_dict()
     d = res["contrasts"].iloc[0]
@@ -224,7 +226,7 @@ def test_model_differences_match_sklearn_with_verdicts():
     # a second group so the entry is valid (an entry names at least two groups)
     groups["g2"] = {m: v[: n // 2] for m, v in groups["g"].items()}
     ctx = _context(_table("c", pos, groups), [{"cohort": "c", "groups": ["g", "g2"], "test": "none"}])
-    md = spectrum.run(ctx).tables["model_differences"]
+    md = run(spectrum, ctx).tables["model_differences"]
     assert len(md) == 2 * 3  # groups x model pairs
     assert list(md["model"].iloc[:3]) == ["a_good - b_poor", "a_good - c_good", "b_poor - c_good"]
     for row in md.itertuples():
@@ -251,7 +253,7 @@ def test_refuses_mismatched_image_sets():
     df = df[~((df["model"] == "beta") & (df["image_id"] == "mild_3"))]
     ctx = _context(df, [{"cohort": "c1", "groups": ["none", "mild"]}])
     with pytest.raises(SchemaError, match=r"(?s)identical image sets.*'beta'.*mild_3"):
-        spectrum.run(ctx)
+        run(spectrum, ctx)
 
 
 def test_empty_declared_group_is_a_clear_error():
@@ -262,7 +264,7 @@ def test_empty_declared_group_is_a_clear_error():
     # bypassing the check, the block refuses it itself
     ctx = _context(df, [{"cohort": "c1", "groups": ["none", "ghost"]}], check=False)
     with pytest.raises(SchemaError, match=r"spectrum\[0\].*\['ghost'\] have no negative images"):
-        spectrum.run(ctx)
+        run(spectrum, ctx)
     # a group that exists only at another prompt passes the spec check but is empty at the
     # primary prompt, where the block works
     other = df[df["negative_group"] == "severe"].assign(prompt="other", image_id="x")
@@ -270,12 +272,12 @@ def test_empty_declared_group_is_a_clear_error():
     other["negative_group"] = "late"
     ctx = _context(pd.concat([df, other]), [{"cohort": "c1", "groups": ["none", "late"]}])
     with pytest.raises(SchemaError, match=r"\['late'\] have no negative images"):
-        spectrum.run(ctx)
+        run(spectrum, ctx)
 
 
 # ----------------------------------------------------------------------------- shape, determinism
 def test_tables_shape_and_qualifications(ctx):
-    res = spectrum.run(ctx)
+    res = run(spectrum, ctx)
     assert res.name == spectrum.NAME == "spectrum"
     assert set(res.tables) == {"groups", "contrasts", "model_differences"}
     for t in res.tables.values():
@@ -306,12 +308,12 @@ def test_tables_shape_and_qualifications(ctx):
 
 
 def test_deterministic_and_independent_of_other_entries(ctx):
-    a, b = spectrum.run(ctx), spectrum.run(ctx)
+    a, b = run(spectrum, ctx), run(spectrum, ctx)
     for k in a.tables:
         pd.testing.assert_frame_equal(a.tables[k], b.tables[k])
     assert a.notes == b.notes
     only_tbx = small_context(spectrum=[ctx.spec.spectrum[0]])
-    c = spectrum.run(only_tbx)
+    c = run(spectrum, only_tbx)
     for k in a.tables:
         sub = a.tables[k][a.tables[k]["cohort"] == "tbx11k-val"].reset_index(drop=True)
         pd.testing.assert_frame_equal(sub, c.tables[k])
@@ -322,6 +324,6 @@ def test_logit_scores_report_auroc_only():
     df["score"] = np.log(df["score"].clip(0.01, 0.99) / (1 - df["score"].clip(0.01, 0.99))) * 3
     ctx = _context(df, [{"cohort": "c1", "groups": ["none", "mild"], "prevalence": 0.2}],
                    score_scale="logits")
-    res = spectrum.run(ctx)
+    res = run(spectrum, ctx)
     assert set(res.tables["groups"]["criterion"]) == {"roc_auc"}
     assert any("logits" in n for n in res.notes)

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import transport
-from medaudit.blocks._base import AuditContext
 from medaudit.exceptions import SchemaError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec
 from tests import _oracles as O
+from tests._support import SpecContext, context, run
 
 PROMPT = "clinical"
 MODELS = ("m-a", "m-b", "m-c")
@@ -46,12 +46,12 @@ def _table(cohorts) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _ctx(df: pd.DataFrame, entries: list[dict], n_resamples: int = 100) -> AuditContext:
+def _ctx(df: pd.DataFrame, entries: list[dict], n_resamples: int = 100) -> SpecContext:
     spec = AuditSpec.model_validate({
         "name": "hand", "scores": "hand.csv", "primary_prompt": PROMPT,
         "cohorts": {c: {"role": "primary"} for c in df["cohort"].unique()},
         "n_resamples": n_resamples, "blocks": ["transport"], "transport": entries})
-    return AuditContext(scores=validate_score_table(df), spec=spec)
+    return context(scores=validate_score_table(df), spec=spec)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def hand():
                 "rules": ["sensitivity", "specificity"], "target_value": 0.9,
                 "design": "reestimate", "fixed_targets": ["tgt2"]}]
     ctx = _ctx(_table(cohorts), entries)
-    return cohorts, ctx, transport.run(ctx)
+    return cohorts, ctx, run(transport, ctx)
 
 
 def _cell(t: pd.DataFrame, **eq) -> pd.Series:
@@ -144,7 +144,7 @@ def test_fixed_design_only_resamples_the_target():
                  "re": (y_t, np.full(40, ""), scores_t)})
     ctx = _ctx(df, [{"source": "src", "targets": ["fix", "re"], "fixed_targets": ["fix"]}],
                n_resamples=200)
-    t = transport.run(ctx).tables["transport"]
+    t = run(transport, ctx).tables["transport"]
     tau = O.tau_sensitivity(y_s, s_s, 0.95)
     assert tau < 0.2
     fix = _cell(t, model="m-a", cohort="fix", criterion="sensitivity")
@@ -192,7 +192,7 @@ def test_named_group_count_like_paper_table_15():
     df = _table({"src": (y_s, np.full(40, ""), {m: s_s for m in MODELS}),
                  "vin": (y_t, grp, {m: s_t for m in MODELS})})
     ctx = _ctx(df, [{"source": "src", "targets": ["vin"]}], n_resamples=20)
-    r = _cell(transport.run(ctx).tables["named_groups"], model="m-a")
+    r = _cell(run(transport, ctx).tables["named_groups"], model="m-a")
     assert r.fraction == "1/210" and round(r.estimate, 3) == 0.005
     assert r.negatives == "pneumonia"
     assert "Sp < 0.05" in r.qualification
@@ -225,11 +225,11 @@ def test_refuses_mismatched_image_sets():
         bad = df[~((df["model"] == "m-b") & (df["image_id"] == drop))]
         ctx = _ctx(bad, [{"source": "src", "targets": ["tgt"]}], n_resamples=10)
         with pytest.raises(SchemaError, match=rf"identical image sets[\s\S]*'m-b'[\s\S]*{drop}"):
-            transport.run(ctx)
+            run(transport, ctx)
 
 
 def test_simulated_context_transport_grid(ctx):
-    res = transport.run(ctx)
+    res = run(transport, ctx)
     assert res.name == transport.NAME == "transport"
     t = res.tables["transport"]
     se_rows = t[t["criterion"] == "sensitivity"]
@@ -281,8 +281,8 @@ def test_simulated_context_transport_grid(ctx):
 def test_deterministic(ctx):
     from tests.blocks.conftest import small_context
 
-    a = transport.run(ctx)
-    b = transport.run(small_context())
+    a = run(transport, ctx)
+    b = run(transport, small_context())
     for name in a.tables:
         pd.testing.assert_frame_equal(a.tables[name], b.tables[name])
     assert a.notes == b.notes

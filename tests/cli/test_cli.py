@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from medaudit.blocks import summarize_cohorts
 from medaudit.cli.main import main
-from medaudit.exceptions import SchemaError
 from medaudit.io import atomic_directory
 from medaudit.simulate import simulate_cohort
 
@@ -22,22 +21,25 @@ FAST = ["--n-resamples", "200", "--n-permutations", "199", "--quiet"]
 
 
 def _files(d: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
-def test_demo_writes_outputs_and_is_byte_identical(tmp_path):
+DEMO = ["--scale", "0.03", "--n-resamples", "30", "--n-permutations", "19", "--quiet"]
+
+
+def test_demo_is_the_audit_of_the_embedded_spec_and_byte_identical(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["demo", "--out", str(a), *FAST]) == 0
-    assert main(["demo", "--out", str(b), *FAST]) == 0
+    assert main(["demo", "--out", str(a), *DEMO]) == 0
+    assert main(["demo", "--out", str(b), *DEMO]) == 0
     fa, fb = _files(a), _files(b)
-    assert set(fa) == {"metrics.csv", "comparisons.csv", "spectrum.csv", "results.json",
-                       "summary.md"}
+    assert {"report.html", "results.json", "summary.md", "portability.csv"} <= set(fa)
+    assert "tables/discrimination__metrics.csv" in fa and any(k.startswith("figures/") for k in fa)
     assert fa == fb
     res = json.loads(fa["results.json"])
     assert res["provenance"]["inputs"]["simulated"] is True
-    assert res["provenance"]["n_resamples"] == 200
-    assert "Simulated data" in fa["summary.md"].decode()
-    metrics = pd.read_csv(a / "metrics.csv")
+    assert res["provenance"]["n_resamples"] == 30
+    assert res["provenance"]["spec"]["simulate_scale"] == 0.03
+    metrics = pd.read_csv(a / "tables" / "discrimination__metrics.csv")
     # every row carries its specification and resampling provenance
     for col in ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion",
                 "design", "n_resamples", "seed", "n_degenerate"):
@@ -45,13 +47,17 @@ def test_demo_writes_outputs_and_is_byte_identical(tmp_path):
 
 
 def test_demo_auroc_matches_direct_computation(tmp_path):
-    main(["demo", "--out", str(tmp_path / "o"), *FAST])
-    metrics = pd.read_csv(tmp_path / "o" / "metrics.csv")
     from sklearn.metrics import roc_auc_score
 
-    t = pd.DataFrame(simulate_cohort(rng=2026))
-    for model, g in t.groupby("model"):
-        row = metrics[(metrics.model == model) & (metrics.criterion == "roc_auc")].iloc[0]
+    from medaudit.simulate import simulate_paper000
+
+    assert main(["demo", "--out", str(tmp_path / "o"), *DEMO]) == 0
+    metrics = pd.read_csv(tmp_path / "o" / "tables" / "discrimination__metrics.csv")
+    t = pd.DataFrame(simulate_paper000(rng=2026, scale=0.03)["table"])
+    t = t[t.prompt == "clinical"]
+    for (cohort, model), g in t.groupby(["cohort", "model"]):
+        row = metrics[(metrics.model == model) & (metrics.cohort == cohort)
+                      & (metrics.criterion == "roc_auc")].iloc[0]
         # CSV keeps full precision (%.17g); witness: scikit-learn on the simulated table
         assert row.estimate == pytest.approx(roc_auc_score(g.label, g.score), rel=1e-12)
 
@@ -59,7 +65,7 @@ def test_demo_auroc_matches_direct_computation(tmp_path):
 def test_existing_output_needs_overwrite(tmp_path, capsys):
     out = tmp_path / "o"
     out.mkdir()
-    assert main(["demo", "--out", str(out), *FAST]) == 2
+    assert main(["demo", "--out", str(out), *DEMO]) == 2
     assert "--overwrite" in capsys.readouterr().err
 
 
@@ -86,15 +92,18 @@ def _table():
         (lambda t: t.assign(negative_group=np.where(t.label == 1, "healthy", t.negative_group)),
          "must be empty for positives"),
         (lambda t: t[~((t.model == "sim-clip-b") & (t.image_id == "img00004"))],
-         "same images.*img00004"),
+         "identical image sets.*img00004"),
     ],
     ids=["missing-column", "duplicate-key", "label-2", "nan-score", "positive-in-group",
          "mismatched-images"],
 )
-def test_bad_tables_raise_clear_errors(mutate, message):
-    with pytest.raises(SchemaError, match=message):
-        summarize_cohorts(mutate(_table()).reset_index(drop=True), n_resamples=20,
-                          n_permutations=19)
+def test_bad_tables_raise_clear_errors(mutate, message, tmp_path, capsys):
+    src = tmp_path / "scores.csv"
+    mutate(_table()).reset_index(drop=True).to_csv(src, index=False)
+    out = tmp_path / "o"
+    assert main(["summarize", str(src), "--out", str(out), *FAST]) == 2
+    assert re.search(message, capsys.readouterr().err, re.S)
+    assert not out.exists()
 
 
 def test_summarize_cli_reports_bad_input_and_writes_nothing(tmp_path, capsys):
@@ -132,9 +141,9 @@ def test_real_tb_predictions_end_to_end(tmp_path):
     long.to_parquet(src)
     out = tmp_path / "o"
     assert main(["summarize", str(src), "--out", str(out), *FAST]) == 0
-    metrics = pd.read_csv(out / "metrics.csv")
-    auc = metrics[metrics.criterion == "roc_auc"]
-    assert len(auc) == 2 * 4 * 5  # cohorts x training sources x seeds
+    auc = pd.read_csv(out / "tables" / "prompts__auroc_matrix.csv")
+    auc = auc[auc.criterion == "roc_auc"]
+    assert len(auc) == 2 * 4 * 5  # cohorts x training sources x seeds (one "prompt" each)
     # independent witness: scikit-learn on the raw file
     from sklearn.metrics import roc_auc_score
 
@@ -142,22 +151,28 @@ def test_real_tb_predictions_end_to_end(tmp_path):
     row = auc[(auc.cohort == "Shenzhen") & (auc.model == "resnet50-TBX11K")
               & (auc.prompt == "seed42")].iloc[0]
     assert row.estimate == pytest.approx(roc_auc_score(raw.label, raw.s42_TBX11K), rel=1e-12)
+    metrics = pd.read_csv(out / "tables" / "discrimination__metrics.csv")
+    assert set(metrics.prompt) == {"seed42"}  # the primary prompt: first in sorted order
     assert (metrics.n_degenerate[metrics.cohort == "Shenzhen"] == 0).all()
     res = json.loads((out / "results.json").read_text())
     assert len(res["provenance"]["inputs"]["sha256"]) == 64
 
 
-def test_summary_cells_do_not_depend_on_other_cohorts():
+def test_summary_cells_do_not_depend_on_other_cohorts(tmp_path):
     one = pd.DataFrame(simulate_cohort(n_pos=15, n_healthy=10, n_sick=10, cohort="C", rng=3))
     other = pd.DataFrame(simulate_cohort(n_pos=12, n_healthy=9, n_sick=9, cohort="A", rng=4))
-    alone = summarize_cohorts(one, n_resamples=50, n_permutations=19)
-    both = summarize_cohorts(pd.concat([other, one], ignore_index=True), n_resamples=50,
-                             n_permutations=19)
-    for name in ("metrics", "comparisons", "spectrum"):
-        a = getattr(alone, name)
-        b = getattr(both, name)
+    tables = {}
+    for name, t in (("alone", one), ("both", pd.concat([other, one], ignore_index=True))):
+        t.to_csv(tmp_path / f"{name}.csv", index=False)
+        assert main(["summarize", str(tmp_path / f"{name}.csv"), "--out", str(tmp_path / name),
+                     "--n-resamples", "50", "--n-permutations", "19", "--quiet"]) == 0
+        tables[name] = tmp_path / name / "tables"
+    for stem in ("discrimination__metrics", "discrimination__model_differences",
+                 "spectrum__groups"):
+        a = pd.read_csv(tables["alone"] / f"{stem}.csv")
+        b = pd.read_csv(tables["both"] / f"{stem}.csv")
         b = b[b.cohort == "C"].reset_index(drop=True)
-        cols = [c for c in a.columns if c != "pvalue_holm"]  # Holm family spans all strata
+        cols = [c for c in a.columns if c != "entry"]  # the spectrum entry's index in the spec
         pd.testing.assert_frame_equal(a[cols], b[cols])
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from medaudit.cli.imaging import DATASETS
 from medaudit.cli.main import main
-from medaudit.imaging.manifests import BUILDERS
+from medaudit.datasets.manifests import BUILDERS
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 

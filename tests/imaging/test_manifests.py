@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from medaudit.datasets import manifests as mf
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.imaging import manifests as mf
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 TBX = SHARED / "tbx11k_tb_positive_subset"
@@ -299,8 +299,8 @@ def test_write_and_read_round_trip_is_byte_identical(tmp_path):
 def test_split_modules_reexport_every_public_name():
     """The paper-002 builders and the shared record moved to their own modules; the façade
     still serves every public name, and each is the very object of the module defining it."""
-    from medaudit.imaging import manifests_base as base
-    from medaudit.imaging import manifests_paper002 as p002
+    from medaudit.datasets import _manifest as base
+    from medaudit.datasets import manifests_paper002 as p002
 
     for mod in (base, p002):
         for name in mod.__all__:
@@ -314,8 +314,8 @@ def test_split_modules_reexport_every_public_name():
 
 def test_unreadable_dataset_files_are_named_not_tracebacks(tmp_path):
     """An empty OpenI folder and an empty or column-less PadChest CSV: SchemaError naming them."""
+    from medaudit.datasets.manifests import openi_manifest, padchest_manifest
     from medaudit.exceptions import SchemaError
-    from medaudit.imaging.manifests import openi_manifest, padchest_manifest
 
     (tmp_path / "reports").mkdir()
     with pytest.raises(SchemaError, match="openi: no XML report found"):

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from medaudit.datasets import manifests as mf
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.imaging import manifests as mf
 from medaudit.imaging import overlap as ov
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from medaudit.audit.spec import AuditSpec, check_spec_against_table, load_spec
 from medaudit.exceptions import SchemaError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec, check_spec_against_table, load_spec
 from medaudit.io.tables import read_wide
 from medaudit.simulate import simulate_paper000
 

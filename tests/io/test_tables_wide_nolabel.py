@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
+from medaudit.audit.spec import WideScoresSpec
 from medaudit.exceptions import SchemaError
-from medaudit.io.spec import WideScoresSpec
 from medaudit.io.tables import read_wide
 
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from medaudit.exceptions import MedauditError
-from medaudit.io.spec_labels import AnnotationsSpec
 from medaudit.labels import RatingScale, aggregate_labels, aggregate_with_spec, validate_annotations
+from medaudit.labels.spec import AnnotationsSpec
 
 
 def _table(rows, scale=(0, 1), codes=None):

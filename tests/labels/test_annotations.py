@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from medaudit.exceptions import SchemaError
-from medaudit.io.spec_labels import AnnotationsSpec, RatingScaleSpec
 from medaudit.labels import AnnotationTable, RatingScale, read_annotations, validate_annotations
 from medaudit.labels.annotations import code_key
+from medaudit.labels.spec import AnnotationsSpec, RatingScaleSpec
 
 YESNO = RatingScale.from_codes({"YES": 1, "NO": 0, "HEDGE": "hedge"})
 

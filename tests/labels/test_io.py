@@ -15,10 +15,10 @@ import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from medaudit.audit.run import audit, write_outcome
+from medaudit.audit.spec import AuditSpec
 from medaudit.exceptions import SchemaError
-from medaudit.io.spec import AuditSpec
-from medaudit.io.spec_labels import AnnotationsSpec
 from medaudit.labels import attach_labels, load_annotations
+from medaudit.labels.spec import AnnotationsSpec
 from tests import _oracles as oracle
 
 

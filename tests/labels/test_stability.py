@@ -26,8 +26,8 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.io.spec_labels import AnnotationsSpec
 from medaudit.labels import RatingScale, label_stability, label_stability_with_spec, validate_annotations
+from medaudit.labels.spec import AnnotationsSpec
 
 
 def _table(votes: dict, *, codes=None, scale=(0, 1)) -> pd.DataFrame:

@@ -33,13 +33,13 @@ def lidc_root() -> Path:
 
 @pytest.fixture(scope="session")
 def enhance_students(enhance_root):
-    from medaudit.labels.datasets import read_enhance_students
+    from medaudit.datasets.annotations import read_enhance_students
 
     return read_enhance_students(enhance_root)
 
 
 @pytest.fixture(scope="session")
 def nih_readers(nih_root):
-    from medaudit.labels.datasets import read_nih_readers
+    from medaudit.datasets.annotations import read_nih_readers
 
     return read_nih_readers(nih_root)

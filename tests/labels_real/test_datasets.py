@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from medaudit.datasets import annotations as ds
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.labels import datasets as ds
 
 
 def _nonblank_lines(path) -> int:

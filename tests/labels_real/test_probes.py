@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from medaudit.adapters import probes
 from medaudit.exceptions import MedauditError
-from medaudit.labels import probes
 
 
 def test_oof_probe_never_sees_the_item_it_scores():

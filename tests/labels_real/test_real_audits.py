@@ -19,10 +19,10 @@ import pytest
 from scipy import stats
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from medaudit.adapters.probes import nih_probe_scores
 from medaudit.audit.run import audit
-from medaudit.io.spec import AuditSpec, load_spec
-from medaudit.labels.datasets import read_nih_readers, write_tables
-from medaudit.labels.probes import nih_probe_scores
+from medaudit.audit.spec import AuditSpec, load_spec
+from medaudit.datasets.annotations import read_nih_readers, write_tables
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 B = 40
@@ -176,6 +176,6 @@ def test_enhance_example_reads_scores_and_annotations_in_place(enhance_root, tmp
     row = t[(t["criterion"] == "roc_auc") & (t["cohort"] == "color")].iloc[0]
     from medaudit.audit.context import build_context
 
-    ctx, _ = build_context(AuditSpec.model_validate(raw), EXAMPLES)
+    ctx = build_context(AuditSpec.model_validate(raw), EXAMPLES).context
     g = ctx.scores[(ctx.scores["cohort"] == "color") & (ctx.scores["model"] == row["model"])]
     assert row["estimate"] == pytest.approx(roc_auc_score(g["label"], g["score"]), abs=1e-12)

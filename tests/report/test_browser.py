@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from medaudit.audit.run import audit, write_outcome
-from medaudit.io.spec import AuditSpec
+from medaudit.audit.spec import AuditSpec
 from tests.report.test_html import build_small_audit
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,12 +22,12 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from medaudit.audit.context import ensemble_seeds  # noqa: E402
 from medaudit.audit.run import run_blocks  # noqa: E402
+from medaudit.audit.spec import AuditSpec  # noqa: E402
 from medaudit.blocks import retained  # noqa: E402
-from medaudit.blocks._base import AuditContext  # noqa: E402
 from medaudit.io.schema import validate_score_table  # noqa: E402
-from medaudit.io.spec import AuditSpec  # noqa: E402
 from medaudit.report import figures as F  # noqa: E402
 from medaudit.report._figures_blocks import model_styles  # noqa: E402
+from tests._support import context, run
 from tests.blocks.conftest import small_context  # noqa: E402
 
 SCRIPT = "<script>alert(1)</script>"
@@ -49,13 +49,14 @@ def _seed_tables() -> dict[str, pd.DataFrame]:
     spec = AuditSpec.model_validate({"name": "t", "scores": "t.csv", "primary_prompt": "p",
                                      "n_resamples": 50, "cohorts": {"c1": {}, "c2": {}},
                                      "retained": [{"a": "orig", "b": "retr", "cohorts": ["c1", "c2"]}]})
-    ctx = AuditContext(scores=ensemble_seeds(table), spec=spec, seed_scores=table)
-    return retained.run(ctx).tables
+    ctx = context(scores=ensemble_seeds(table), spec=spec, seed_scores=table)
+    return run(retained, ctx).tables
 
 
 @pytest.fixture(scope="module")
 def tables() -> dict[str, dict[str, pd.DataFrame]]:
-    out = {b: dict(r.tables) for b, r in run_blocks(small_context()).items()}
+    ctx = small_context()
+    out = {b: dict(r.tables) for b, r in run_blocks(ctx.spec, ctx).items()}
     out["retained"] = _seed_tables()
     return out
 

@@ -12,12 +12,13 @@ import pytest
 
 from medaudit.blocks import error_structure as es
 from medaudit.report._figures_agreement import build_error_rates, plot_error_rates
+from tests._support import run
 from tests.blocks.test_error_structure import make_ctx
 
 
 @pytest.fixture(scope="module")
 def rates() -> pd.DataFrame:
-    return es.run(make_ctx(n_resamples=50)).tables["rates"]
+    return run(es, make_ctx(n_resamples=50)).tables["rates"]
 
 
 def _points(ax):

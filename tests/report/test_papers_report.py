@@ -16,7 +16,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from medaudit.audit.run import audit, load_outcome, write_outcome
-from medaudit.io.spec import AuditSpec
+from medaudit.audit.spec import AuditSpec
 from tests.report.test_browser import CHROMIUM, _check_page
 
 
@@ -137,7 +137,7 @@ SHARED = ROOT.parent / "shared" / "data"
 
 
 def _example(name: str, **update):
-    from medaudit.io.spec import load_spec
+    from medaudit.audit.spec import load_spec
 
     spec, base = load_spec(ROOT / "examples" / name)
     raw = spec.model_dump()

@@ -23,7 +23,7 @@ import yaml
 from sklearn.metrics import roc_auc_score
 
 from medaudit.audit.run import audit, write_outcome
-from medaudit.io.spec import AuditSpec
+from medaudit.audit.spec import AuditSpec
 from medaudit.train import SupervisedSpec, retrain_excluding, stratified_split, supervised
 
 COLS = ["original", "excluded", "retained", "positives_retained", "negatives_retained"]

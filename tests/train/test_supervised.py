@@ -19,10 +19,10 @@ import pytest
 import yaml
 from sklearn.metrics import roc_auc_score
 
+from medaudit.audit.spec import AuditSpec
 from medaudit.cli.main import main
 from medaudit.exceptions import MedauditError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec
 from medaudit.train import SupervisedSpec, retrain_excluding, stratified_split, train_supervised
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,7 +17,6 @@ is not an average of text embeddings (that is what the Clinical family does insi
 from __future__ import annotations
 
 import hashlib
-import importlib
 import io
 import json
 import os
@@ -31,11 +30,12 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
+from medaudit._versions import versions
 from medaudit.adapters.cache import EmbeddingCache, bytes_sha256
 from medaudit.adapters.prompts import PAPER000_FAMILIES, PAPER000_VERSION, PromptFamily
 from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.io.modelcard import ModelCard
 from medaudit.io.schema import require_columns
-from medaudit.io.spec import ModelCard
 
 __all__ = ["open_rgb", "check_manifest", "unit_rows", "class_prototype", "two_class_score",
            "family_prototypes", "family_average", "read_manifest", "score_manifest", "ScoringResult",
@@ -217,15 +217,9 @@ class ScoringResult:
 
 
 def _library_versions(kind: str) -> dict[str, str]:
-    from medaudit import __version__
-
-    out = {"medaudit": __version__}
-    mods = ["numpy", "scipy", "torch", "PIL"] + (["open_clip"] if kind == "open_clip" else ["transformers"])
-    for mod in mods:
-        try:
-            out["Pillow" if mod == "PIL" else mod] = importlib.import_module(mod).__version__
-        except (ImportError, AttributeError):  # pragma: no cover - optional
-            continue
+    out = versions("numpy", "scipy", "torch", ("Pillow", "PIL"),
+                   "open_clip" if kind == "open_clip" else "transformers")
+    out.pop("python")  # a model card records the libraries, as it always has
     return out
 
 

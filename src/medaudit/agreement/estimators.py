@@ -23,22 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
+from medaudit.agreement._base import ESTIMATORS, FAMILIES, SET_B, Estimator, Pool, codes, expit
 from medaudit.exceptions import MedauditError
 
 __all__ = ["Pool", "Naive", "Additive", "HDCal", "HDCalWeighted", "TargetOnly", "HAS",
            "HASFixedTau", "HASNoOffset", "BetaBinomial", "ESTIMATORS", "SET_B", "FAMILIES",
            "make_estimator", "logistic_settings"]
-
-#: estimator key -> family of M2.4 ("i" no cell structure, "ii" cross-institution, "iii" target counts)
-FAMILIES: dict[str, str] = {
-    "naive": "i", "additive": "ii", "hdcal": "ii", "hdcal_weighted": "ii", "glmm": "ii",
-    "has": "ii", "has_fixed_tau": "ii", "has_no_offset": "ii", "target_only": "iii",
-    "beta_binomial": "iii"}
-#: the selector's candidates, in the fixed tie-break order of M2.7 (paper's description order)
-SET_B: tuple[str, ...] = ("naive", "additive", "hdcal", "hdcal_weighted", "glmm", "target_only",
-                          "beta_binomial")
 
 _LOGISTIC = {"penalty": "l2", "C": 1.0, "solver": "lbfgs", "max_iter": 1000,
              "fit_intercept": True, "coding": "reference (first sorted level in the pool dropped)"}
@@ -55,96 +47,6 @@ def logistic_settings() -> dict[str, Any]:
     return {**_LOGISTIC, "sklearn": sklearn.__version__, "numpy": np.__version__}
 
 
-def _codes(x: ArrayLike, name: str) -> NDArray[np.int64]:
-    arr = np.asarray(x)
-    if arr.ndim != 1:
-        raise MedauditError(f"{name} must be 1-dimensional; got shape {arr.shape}.")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise MedauditError(f"{name} must hold integer codes; got dtype {arr.dtype}.")
-    if arr.size and arr.min() < 0:
-        raise MedauditError(f"{name} codes must be non-negative; found {int(arr.min())}.")
-    return arr.astype(np.int64, copy=False)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Pool:
-    """A fitting pool aggregated to cells: source cells plus the target institution's shot.
-
-    Parameters
-    ----------
-    institution, finding, direction : array of int, shape (n_cells,)
-        Cell codes (direction 1 = present, 0 = absent).  A cell appears at most once.
-    n_correct, n_total : array of int, shape (n_cells,)
-        Correct judgments and judgments in the cell (``n_total >= 1``).
-    target : int
-        Code of the target institution; its cells are the label shot (possibly none).
-    """
-
-    institution: NDArray[np.int64]
-    finding: NDArray[np.int64]
-    direction: NDArray[np.int64]
-    n_correct: NDArray[np.int64]
-    n_total: NDArray[np.int64]
-    target: int
-
-    def __post_init__(self) -> None:
-        arrs = {k: _codes(getattr(self, k), k) for k in
-                ("institution", "finding", "direction", "n_correct", "n_total")}
-        sizes = {a.size for a in arrs.values()}
-        if len(sizes) != 1:
-            raise MedauditError(f"Pool arrays differ in length: { {k: a.size for k, a in arrs.items()} }.")
-        if np.any(arrs["direction"] > 1):
-            raise MedauditError("direction codes must be 0 (absent) or 1 (present).")
-        if np.any(arrs["n_total"] < 1) or np.any(arrs["n_correct"] > arrs["n_total"]):
-            raise MedauditError("each pool cell needs 0 <= n_correct <= n_total and n_total >= 1.")
-        key = (arrs["institution"] * 1_000_003 + arrs["finding"]) * 2 + arrs["direction"]
-        if np.unique(key).size != key.size:
-            raise MedauditError("a pool lists the same (institution, finding, direction) cell twice; "
-                                "aggregate rows with Pool.from_rows.")
-        for k, a in arrs.items():
-            a = a.copy()
-            a.flags.writeable = False
-            object.__setattr__(self, k, a)
-        object.__setattr__(self, "target", int(self.target))
-
-    @classmethod
-    def from_rows(cls, institution: ArrayLike, finding: ArrayLike, direction: ArrayLike,
-                  correct: ArrayLike, *, target: int) -> Pool:
-        """Aggregate row-level judgments (integer codes, ``correct`` 0/1) into cells."""
-        d, k, r = (_codes(institution, "institution"), _codes(finding, "finding"),
-                   _codes(direction, "direction"))
-        c = np.asarray(correct)
-        if not (d.size == k.size == r.size == c.size):
-            raise MedauditError("institution, finding, direction and correct differ in length.")
-        if c.size and not np.isin(c, (0, 1)).all():
-            raise MedauditError("correct must be 0/1.")
-        key = np.stack([d, k, r], axis=1)
-        uniq, inv = np.unique(key, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
-        n = np.bincount(inv, minlength=len(uniq))
-        y = np.bincount(inv, weights=c.astype(np.float64), minlength=len(uniq)).astype(np.int64)
-        return cls(institution=uniq[:, 0], finding=uniq[:, 1], direction=uniq[:, 2],
-                   n_correct=y, n_total=n, target=target)
-
-    @property
-    def is_target(self) -> NDArray[np.bool_]:
-        return self.institution == self.target
-
-    @property
-    def n_shot(self) -> int:
-        return int(self.n_total[self.is_target].sum())
-
-    @property
-    def n_source(self) -> int:
-        return int(self.n_total[~self.is_target].sum())
-
-    def select(self, mask: NDArray[np.bool_]) -> Pool:
-        """The sub-pool of the cells where ``mask`` holds (same target)."""
-        return Pool(institution=self.institution[mask], finding=self.finding[mask],
-                    direction=self.direction[mask], n_correct=self.n_correct[mask],
-                    n_total=self.n_total[mask], target=self.target)
-
-
 def _pooled_rate(pool: Pool) -> float:
     n = pool.n_total.sum()
     if n == 0:
@@ -156,28 +58,7 @@ def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.log(p) - np.log1p(-p)
 
 
-def _expit(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free logistic
-
-
-class _Estimator:
-    """Base: ``fit(pool) -> self``, ``predict(institution, finding, direction) -> P``."""
-
-    key: ClassVar[str] = ""
-
-    def fit(self, pool: Pool) -> _Estimator:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def predict(self, institution: ArrayLike, finding: ArrayLike,
-                direction: ArrayLike) -> NDArray[np.float64]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "info_"):
-            raise MedauditError(f"{type(self).__name__} is not fitted; call fit(pool) first.")
-
-
-class Naive(_Estimator):
+class Naive(Estimator):
     """Pooled-rate constant: ``P = mean(c)`` over the fitting pool (sources plus shot).
 
     Examples
@@ -232,7 +113,7 @@ def _design(levels: dict[str, NDArray[np.int64]], blocks: tuple[str, ...], d, k,
     return np.concatenate(cols, axis=1).astype(np.float64) if cols else np.zeros((d.size, 0))
 
 
-class _Logistic(_Estimator):
+class _Logistic(Estimator):
     blocks: ClassVar[tuple[str, ...]] = ()
     #: sklearn's default stopping tolerance (M2.4 fixes the defaults); tests tighten it to show
     #: that the cell fit and the row-level fit share one optimum
@@ -285,15 +166,15 @@ class _Logistic(_Estimator):
 
     def predict(self, institution, finding, direction):
         self._check_fitted()
-        d, k, r = (_codes(institution, "institution"), _codes(finding, "finding"),
-                   _codes(direction, "direction"))
+        d, k, r = (codes(institution, "institution"), codes(finding, "finding"),
+                   codes(direction, "direction"))
         if self.fallback_ is not None:
             return self.fallback_.predict(d, k, r)
         X = _design(self.levels_, self.blocks, d, k, r)
         if X.shape[1] == 0:
             X = np.zeros((d.size, 1))
         eta = X @ self.model_.coef_[0] + self.model_.intercept_[0]
-        return _expit(eta)
+        return expit(eta)
 
 
 class Additive(_Logistic):
@@ -344,7 +225,7 @@ class TargetOnly(_Logistic):
 # ---------------------------------------------------------------------------------------------
 # adaptive shrinkage (HAS), M2.4 items 6-8
 
-class HAS(_Estimator):
+class HAS(Estimator):
     r"""Hierarchical adaptive shrinkage: source offset plus target shift and finding deviations.
 
     Per finding ``a`` and source ``s``: ``l_{s,a} = logit((y+1/2)/(n+1))`` pooled over
@@ -423,7 +304,7 @@ class HAS(_Estimator):
             eta = o + theta[0] + theta[1:][col]
             # -loglik of Binomial(n, expit(eta)): n*log(1+e^eta) - y*eta
             nll = float(np.sum(n * np.logaddexp(0.0, eta) - y * eta))
-            g_eta = n * _expit(eta) - y
+            g_eta = n * expit(eta) - y
             grad = np.r_[g_eta.sum(), np.bincount(col, weights=g_eta, minlength=found.size)]
             return nll + 0.5 * float(np.sum(prec * theta ** 2)), grad + prec * theta
 
@@ -434,12 +315,12 @@ class HAS(_Estimator):
 
     def predict(self, institution, finding, direction):
         self._check_fitted()
-        k, r = _codes(finding, "finding"), _codes(direction, "direction")
+        k, r = codes(finding, "finding"), codes(direction, "direction")
         inside = k < self.nk_
         kk = np.where(inside, k, 0)
         off = np.where(inside, self.offset_[kk, r], 0.0)
         gam = np.where(inside, self.gamma_[kk], 0.0)
-        return _expit(off + self.delta_ + gam)
+        return expit(off + self.delta_ + gam)
 
 
 class HASFixedTau(HAS):
@@ -475,7 +356,7 @@ class BetaPrior:
                 "alpha": self.alpha, "beta": self.beta, "eps": self.eps}
 
 
-class BetaBinomial(_Estimator):
+class BetaBinomial(Estimator):
     r"""Constrained method-of-moments Beta-Binomial empirical Bayes (Eq. 2-3 reconstructed).
 
     Over every pool cell ``j`` (``n_j > 0``): :math:`\hat\mu = \sum y_j / \sum n_j`,
@@ -523,8 +404,8 @@ class BetaBinomial(_Estimator):
     def counts(self, institution, finding, direction) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Pool counts ``(y, n)`` of the given cells (zeros for cells absent from the pool)."""
         self._check_fitted()
-        d, k, r = (_codes(institution, "institution"), _codes(finding, "finding"),
-                   _codes(direction, "direction"))
+        d, k, r = (codes(institution, "institution"), codes(finding, "finding"),
+                   codes(direction, "direction"))
         inside = k < self._width
         keys = (d * self._width + np.where(inside, k, 0)) * 2 + r
         pos = np.clip(np.searchsorted(self.keys_, keys), 0, self.keys_.size - 1)  # pool non-empty
@@ -540,14 +421,11 @@ class BetaBinomial(_Estimator):
 
 
 #: every estimator except the GLMM (built by :func:`make_estimator` from its own module)
-_CLASSES: dict[str, type[_Estimator]] = {c.key: c for c in (
+_CLASSES: dict[str, type[Estimator]] = {c.key: c for c in (
     Naive, Additive, HDCal, HDCalWeighted, HAS, HASFixedTau, HASNoOffset, TargetOnly, BetaBinomial)}
-#: the ten estimator keys in the order of M2.4
-ESTIMATORS: tuple[str, ...] = ("naive", "additive", "hdcal", "hdcal_weighted", "glmm", "has",
-                               "has_fixed_tau", "has_no_offset", "target_only", "beta_binomial")
 
 
-def make_estimator(key: str, **options: Any) -> _Estimator:
+def make_estimator(key: str, **options: Any) -> Estimator:
     """A fresh estimator for ``key`` (``glmm`` needs the optional numpyro extra)."""
     if key == "glmm":
         from medaudit.agreement.glmm import GLMM

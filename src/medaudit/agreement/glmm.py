@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from medaudit.agreement.estimators import Pool, _codes, _Estimator, _expit
+from medaudit.agreement._base import Estimator, Pool, codes, expit
 from medaudit.exceptions import MedauditError
 
 __all__ = ["GLMM", "fit_glmm_batch", "CHUNK"]
@@ -108,7 +108,7 @@ def _pad(pool: Pool, D: int, K: int) -> dict[str, NDArray]:
     return {**out, "mk": mk, "md": md, "mdk": mdk}
 
 
-class GLMM(_Estimator):
+class GLMM(Estimator):
     """Hierarchical GLMM (see the module docstring); ``seed`` seeds the SVI initialisation.
 
     Parameters
@@ -156,8 +156,8 @@ class GLMM(_Estimator):
 
     def predict(self, institution, finding, direction):
         self._check_fitted()
-        d, k, r = (_codes(institution, "institution"), _codes(finding, "finding"),
-                   _codes(direction, "direction"))
+        d, k, r = (codes(institution, "institution"), codes(finding, "finding"),
+                   codes(direction, "direction"))
         D, K = self.shape_
         p = self.params_
         ink, ind = k < K, d < D
@@ -166,7 +166,7 @@ class GLMM(_Estimator):
         v = np.where(ind & self.seen_["d"][dd], p["v"][dd], 0.0)
         both = ink & ind
         w = np.where(both & self.seen_["dk"][dd * K + kk], p["w"][dd * K + kk], 0.0)
-        return _expit(p["b0"] + p["b_r"] * r + u + v + w)
+        return expit(p["b0"] + p["b_r"] * r + u + v + w)
 
 
 def fit_glmm_batch(pools: Sequence[Pool], *, seeds: Sequence[int], n_steps: int = 3000,

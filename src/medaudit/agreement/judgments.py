@@ -441,18 +441,18 @@ def _read_raw(spec: Any, base_dir: Path, seed: int
     prov: dict[str, Any]
     protocols, by_model = tuple(spec.protocols), spec.reference_by_model
     if getattr(spec, "simulate", None) == "paper002":
-        from medaudit.agreement.simulate import simulate_paper002
+        from medaudit.simulate import simulate_paper002
 
         degenerate = bool(getattr(spec, "simulate_degenerate", False))
         raw = simulate_paper002(rng=seed, scale=spec.simulate_scale,
                                 include_degenerate=degenerate)
         raw = raw if isinstance(raw, pd.DataFrame) else pd.DataFrame(raw)
         source = "simulated paper-002 judgment table"
-        prov = {"simulated": True, "generator": "medaudit.agreement.simulate.simulate_paper002",
+        prov = {"simulated": True, "generator": "medaudit.simulate.simulate_paper002",
                 "generator_seed": int(seed), "scale": spec.simulate_scale,
                 "degenerate_model": degenerate}
     elif getattr(spec, "readers", None) is not None:
-        from medaudit.agreement.readers import nih_vindr_judgments
+        from medaudit.datasets.readers import nih_vindr_judgments
 
         r = spec.readers
         raw, design = nih_vindr_judgments(

@@ -1,19 +1,27 @@
-"""Build an :class:`~medaudit.blocks._base.AuditContext` from a spec (file or embedded simulation)."""
+"""Build the :class:`~medaudit.blocks.context.AuditContext` of a spec: load, validate, check inputs.
+
+:func:`build_context` reads every input a spec names (a score table from a file, wide
+prediction files, a public dataset in place or the embedded simulation; raw
+annotations; a judgment table), validates them at the door and hands the blocks a
+context that carries the study, the resampling settings and the tables, but not the
+spec.  :func:`make_context` does the same for tables already in memory.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext
+from medaudit.audit.spec import AuditSpec, ModelCard, check_spec_against_table
+from medaudit.blocks import BLOCKS
+from medaudit.blocks.context import AuditContext
 from medaudit.exceptions import SchemaError
 from medaudit.io.schema import validate_score_table
-from medaudit.io.spec import AuditSpec, ModelCard, check_spec_against_table
 from medaudit.io.tables import read_table
 
-__all__ = ["build_context", "load_scores", "ensemble_seeds"]
+__all__ = ["Loaded", "build_context", "make_context", "load_scores", "ensemble_seeds"]
 
 
 def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str, Any], AuditSpec]:
@@ -41,7 +49,7 @@ def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str
     if str(spec.scores).startswith("dataset:"):
         # scores shipped with a public dataset (ENHANCE's algorithmic scores), read in place:
         # "dataset:NAME" (default folder under ../shared/data) or "dataset:NAME:FOLDER"
-        from medaudit.labels.datasets import dataset_scores
+        from medaudit.datasets import dataset_scores
 
         name, _, folder = str(spec.scores)[len("dataset:"):].partition(":")
         table, prov = dataset_scores(name, (base_dir / folder).resolve() if folder else None)
@@ -67,11 +75,23 @@ def ensemble_seeds(table: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns="n_seeds")
 
 
-def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> tuple[AuditContext, dict[str, Any]]:
+class Loaded(NamedTuple):
+    """What :func:`build_context` returns."""
+
+    #: what the blocks read
+    context: AuditContext
+    #: input provenance (files and their hashes, generators, join counts)
+    inputs: dict[str, Any]
+    #: the spec, with the model cards of an embedded simulation filled in
+    spec: AuditSpec
+
+
+def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> Loaded:
     """Load, validate and check every input the spec names; ensemble seeds when present.
 
     Annotations (paper 001) are aggregated to ``label`` (when the scores carry none) and
-    ``label_soft`` on the score table; a judgment table (paper 002) travels beside it.
+    ``label_soft`` on the score table; a judgment table (paper 002) travels beside it, and
+    its uncertain-label variants when a block that runs asks for them.
     """
     base_dir = Path(base_dir)
     inputs: dict[str, Any] = {}
@@ -80,14 +100,14 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> tuple[AuditCon
         from medaudit.agreement.judgments import load_judgments
 
         judgments, inputs["judgments"] = load_judgments(spec.judgments, base_dir, seed=spec.seed)
-        if spec.agreement.uncertain_sensitivity:
+        if any("judgment_variants" in BLOCKS[n].wants(spec.block_config(n)) for n in spec.blocks):
             from medaudit.agreement.judgments import judgment_variants
 
             variants, prov = judgment_variants(spec.judgments, base_dir, seed=spec.seed)
             inputs["judgments"]["uncertain_variants"] = prov
     if not spec.has_scores:
-        return AuditContext(scores=_EMPTY_SCORES.copy(), spec=spec, judgments=judgments,
-                            judgment_variants=variants), inputs
+        return Loaded(make_context(spec, scores=_EMPTY_SCORES.copy(), judgments=judgments,
+                                   judgment_variants=variants), inputs, spec)
     table, score_inputs, spec = load_scores(spec, base_dir)
     inputs.update(score_inputs)
     source = score_inputs.get("scores", "simulated paper-000 table")
@@ -106,8 +126,21 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> tuple[AuditCon
         seed_scores = t
         t = ensemble_seeds(t)
     check_spec_against_table(spec, t, source=source)
-    return AuditContext(scores=t, spec=spec, seed_scores=seed_scores, annotations=annotations,
-                        judgments=judgments, judgment_variants=variants), inputs
+    return Loaded(make_context(spec, scores=t, seed_scores=seed_scores, annotations=annotations,
+                               judgments=judgments, judgment_variants=variants), inputs, spec)
+
+
+def make_context(spec: AuditSpec, *, scores: pd.DataFrame | None = None, **tables: Any
+                 ) -> AuditContext:
+    """The context of ``spec`` over tables already validated (``seed_scores``,
+    ``annotations``, ``judgments``, ``judgment_variants``, ``backend``).
+
+    The blocks see the spec's study and resampling settings and the spec's annotation
+    rules, never the spec itself.
+    """
+    return AuditContext(scores=_EMPTY_SCORES.copy() if scores is None else scores,
+                        study=spec.study(), resampling=spec.resampling(),
+                        annotation_rules=spec.annotations, **tables)
 
 
 _EMPTY_SCORES = pd.DataFrame({"image_id": pd.Series(dtype=object), "cohort": pd.Series(dtype=object),

@@ -2,7 +2,7 @@
 
 A backend has ``map(fn, items) -> list`` (results in the order of ``items``),
 ``describe() -> dict`` and ``close()``.  Every cell draws from its own generator
-(:func:`medaudit.blocks._base.cell_rng`, keyed by the run seed and the cell), so the
+(:func:`medaudit.blocks.context.cell_rng`, keyed by the run seed and the cell), so the
 outcome is the same on every backend and with any number of workers.
 
 ``local`` (the default) runs cells in order in this process.  ``ray`` submits each
@@ -12,17 +12,26 @@ imports ``ray`` only when such a backend is made.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from medaudit.backends.local import LocalBackend
+from medaudit.io.specfile import Strict
 
-if TYPE_CHECKING:  # pragma: no cover
-    from medaudit.io.spec import ExecutionSpec
-
-__all__ = ["LocalBackend", "make_backend", "RAY_EXTRA"]
+__all__ = ["ExecutionSpec", "LocalBackend", "make_backend", "RAY_EXTRA"]
 
 #: the optional extra that installs Ray
 RAY_EXTRA = "medaudit[ray]"
+
+
+class ExecutionSpec(Strict):
+    """The ``execution:`` spec section: where independent cells run (this process or Ray)."""
+
+    backend: Literal["local", "ray"] = "local"
+    #: Ray address ("auto", "ray://host:10001"); None starts a local Ray instance
+    address: str | None = None
+    num_workers: int | None = Field(None, ge=1)
 
 
 def make_backend(spec: ExecutionSpec | None = None) -> Any:

@@ -43,12 +43,16 @@ Tables:
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, field_validator, model_validator
 
+from medaudit.agreement._base import ESTIMATORS, FAMILIES, SET_B
 from medaudit.agreement.design import (
     DesignResult,
     JudgmentData,
@@ -57,13 +61,95 @@ from medaudit.agreement.design import (
     relative_excess,
     run_design,
 )
-from medaudit.agreement.estimators import FAMILIES
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.blocks import claimkit as ck
+from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
+from medaudit.blocks.context import AuditContext, Study
+from medaudit.blocks.rows import spec_row
 from medaudit.exceptions import SchemaError
+from medaudit.io.specfile import fraction
 
-__all__ = ["NAME", "run", "comparisons", "uncertain_sensitivity", "COMPARISONS"]
+__all__ = ["Agreement", "AgreementConfig", "comparisons", "uncertain_sensitivity", "COMPARISONS"]
 
 NAME = "agreement"
+#: an estimator key of the one table in :mod:`medaudit.agreement._base`
+Estimator = Literal[ESTIMATORS]  # type: ignore[valid-type]
+
+
+class AgreementConfig(BlockConfig):
+    """Settings of the agreement (estimator) block."""
+
+    #: protocol whose verdicts the estimators are compared on (paper: narrative)
+    protocol: str = "narrative"
+    #: models to run (None = every model of the judgment table)
+    models: list[str] | None = None
+    #: Set A, fitted on every leave-one-institution-out fold
+    estimators: list[Estimator] = Field(default_factory=lambda: list(ESTIMATORS), min_length=1)
+    #: label budgets in finding-level judgments (nested within a repeat)
+    budgets: list[int] = Field(default_factory=lambda: [0, 25, 50, 100, 200], min_length=1)
+    #: repeat r draws its shots (and seeds its GLMM) with first_seed + r (paper: 42..51)
+    repeats: int = Field(10, ge=1)
+    first_seed: int = Field(42, ge=0)
+    #: fit the NumPyro GLMM (optional extra); false drops it from Set A and Set B
+    glmm: bool = True
+    glmm_steps: int = Field(3000, ge=1)
+    glmm_step_size: float = Field(0.02, gt=0.0)
+    #: run the strict institution-excluded selector on every non-zero budget
+    selection: bool = True
+    #: Set B in its fixed tie-break order (must contain naive, the gate)
+    candidates: list[Estimator] = Field(default_factory=lambda: list(SET_B), min_length=1)
+    #: equal-width ECE bins
+    n_bins: int = Field(10, ge=1)
+    #: Beta-Binomial posterior-predictive interval level and the N_test eligibility floor
+    interval_level: float = 0.95
+    min_test: int = Field(20, ge=1)
+    #: institution-cluster bootstrap of the family Brier gap (hdcal - beta_binomial)
+    n_resamples: int = Field(10_000, ge=10)
+    gap_estimators: list[Estimator] = Field(default_factory=lambda: ["hdcal", "beta_binomial"],
+                                            min_length=2, max_length=2)
+    #: M2.12: refit the fixed policies under each uncertain-label policy (exclude, negative,
+    #: positive) and count where the within-family comparisons hold (table
+    #: ``uncertain_sensitivity``); the primary analysis keeps ``judgments.uncertain``
+    uncertain_sensitivity: bool = False
+
+    @field_validator("budgets")
+    @classmethod
+    def _budgets(cls, v: list[int]) -> list[int]:
+        if any(b < 0 for b in v) or len(set(v)) != len(v):
+            raise ValueError(f"budgets must be distinct non-negative integers; got {v}")
+        return sorted(v)
+
+    @field_validator("interval_level")
+    @classmethod
+    def _level(cls, v: float) -> float:
+        return fraction(v, "interval_level")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AgreementConfig:
+        for name in ("estimators", "candidates"):
+            vals = getattr(self, name)
+            if len(set(vals)) != len(vals):
+                raise ValueError(f"agreement.{name} repeat a name: {vals}")
+        if self.selection:
+            if "naive" not in self.candidates:
+                raise ValueError("agreement.candidates must include 'naive' (the gate baseline)")
+            has = [c for c in self.candidates if c.startswith("has")]
+            if has:
+                raise ValueError(f"agreement.candidates cannot include {has}: the HAS estimators "
+                                 "need two sources and a development fold has one (Set B)")
+            missing = [c for c in self.candidates if c not in self.estimators
+                       and not (c == "glmm" and not self.glmm)]
+            if missing:
+                raise ValueError(f"agreement.candidates {missing} must also be in "
+                                 "agreement.estimators (the choice is scored as that fixed policy)")
+        return self
+
+    def active_estimators(self) -> list[str]:
+        """Set A as run (the GLMM dropped when ``glmm`` is false)."""
+        return [e for e in self.estimators if self.glmm or e != "glmm"]
+
+    def active_candidates(self) -> list[str]:
+        """Set B as run (the GLMM dropped when ``glmm`` is false)."""
+        return [c for c in self.candidates if self.glmm or c != "glmm"]
 
 
 def _software(info: dict[str, Any]) -> str:
@@ -184,8 +270,8 @@ def _coverage(res: DesignResult, protocol: str, level: float, min_test: int
     return pd.DataFrame(rows), cells[lead + [c for c in cells.columns if c not in lead]]
 
 
-def _family_gap(ctx: AuditContext, summary: pd.DataFrame, protocol: str) -> pd.DataFrame:
-    a = ctx.spec.agreement
+def _family_gap(ctx: AuditContext, a: AgreementConfig, summary: pd.DataFrame, protocol: str
+                ) -> pd.DataFrame:
     hi, lo = a.gap_estimators
     s = summary[(summary["criterion"] == "brier_score") & (summary["budget"] > 0)]
     if not {hi, lo} <= set(s["estimator"]) or s.empty:
@@ -200,7 +286,7 @@ def _family_gap(ctx: AuditContext, summary: pd.DataFrame, protocol: str) -> pd.D
                      n=int(n_settings[c])) for c, v in gap.items()]
     if gap.size >= 2:
         b = institution_cluster_bootstrap(gap.to_numpy(), n_resamples=a.n_resamples,
-                                          confidence_level=ctx.spec.confidence_level,
+                                          confidence_level=ctx.resampling.confidence_level,
                                           rng=ctx.rng(NAME, "family_gap"))
         rows.append(spec_row(model="all", prompt=protocol, cohort="all", criterion=crit,
                              design="cluster(institution)", n_resamples=a.n_resamples,
@@ -256,7 +342,7 @@ def uncertain_sensitivity(variants: dict[str, pd.DataFrame], spec: Any, *,
     variants : dict policy -> DataFrame
         Evaluable judgment tables of the *same* raw table validated with
         ``uncertain="exclude"``, ``"negative"`` and/or ``"positive"``.
-    spec : AgreementSpec
+    spec : AgreementConfig
         Protocol, models, budgets, repeats, seeds and ECE bins (selection and the GLMM
         are not rerun: the comparison is between fixed policies).
     estimators : tuple of str
@@ -313,11 +399,10 @@ def _settings(res: DesignResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run(ctx: AuditContext) -> BlockResult:
+def _run(ctx: AuditContext, a: AgreementConfig) -> BlockResult:
     """Set A, the strict selector, the oracle, the interval audit and the family gap."""
     if ctx.judgments is None:
         raise SchemaError("block 'agreement' needs a judgment table (`judgments:` in the spec).")
-    a = ctx.spec.agreement
     t = ctx.judgments[ctx.judgments["protocol"] == a.protocol]
     if t.empty:
         raise SchemaError(f"agreement.protocol is {a.protocol!r}, but the judgment table has "
@@ -353,6 +438,12 @@ def run(ctx: AuditContext) -> BlockResult:
     if n_fb:
         notes.append(f"{n_fb} estimator fits fell back to the pooled-rate constant "
                      "(single-class fitting pool or shot).")
+    return _more_tables(ctx, a, res, summary, tables, notes)
+
+
+def _more_tables(ctx: AuditContext, a: AgreementConfig, res: DesignResult, summary: pd.DataFrame,
+                 tables: dict[str, pd.DataFrame], notes: list[str]) -> BlockResult:
+    """Selection, interval coverage, the family gap, the M2.12 sensitivity and comparisons."""
     if a.selection:
         ctx.tick("agreement: selection tables")
         sel, summ, cnt = _selection(ctx, res, a.protocol)
@@ -364,7 +455,7 @@ def run(ctx: AuditContext) -> BlockResult:
     if "beta_binomial" in res.settings["estimators"]:
         cov, cells = _coverage(res, a.protocol, a.interval_level, a.min_test)
         tables.update(coverage=cov, coverage_cells=cells)
-    gap = _family_gap(ctx, summary, a.protocol)
+    gap = _family_gap(ctx, a, summary, a.protocol)
     if not gap.empty:
         tables["family_gap"] = gap
         if len(gap) <= 4:
@@ -389,3 +480,113 @@ def run(ctx: AuditContext) -> BlockResult:
         tables["comparisons"] = comp
     tables["settings"] = _settings(res)
     return BlockResult(name=NAME, tables=tables, notes=tuple(notes))
+
+
+class Agreement(Block):
+    """Ten reliability estimators, LOIO label budgets, gated selection, coverage (paper 002)."""
+
+    name = NAME
+    title = "Reference agreement across institutions"
+    summary = ("paper 002: ten reliability estimators, LOIO label budgets, gated selection, "
+               "interval coverage")
+    config = AgreementConfig
+    requires = ("judgments",)
+    tables = (
+        TableSchema("fixed_policy", "one row per fold x estimator x criterion", ("estimator", "estimate")),
+        TableSchema("fixed_policy_summary", "Set A: mean over repeats per setting",
+                    ("estimator", "estimate")),
+        TableSchema("selection", "the strict selector's decisions", ("selected", "estimate")),
+        TableSchema("selection_summary", "the selector against fixed candidates and the oracle",
+                    ("estimate",)),
+        TableSchema("selection_counts", "how often each candidate was selected", ()),
+        TableSchema("coverage", "coverage of the Beta-Binomial predictive intervals", ("estimate",)),
+        TableSchema("coverage_cells", "the per-cell interval evaluations", (), e_columns=False),
+        TableSchema("family_gap", "the family Brier gap with its institution-cluster interval",
+                    ("estimator", "estimate")),
+        TableSchema("uncertain_sensitivity", "M2.12: comparisons under each uncertain-label policy",
+                    (), e_columns=False),
+        TableSchema("comparisons", "within-family counts over the settings", ("estimate",)),
+        TableSchema("settings", "solver, settings and library versions of every estimator", (),
+                    e_columns=False),
+    )
+    figures = ("fig12_estimator_budget",)
+    claim_kinds = ("coverage", "estimator")
+
+    def wants(self, config: AgreementConfig) -> frozenset[str]:
+        # M2.12: the judgment table under every uncertain-label policy
+        return frozenset({"judgment_variants"}) if config.uncertain_sensitivity else frozenset()
+
+    def provenance(self, ctx: AuditContext, config: AgreementConfig) -> dict[str, Any]:
+        return {"n_resamples": {"family gap (institution-cluster bootstrap)": config.n_resamples},
+                "seeds": f"repeats draw shots with seeds {config.first_seed}.."
+                         f"{config.first_seed + config.repeats - 1}"}
+
+    def run(self, ctx: AuditContext, config: AgreementConfig) -> BlockResult:
+        return _run(ctx, config)
+
+    def claims(self, results: Mapping[str, BlockResult], study: Study,
+               config: AgreementConfig) -> list[dict[str, Any]]:
+        return _agreement_claims(results)
+
+
+# ----------------------------------------------------------------------------- claims
+def _agreement_claims(results: Mapping[str, BlockResult]) -> list[dict[str, Any]]:
+    """Predictive-interval coverage per held-out institution; the family Brier gap."""
+    rows: list[dict[str, Any]] = []
+    cov = ck.table(results, NAME, "coverage")
+    n = 0
+    if not cov.empty:
+        prim = cov[(cov.get("analysis", "primary") == "primary")] if "analysis" in cov else cov
+        overall = prim[(prim["cohort"] == "all") & (prim.get("direction", "all") == "all")]
+        by_inst = prim[(prim["cohort"] != "all") & (prim.get("stratum", "") == "institution")]
+        for _, r in overall.iterrows():
+            crit = str(r["criterion"])
+            level = ck.to_float(crit.split("level=")[-1].rstrip("]")) if "level=" in crit else 0.95
+            n += 1
+            claim = ck.claim_base(f"A{n:02d}", f"Beta–Binomial {level:g} predictive intervals for held-out "
+                          "agreement counts reach their nominal coverage", "coverage",
+                          model=str(r["model"]), prompt=r["prompt"], cohort="all", criterion=crit)
+
+            def cell(change: str, to: str, row: pd.Series, _claim=claim, _level=level,
+                     **e: Any) -> dict[str, Any]:
+                est = ck.to_float(row["estimate"])
+                v = "not defined" if not math.isfinite(est) else (
+                    "holds" if est >= _level else "does not hold")
+                return ck.claim_cell(_claim, change, to, verdict=v, estimate=est,
+                             note=ck.qualify(f"point estimate over {int(ck.to_float(row['n']))} "
+                                             "held-out cells",
+                                     row.get("qualification")),
+                             source="agreement.coverage", **e)
+
+            rows.append(cell("at E", "", r))
+            for _, o in by_inst[(by_inst["model"] == r["model"])
+                                & (by_inst["criterion"] == r["criterion"])].iterrows():
+                rows.append(cell("C", str(o["cohort"]), o, cohort=o["cohort"]))
+    gap = ck.table(results, NAME, "family_gap")
+    if not gap.empty:
+        for est_pair, g in gap.groupby("estimator", sort=True):
+            top = g[g["cohort"] == "all"]
+            if top.empty:
+                continue
+            t = top.iloc[0]
+            a, b = (s.strip() for s in str(est_pair).split(" - ", 1))
+            d = ck.to_float(t["estimate"])  # Brier(a) - Brier(b): lower is better
+            better, worse, sign = (b, a, -1.0) if d > 0 else (a, b, 1.0)
+            n += 1
+            claim = ck.claim_base(f"A{n:02d}", f"{better} estimates reference agreement with lower Brier "
+                          f"than {worse}", "estimator", model=str(t["model"]), prompt=t["prompt"],
+                          cohort="all", criterion="brier_score")
+            lo, hi = sorted((-sign * ck.to_float(t["ci_low"]), -sign * ck.to_float(t["ci_high"])))
+            est = -sign * d
+            v = ("not defined" if not (math.isfinite(lo) and math.isfinite(hi)) else
+                 "holds" if lo > 0 else "reversed" if hi < 0 else "unresolved")
+            rows.append(ck.claim_cell(claim, "at E", "", verdict=v, estimate=est, ci_low=lo, ci_high=hi,
+                              note=f"design {t['design']}", source="agreement.family_gap"))
+            for _, o in g[g["cohort"] != "all"].sort_values("cohort").iterrows():
+                e = -sign * ck.to_float(o["estimate"])
+                v = "not defined" if not math.isfinite(e) else (
+                    "holds" if e > 0 else "reversed" if e < 0 else "unresolved")
+                rows.append(ck.claim_cell(claim, "C", str(o["cohort"]), verdict=v, estimate=e,
+                                  note="point estimate at one held-out institution",
+                                  source="agreement.family_gap", cohort=o["cohort"]))
+    return rows

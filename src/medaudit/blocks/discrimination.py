@@ -2,10 +2,11 @@
 
 Paper 000 M0.7 / Table 4 (clinical prompt): AUROC, AUPRC (non-interpolated average
 precision, tied scores ranked individually), Brier, ECE15 and AURC for every model
-on every cohort at the primary prompt, each with a percentile interval.  One
-:func:`~medaudit.stats.paired_bootstrap` call per cohort draws the images once for
-all models (design ``ctx.cohort_design(cohort)``, paired), so the marginal
-intervals and the model differences come from the same replicates.
+on every cohort at the primary prompt, each with a percentile interval.  One paired
+bootstrap cell per cohort (:class:`~medaudit.blocks.cells.BootstrapCell`, key
+``(discrimination, cohort, prompt)``) draws the images once for all models (design
+``ctx.cohort_design(cohort)``), so the marginal intervals and the model differences
+come from the same replicates.
 
 Tables
 ------
@@ -13,9 +14,8 @@ Tables
     One row per cohort x model x criterion (``roc_auc``, ``average_precision``,
     ``brier_score``, ``ece[n_bins=15]``, ``aurc``).  When the cohort carries soft labels
     (``label_soft``, e.g. attached from ``annotations:``; paper 001), ``soft_roc_auc``
-    and ``soft_average_precision`` follow, from a paired bootstrap with the same design,
-    B and cell generator: the very same resampled images under every design (within-label
-    strata are the hard labels, see :func:`soft_twin`).
+    and ``soft_average_precision`` follow, from the cell's soft twin: the very same
+    resampled images under every design (see :mod:`medaudit.blocks.cells`).
 ``model_differences``
     One row per cohort x ordered pair (A, B), A < B alphabetically, x criterion
     (``roc_auc_difference``, ``brier_score_difference``): the bootstrap estimate
@@ -26,232 +26,158 @@ Tables
     (no DeLong test: it is defined for hard labels).
     ``verdict`` is ``"a_better"`` / ``"b_better"`` when the bootstrap interval
     excludes 0 (better = higher AUROC, lower Brier), else ``"unresolved"``.
+``reliability``
+    Reliability-diagram data (10 equal-width bins, empty bins omitted; Fig. 4).
 
-Cells: every cohort's bootstrap (and its soft twin) and its DeLong tests are independent
-cells sent through ``ctx.map`` (:func:`run_paired_cell`), so a backend such as Ray can
-run them; results are identical to the in-process path.
+Claims: rankings ("A ranks above B on AUROC" in a primary or extension cohort, read
+under another cohort, prompt, control group, soft labels and the Brier criterion at
+every prevalence) and reliability ("m separates positives from controls with
+AUROC ≥ L", ``claims.auroc_at_least``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import warnings
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, Wide, cell_rng, spec_row, verdict
-from medaudit.blocks.label_uncertainty import tied_items
-from medaudit.exceptions import DegenerateDataWarning
-from medaudit.stats import adjust_pvalues, delong_test, paired_bootstrap, reliability_diagram
+from medaudit.blocks import claimkit as ck
+from medaudit.blocks.block import Block, BlockResult, TableSchema
+from medaudit.blocks.cells import (
+    SOFT_METRICS,
+    BootstrapCell,
+    DeLongCell,
+    run_cells,
+    run_delong_cells,
+)
+from medaudit.blocks.context import AuditContext, Study
+from medaudit.blocks.notes import degenerate_cells_note, degenerate_note, exposure_note, join, tied_items
+from medaudit.blocks.rows import interval, spec_row, verdict
+from medaudit.stats import adjust_pvalues, reliability_diagram
 
-__all__ = ["NAME", "run", "METRICS", "DIFFERENCE_METRICS", "SOFT_METRICS", "verdict", "soft_twin",
-           "run_paired_cell", "bootstrap_cell"]
+__all__ = ["Discrimination", "METRICS", "DIFFERENCE_METRICS", "SOFT_DIFFERENCE_METRICS",
+           "cohort_cell"]
 
 NAME = "discrimination"
 METRICS = ("roc_auc", "average_precision", "brier_score", ("ece", {"n_bins": 15}), "aurc")
 #: metric id -> +1 when higher is better, -1 when lower is better
 DIFFERENCE_METRICS = {"roc_auc": +1, "brier_score": -1}
-#: soft-label metrics reported beside the ordinary ones when a cohort has ``label_soft``
-SOFT_METRICS = ("soft_roc_auc", "soft_average_precision")
 SOFT_DIFFERENCE_METRICS = {"soft_roc_auc": +1}
 
 
-def run_paired_cell(cell: dict[str, Any]):
-    """One paired bootstrap of several score vectors (an independent cell for ``ctx.map``).
-
-    Module level, so a backend can ship it to a worker; it draws only from
-    ``cell_rng(seed, *key)``.  Degenerate replicates are not warned about: callers count
-    them in ``n_degenerate`` and qualify the rows.  ``as_design`` (set by
-    :func:`soft_twin`) renames the design recorded in the result to the one whose
-    draws it reproduces.
-    """
-    opts = {k: v for k, v in cell.items() if k not in ("label", "scores", "seed", "key", "as_design")}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DegenerateDataWarning)
-        res = paired_bootstrap(cell["label"], cell["scores"],
-                               rng=cell_rng(cell["seed"], *cell["key"]), **opts)
-    if cell.get("as_design") is None:
-        return res
-    name = f"{cell['as_design']}+paired"
-    return dataclasses.replace(
-        res, design=name,
-        marginal={k: dataclasses.replace(r, design=name) for k, r in res.marginal.items()},
-        differences={k: dataclasses.replace(r, design=name) for k, r in res.differences.items()})
-
-
-def soft_twin(cell: dict[str, Any], label_soft: np.ndarray, *,
-              metrics: Sequence[Any] = SOFT_METRICS) -> dict[str, Any]:
-    """The soft-label twin of a hard-label bootstrap cell: same images drawn, soft metrics.
-
-    Same key (so the same generator), B, level and contrasts; labels ``label_soft`` and
-    ``metrics`` (soft ids) replace the hard ones.  Under ``within_label`` the strata are
-    the *hard* labels of the cell (the cohort's sampling classes), not ``label_soft > 0.5``
-    as the stats layer would take for soft labels: the ordinary design with
-    ``strata=label`` compiles to exactly the within-label plan, so the soft and the
-    ordinary rows are computed on the very same resampled images under every design.
-    """
-    twin = {**cell, "label": np.asarray(label_soft, dtype=np.float64), "metrics": tuple(metrics)}
-    if cell["design"] == "within_label":
-        twin.update(design="ordinary", strata=np.asarray(cell["label"]), as_design="within_label")
-    return twin
-
-
-def _delong_cell(cell: dict[str, Any]) -> list:
-    """Paired DeLong tests of every model pair (A < B) of one cohort."""
-    y, s, level = cell["label"], cell["scores"], cell["confidence_level"]
-    return [delong_test(y, s[a], s[b], confidence_level=level) for a, b in cell["pairs"]]
-
-
-def bootstrap_cell(ctx: AuditContext, block: str, cohort: str, prompt: str, w: Wide,
-                   models: list[str], metrics) -> dict[str, Any]:
-    """The hard-label cell of one cohort: all models, the cohort's design, B and level.
-
-    Key ``(block, cohort, prompt)``: operating_points draws with the same key.
-    """
-    return {"label": w.label, "scores": {m: w.scores[f"{m}|{prompt}"] for m in models},
-            "metrics": metrics, "design": ctx.cohort_design(cohort),
-            "n_resamples": ctx.spec.n_resamples, "confidence_level": ctx.spec.confidence_level,
-            "seed": ctx.seed, "key": (block, cohort, prompt)}
-
-
-def cohort_bootstrap(ctx: AuditContext, block: str, cohort: str, prompt: str, models: list[str],
-                     metrics) -> tuple:
-    """One paired bootstrap of all models on a cohort (the cohort's design, B and level).
-
-    Returns the aligned arrays, the score vectors by model and the result (in process;
-    :func:`run` sends the same cells through ``ctx.map``).
-    """
+def cohort_cell(ctx: AuditContext, block: str, cohort: str, prompt: str, models: list[str],
+                metrics: tuple[Any, ...], *, soft: bool = True) -> BootstrapCell:
+    """The paired bootstrap cell of one cohort: all models, the cohort's design, key
+    ``(block, cohort, prompt)`` (the soft twin rides along when the cohort has soft labels)."""
     w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
-    cell = bootstrap_cell(ctx, block, cohort, prompt, w, models, metrics)
-    return w, cell["scores"], run_paired_cell(cell)
+    return BootstrapCell(key=(block, cohort, prompt), label=w.label, scores=w.vectors(models, prompt),
+                         metrics=metrics, design=ctx.cohort_design(cohort),
+                         label_soft=w.label_soft if soft else None)
 
 
-def soft_cohort_bootstrap(ctx: AuditContext, block: str, cohort: str, prompt: str,
-                          models: list[str], w, scores) -> object | None:
-    """The soft-label twin of :func:`cohort_bootstrap` (None when the cohort has no soft labels)."""
-    if w.label_soft is None:
-        return None
-    cell = bootstrap_cell(ctx, block, cohort, prompt, w, models, ("roc_auc",))
-    return run_paired_cell(soft_twin(cell, w.label_soft))
+class Discrimination(Block):
+    """AUROC, AP, Brier, ECE15 and AURC per model and cohort; paired model differences."""
+
+    name = NAME
+    title = "Discrimination and score error"
+    summary = ("AUROC [CI], AUPRC, Brier, ECE15, AURC per model x cohort; paired model "
+               "differences with DeLong (paper 000 Table 4)")
+    tables = (
+        TableSchema("metrics", "one row per cohort x model x criterion, with its interval",
+                    ("estimate", "ci_low", "ci_high", "n_degenerate", "n", "n_pos", "n_neg",
+                     "qualification")),
+        TableSchema("model_differences", "one row per cohort x model pair x criterion (A - B)",
+                    ("model_a", "model_b", "estimate", "ci_low", "ci_high", "n_degenerate", "pvalue",
+                     "pvalue_adj", "significant", "verdict", "qualification")),
+        TableSchema("reliability", "reliability-diagram bins per cohort x model (point estimates)",
+                    ("bin", "bin_low", "bin_high", "count", "mean_score", "fraction_positive")),
+    )
+    figures = ("fig1_discrimination", "fig4_reliability")
+    claim_kinds = ("ranking", "reliability")
+
+    def run(self, ctx: AuditContext, config: Any) -> BlockResult:
+        prompt, models = ctx.primary_prompt, ctx.models()
+        # with raw logits only the rank metrics are defined (Brier, ECE, AURC need probabilities)
+        metrics = METRICS if ctx.probabilities else ("roc_auc", "average_precision")
+        cohorts = ctx.cohorts
+        pairs = tuple((a, b) for i, a in enumerate(models) for b in models[i + 1:])
+        cells = []
+        for cohort in cohorts:
+            ctx.tick(f"{NAME}: bootstrap {cohort}")
+            cells.append(cohort_cell(ctx, NAME, cohort, prompt, models, metrics))
+        boot = run_cells(ctx, cells)
+        tests = run_delong_cells(ctx, [DeLongCell(c.label, c.scores, pairs) for c in cells])
+        metric_rows, diff_rows, soft_cohorts, soft_ties = [], [], [], []
+        for cohort, cell, res, delong in zip(cohorts, cells, boot, tests, strict=True):
+            if res.soft is not None:
+                soft_cohorts.append(cohort)
+                if tied := tied_items(dict(cell.scores)):
+                    soft_ties.append(f"{cohort} ({', '.join(f'{m}: {n}' for m, n in tied.items())})")
+            metric_rows += _metric_rows(ctx, cohort, prompt, models, res)
+            diff_rows += _difference_rows(ctx, cohort, prompt, pairs, res, delong)
+        n_degenerate_cells = sum(int(r["n_degenerate"] > 0) for r in metric_rows + diff_rows)
+        return BlockResult(name=NAME, tables={"metrics": pd.DataFrame(metric_rows),
+                                              "model_differences": pd.DataFrame(diff_rows),
+                                              "reliability": _reliability(ctx, prompt, models)},
+                           notes=tuple(_notes(ctx, soft_cohorts, soft_ties, n_degenerate_cells)))
+
+    def claims(self, results: Mapping[str, BlockResult], study: Study, config: Any
+               ) -> list[dict[str, Any]]:
+        return _ranking_claims(results, study) + _reliability_claims(results, study)
 
 
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
+def _metric_rows(ctx: AuditContext, cohort: str, prompt: str, models: list[str], res) -> list[dict]:
+    ids = res.metric_ids + (list(SOFT_METRICS) if res.soft is not None else [])
+    return [spec_row(model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
+                     n_resamples=r.n_resamples, seed=res.seed, **interval(r),
+                     qualification=join(exposure_note(ctx, m, cohort),
+                                        degenerate_note(r.n_degenerate, r.n_resamples)))
+            for m in models for mid in ids for r in [res.marginal[(m, mid)]]]
 
 
-def _degenerate_note(n_deg: int, n_res: int) -> str:
-    return (f"{n_deg} of {n_res} bootstrap replicates degenerate (metric undefined); "
-            "interval from the rest") if n_deg else ""
+def _difference_rows(ctx: AuditContext, cohort: str, prompt: str, pairs, res, delong) -> list[dict]:
+    """Model differences A - B of one cohort; DeLong p-values Holm-adjusted over its pairs."""
+    family = f"{NAME}|model pairs|{cohort}|{prompt}|roc_auc"
+    rows = []
+    for (a, b), dl in zip(pairs, delong, strict=True):
+        criteria = [(mid, d) for mid, d in DIFFERENCE_METRICS.items() if mid in res.metric_ids]
+        if res.soft is not None:
+            criteria += list(SOFT_DIFFERENCE_METRICS.items())
+        for mid, direction in criteria:
+            d = res.differences[(a, b, mid)]
+            is_auc = mid == "roc_auc"
+            rows.append(spec_row(
+                model=f"{a} - {b}", prompt=prompt, cohort=cohort, criterion=f"{mid}_difference",
+                design=d.design, n_resamples=d.n_resamples, seed=res.seed,
+                family=family if is_auc else None, model_a=a, model_b=b, **interval(d),
+                delong_z=dl.statistic if is_auc else np.nan,
+                pvalue=dl.pvalue if is_auc else np.nan,
+                delong_ci_low=dl.ci_low if is_auc else np.nan,
+                delong_ci_high=dl.ci_high if is_auc else np.nan,
+                pvalue_adj=np.nan, significant=None, verdict=verdict(d.ci_low, d.ci_high, direction),
+                qualification=join(exposure_note(ctx, (a, b), cohort),
+                                   degenerate_note(d.n_degenerate, d.n_resamples))))
+    auc_rows = [r for r in rows if r["criterion"] == "roc_auc_difference"]
+    if auc_rows:
+        alpha = 1.0 - ctx.resampling.confidence_level
+        adj = adjust_pvalues([r["pvalue"] for r in auc_rows], method="holm", alpha=alpha,
+                             family=family)
+        for r, pa in zip(auc_rows, adj.pvalues_adjusted, strict=True):
+            r["pvalue_adj"] = float(pa)
+            r["significant"] = bool(pa < alpha) if np.isfinite(pa) else None
+    return rows
 
 
-def _exposure_note(ctx: AuditContext, cohort: str, *models: str) -> str:
-    return _join(*(f"exposure ({m}): {e}" for m in models if (e := ctx.exposure(m, cohort))))
-
-
-def run(ctx: AuditContext) -> BlockResult:
-    prompt = ctx.spec.primary_prompt
-    models = ctx.models()
-    B, level = ctx.spec.n_resamples, ctx.spec.confidence_level
-    alpha = 1.0 - level
-    metric_rows: list[dict] = []
-    diff_rows: list[dict] = []
-    n_degenerate_cells = 0
-    soft_cohorts: list[str] = []
-    soft_ties: list[str] = []
-    probabilities = ctx.spec.score_scale == "probabilities"
-    # with raw logits only the rank metrics are defined (Brier, ECE, AURC need probabilities)
-    metrics = METRICS if probabilities else ("roc_auc", "average_precision")
-    cohorts = list(ctx.spec.cohorts)
-    pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
-    # every cohort's hard-label cell, then its soft twin when it has soft labels: one
-    # ctx.map over all of them (independent cells), then DeLong per cohort
-    cells, where, hard = [], [], []
-    for cohort in cohorts:
-        ctx.tick(f"{NAME}: bootstrap {cohort}")
-        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
-        cell = bootstrap_cell(ctx, NAME, cohort, prompt, w, models, metrics)
-        hard.append(cell)
-        cells.append(cell)
-        where.append((cohort, False))
-        if w.label_soft is not None:
-            cells.append(soft_twin(cell, w.label_soft))
-            where.append((cohort, True))
-    boot = dict(zip(where, ctx.map(run_paired_cell, cells), strict=True))
-    tests = ctx.map(_delong_cell, [{"label": c["label"], "scores": c["scores"], "pairs": pairs,
-                                    "confidence_level": level} for c in hard])
-    for cohort, cell, delong in zip(cohorts, hard, tests, strict=True):
-        scores = cell["scores"]
-        res, soft = boot[(cohort, False)], boot.get((cohort, True))
-        mids = res.options["metrics"]
-        marginal = dict(res.marginal)
-        all_mids = list(mids)
-        if soft is not None:
-            marginal.update(soft.marginal)
-            all_mids += list(SOFT_METRICS)
-            soft_cohorts.append(cohort)
-            if tied := tied_items(scores):
-                soft_ties.append(f"{cohort} ({', '.join(f'{m}: {n}' for m, n in tied.items())})")
-        for m in models:
-            for mid in all_mids:
-                r = marginal[(m, mid)]
-                n_degenerate_cells += r.n_degenerate > 0
-                metric_rows.append(spec_row(
-                    model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
-                    n_resamples=r.n_resamples, seed=ctx.seed, estimate=r.estimate, ci_low=r.ci_low,
-                    ci_high=r.ci_high, n_degenerate=r.n_degenerate, n=r.n, n_pos=r.n_pos,
-                    n_neg=r.n_neg, qualification=_join(_exposure_note(ctx, cohort, m),
-                                                       _degenerate_note(r.n_degenerate, r.n_resamples))))
-        family = f"{NAME}|model pairs|{cohort}|{prompt}|roc_auc"
-        first = len(diff_rows)
-        for (a, b), dl in zip(pairs, delong, strict=True):
-            for mid, direction in DIFFERENCE_METRICS.items():
-                if mid not in mids:
-                    continue
-                d = res.differences[(a, b, mid)]
-                n_degenerate_cells += d.n_degenerate > 0
-                is_auc = mid == "roc_auc"
-                diff_rows.append(spec_row(
-                    model=f"{a} - {b}", prompt=prompt, cohort=cohort,
-                    criterion=f"{mid}_difference", design=d.design, n_resamples=d.n_resamples,
-                    seed=ctx.seed, family=family if is_auc else None, model_a=a, model_b=b,
-                    estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
-                    n_degenerate=d.n_degenerate, n=d.n, n_pos=d.n_pos, n_neg=d.n_neg,
-                    delong_z=dl.statistic if is_auc else np.nan,
-                    pvalue=dl.pvalue if is_auc else np.nan,
-                    delong_ci_low=dl.ci_low if is_auc else np.nan,
-                    delong_ci_high=dl.ci_high if is_auc else np.nan,
-                    pvalue_adj=np.nan, significant=None,
-                    verdict=verdict(d.ci_low, d.ci_high, direction),
-                    qualification=_join(_exposure_note(ctx, cohort, a, b),
-                                        _degenerate_note(d.n_degenerate, d.n_resamples))))
-            if soft is None:
-                continue
-            for mid, direction in SOFT_DIFFERENCE_METRICS.items():
-                d = soft.differences[(a, b, mid)]
-                n_degenerate_cells += d.n_degenerate > 0
-                diff_rows.append(spec_row(
-                    model=f"{a} - {b}", prompt=prompt, cohort=cohort,
-                    criterion=f"{mid}_difference", design=d.design, n_resamples=d.n_resamples,
-                    seed=ctx.seed, family=None, model_a=a, model_b=b, estimate=d.estimate,
-                    ci_low=d.ci_low, ci_high=d.ci_high, n_degenerate=d.n_degenerate, n=d.n,
-                    n_pos=d.n_pos, n_neg=d.n_neg, delong_z=np.nan, pvalue=np.nan,
-                    delong_ci_low=np.nan, delong_ci_high=np.nan, pvalue_adj=np.nan,
-                    significant=None, verdict=verdict(d.ci_low, d.ci_high, direction),
-                    qualification=_join(_exposure_note(ctx, cohort, a, b),
-                                        _degenerate_note(d.n_degenerate, d.n_resamples))))
-        auc_rows = [r for r in diff_rows[first:] if r["criterion"] == "roc_auc_difference"]
-        if auc_rows:
-            adj = adjust_pvalues([r["pvalue"] for r in auc_rows], method="holm", alpha=alpha,
-                                 family=family)
-            for r, pa in zip(auc_rows, adj.pvalues_adjusted, strict=True):
-                r["pvalue_adj"] = float(pa)
-                r["significant"] = bool(pa < alpha) if np.isfinite(pa) else None
-    notes = ([] if probabilities else [
-        "score_scale is 'logits': Brier, ECE and AURC need probabilities and are not reported."]) + [
-        f"Intervals: percentile, level {level}, B = {B}; one paired bootstrap per cohort shared by "
+def _notes(ctx: AuditContext, soft_cohorts: list[str], soft_ties: list[str],
+           n_degenerate_cells: int) -> list[str]:
+    notes = [] if ctx.probabilities else [
+        "score_scale is 'logits': Brier, ECE and AURC need probabilities and are not reported."]
+    notes += [
+        f"Intervals: percentile, level {ctx.resampling.confidence_level}, "
+        f"B = {ctx.resampling.n_resamples}; one paired bootstrap per cohort shared by "
         "all models (design per cohort in column `design`).",
         "average_precision ranks tied scores individually (stable descending order).",
         "Model differences are A - B with A < B alphabetically; verdict from the bootstrap "
@@ -266,21 +192,15 @@ def run(ctx: AuditContext) -> BlockResult:
         notes.append("Tied scores (items in tied blocks) in " + "; ".join(soft_ties) + ": the soft "
                      "metrics take them in image_id order (stable ties, M1.2), so their values "
                      "depend on that order; the label_uncertainty block offers soft_ties: grouped.")
-    if n_degenerate_cells:
-        notes.append(f"{n_degenerate_cells} cell(s) had degenerate bootstrap replicates; see "
-                     "n_degenerate and qualification.")
-    return BlockResult(name=NAME, tables={"metrics": pd.DataFrame(metric_rows),
-                                          "model_differences": pd.DataFrame(diff_rows),
-                                          "reliability": _reliability(ctx, prompt, models)},
-                       notes=tuple(notes))
+    return notes + degenerate_cells_note(n_degenerate_cells)
 
 
 def _reliability(ctx: AuditContext, prompt: str, models: list[str]) -> pd.DataFrame:
     """Reliability-diagram data (10 equal-width bins, empty bins omitted; paper 000 Fig. 4)."""
-    if ctx.spec.score_scale != "probabilities":
+    if not ctx.probabilities:
         return pd.DataFrame()
     rows = []
-    for cohort in ctx.spec.cohorts:
+    for cohort in ctx.cohorts:
         w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
         for m in models:
             rb = reliability_diagram(w.label, w.scores[f"{m}|{prompt}"], n_bins=10)
@@ -291,5 +211,166 @@ def _reliability(ctx: AuditContext, prompt: str, models: list[str]) -> pd.DataFr
                     bin_low=float(rb.bin_low[i]), bin_high=float(rb.bin_high[i]),
                     count=int(rb.count[i]), mean_score=float(rb.mean_score[i]),
                     fraction_positive=float(rb.fraction_positive[i]),
-                    qualification=_exposure_note(ctx, cohort, m)))
+                    qualification=exposure_note(ctx, m, cohort)))
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- claims
+def _cell(claim: dict, change: str, changed_to: str, row: pd.Series | None, better: str,
+          *, lower_is_better: bool = False, verdict: str | None = None, note: str = "",
+          source: str = "", criterion: str | None = None) -> dict[str, Any]:
+    """One matrix cell of a ranking claim; the difference is oriented as ``better - other``."""
+    out = {**claim, "change": change, "changed_to": changed_to, "source_table": source,
+           "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "qualification": note,
+           "verdict": verdict or "not assessed"}
+    if criterion is not None:
+        out["criterion"] = criterion
+    if row is None:
+        # nothing to read: still name the changed element of E
+        column = {"C": "cohort", "p": "prompt", "N": "negatives"}.get(change)
+        if column and changed_to:
+            out[column] = changed_to
+        return out
+    orient = 1.0 if row["model_a"] == better else -1.0
+    est = orient * row["estimate"]
+    lo, hi = sorted((orient * row["ci_low"], orient * row["ci_high"]))
+    out.update(estimate=est, ci_low=lo, ci_high=hi,
+               qualification=ck.qualify_sorted(note, row.get("qualification", "")))
+    if verdict is None:
+        out["verdict"] = ck.verdict_difference(est, lo, hi, -1 if lower_is_better else 1)
+    for k in ("prompt", "cohort", "negatives", "prevalence", "threshold"):
+        if k in row.index:
+            out[k] = row[k]
+    return out
+
+
+def _first(df: pd.DataFrame) -> pd.Series | None:
+    return df.iloc[0] if len(df) else None
+
+
+def _ranking_claims(results: Mapping[str, BlockResult], study: Study) -> list[dict[str, Any]]:
+    """"A ranks above B on AUROC" per primary/extension cohort, read under every change."""
+    rows: list[dict[str, Any]] = []
+    diffs = ck.table(results, NAME, "model_differences")
+    if diffs.empty:
+        return rows
+    by_prompt = ck.table(results, "prompts", "model_differences_by_prompt")
+    by_group = ck.table(results, "spectrum", "model_differences")
+    prev = ck.table(results, "prevalence", "differences")
+    n = 0
+    for cohort in study.cohorts_with_role("primary", "extension"):
+        base = diffs[(diffs["cohort"] == cohort) & (diffs["criterion"] == "roc_auc_difference")]
+        for _, r in base.sort_values(["model_a", "model_b"]).iterrows():
+            a, b = r["model_a"], r["model_b"]
+            hi_m, lo_m = (a, b) if r["estimate"] >= 0 else (b, a)
+            n += 1
+            claim = {"claim_id": f"R{n:02d}", "claim": f"{hi_m} ranks above {lo_m} on AUROC",
+                     "kind": "ranking", "model": f"{hi_m} vs {lo_m}", "prompt": r["prompt"],
+                     "cohort": cohort, "negatives": r["negatives"], "prevalence": "observed",
+                     "threshold": None, "criterion": "roc_auc", "verdict": ""}
+            src = f"{NAME}.model_differences"
+            rows.append(_cell(claim, "at E", "", r, hi_m, source=src))
+            for other in study.cohorts:
+                if other != cohort:
+                    o = ck.pair_rows(diffs[diffs["cohort"] == other], a, b, "roc_auc_difference")
+                    rows.append(_cell(claim, "C", other, _first(o), hi_m, source=src))
+            if not by_prompt.empty:
+                bp = by_prompt[(by_prompt["cohort"] == cohort) & (by_prompt["prompt"] != r["prompt"])]
+                for p in dict.fromkeys(bp["prompt"]):
+                    o = ck.pair_rows(bp[bp["prompt"] == p], a, b, "roc_auc_difference")
+                    rows.append(_cell(claim, "p", p, _first(o), hi_m,
+                                      source="prompts.model_differences_by_prompt"))
+            if not by_group.empty:
+                bg = by_group[by_group["cohort"] == cohort]
+                for g in dict.fromkeys(bg["negatives"]):
+                    o = ck.pair_rows(bg[bg["negatives"] == g], a, b, "roc_auc_difference")
+                    rows.append(_cell(claim, "N", g, _first(o), hi_m,
+                                      source="spectrum.model_differences"))
+            rows.append(_cell(claim, "π", "any", None, hi_m, verdict="unaffected",
+                              note="AUROC does not depend on prevalence"))
+            here = diffs[diffs["cohort"] == cohort]
+            o = ck.pair_rows(here, a, b, "soft_roc_auc_difference")
+            if len(o):  # the cohort has soft labels: the reference standard as a changed element
+                rows.append(_cell(claim, "y", "soft labels", o.iloc[0], hi_m, source=src,
+                                  criterion="soft_roc_auc"))
+            o = ck.pair_rows(here, a, b, "brier_score_difference")
+            rows.append(_cell(claim, "r", "brier_score", _first(o), hi_m, lower_is_better=True,
+                              source=src, criterion="brier_score"))
+            if not prev.empty:
+                pv = prev[prev["cohort"] == cohort]
+                for pi in dict.fromkeys(pv["prevalence"]):
+                    o = ck.pair_rows(pv[pv["prevalence"] == pi], a, b, "brier_score_difference")
+                    rows.append(_cell(claim, "r, π", f"brier_score at π={pi}", _first(o), hi_m,
+                                      lower_is_better=True, source="prevalence.differences",
+                                      criterion=f"brier_score[prevalence={pi}]"))
+    return rows
+
+
+def _level_cell(claim: dict[str, Any], level: float, change: str, to: str, row: Any,
+                note: str = "", source: str = f"{NAME}.metrics", **e: Any) -> dict[str, Any]:
+    """One matrix cell of an "AUROC >= level" claim read from ``row`` (None: not assessed)."""
+    out = {**claim, **e, "change": change, "changed_to": to, "source_table": source,
+           "estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+           "verdict": "not assessed", "qualification": note}
+    if row is not None:
+        lo, hi = row.get("ci_low", math.nan), row.get("ci_high", math.nan)
+        out.update(estimate=row["estimate"], ci_low=lo, ci_high=hi,
+                   qualification=ck.qualify_sorted(note, row.get("qualification", "")))
+        if isinstance(lo, float) and math.isnan(lo):  # a point estimate only
+            out["verdict"] = "holds" if row["estimate"] >= level else "does not hold"
+            out["qualification"] = ck.qualify_sorted(out["qualification"],
+                                                     "point estimate, no interval")
+        else:
+            out["verdict"] = ck.verdict_level(row["estimate"], lo, hi, level)
+    return out
+
+
+def _reliability_claims(results: Mapping[str, BlockResult], study: Study) -> list[dict[str, Any]]:
+    """"m separates positives from controls with AUROC >= L" (paper 000's reliability claims)."""
+    level = study.auroc_at_least
+    metrics = ck.table(results, NAME, "metrics")
+    if level is None or metrics.empty:
+        return []
+    auc = metrics[metrics["criterion"] == "roc_auc"]
+    matrix = ck.table(results, "prompts", "auroc_matrix")
+    groups = ck.table(results, "spectrum", "groups")
+    rows: list[dict[str, Any]] = []
+    n = 0
+    for cohort in study.cohorts_with_role("primary", "extension"):
+        base = auc[(auc["cohort"] == cohort) & (auc["estimate"] >= level)]
+        for _, r in base.sort_values("model").iterrows():
+            n += 1
+            m = r["model"]
+            claim = {"claim_id": f"L{n:02d}", "claim": f"{m} separates positives from controls "
+                     f"with AUROC ≥ {level:g}", "kind": "reliability", "model": m,
+                     "prompt": r["prompt"], "cohort": cohort, "negatives": r["negatives"],
+                     "prevalence": "observed", "threshold": None, "criterion": "roc_auc"}
+            rows.append(_level_cell(claim, level, "at E", "", r))
+            for other in study.cohorts:
+                if other != cohort:
+                    o = auc[(auc["cohort"] == other) & (auc["model"] == m)]
+                    rows.append(_level_cell(claim, level, "C", other, _first(o), cohort=other))
+            if not matrix.empty:
+                mp = matrix[(matrix["cohort"] == cohort) & (matrix["model"] == m)
+                            & (matrix["prompt"] != r["prompt"])
+                            & (matrix["criterion"] == "roc_auc" if "criterion" in matrix
+                               else True)]
+                for _, o in mp.iterrows():
+                    rows.append(_level_cell(claim, level, "p", o["prompt"], o,
+                                            source="prompts.auroc_matrix", prompt=o["prompt"]))
+            if not groups.empty:
+                g = groups[(groups["cohort"] == cohort) & (groups["model"] == m)
+                           & (groups["criterion"] == "roc_auc")]
+                for _, o in g.iterrows():
+                    rows.append(_level_cell(claim, level, "N", o["negatives"], o,
+                                            source="spectrum.groups", negatives=o["negatives"]))
+            rows.append({**_level_cell(claim, level, "π", "any", None), "verdict": "unaffected",
+                         "qualification": "AUROC does not depend on prevalence"})
+            soft = metrics[(metrics["cohort"] == cohort) & (metrics["model"] == m)
+                           & (metrics["prompt"] == r["prompt"])
+                           & (metrics["negatives"] == r["negatives"])
+                           & (metrics["criterion"] == "soft_roc_auc")]
+            if len(soft):
+                rows.append(_level_cell(claim, level, "y", "soft labels", soft.iloc[0],
+                                        criterion="soft_roc_auc"))
+    return rows

@@ -1,10 +1,10 @@
 """Error structure of categorical verdicts across institutions (paper 002, M2.9 and M2.11).
 
 Reads ``ctx.judgments`` (the evaluable JudgmentTable of
-:func:`medaudit.agreement.judgments.validate_judgments`) and the spec section
-``error_structure``.  E columns: ``model``, ``prompt`` = protocol, ``cohort`` =
-institution (``"A - B"`` for contrasts, with ``cohort_a``/``cohort_b``), ``negatives`` =
-finding (or ``"all"``).  Tables:
+:func:`medaudit.agreement.judgments.validate_judgments`) and its spec section
+``error_structure`` (:class:`ErrorStructureConfig`, with its own B).  E columns:
+``model``, ``prompt`` = protocol, ``cohort`` = institution (``"A - B"`` for contrasts,
+with ``cohort_a``/``cohort_b``), ``negatives`` = finding (or ``"all"``).  Tables:
 
 ``rates``
     FPR = #{y-hat=1, y=0}/#{y=0} and FNR = #{y-hat=0, y=1}/#{y=1} per model x institution x
@@ -48,19 +48,27 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, field_validator, model_validator
 from scipy.special import expit
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row, verdict
+from medaudit.blocks import claimkit as ck
+from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
+from medaudit.blocks.context import AuditContext, Study
+from medaudit.blocks.notes import join
+from medaudit.blocks.rows import spec_row, verdict
 from medaudit.exceptions import SchemaError
+from medaudit.io.specfile import fraction
 from medaudit.stats import adjust_pvalues, cmh_test, cohen_kappa, fisher_exact, jaccard, roc_auc
 from medaudit.stats.bootstrap import percentile_interval
 from medaudit.stats.designs import make_plan
 
-__all__ = ["NAME", "run", "error_counts", "rate_replicates", "assertion_rates", "METRICS"]
+__all__ = ["ErrorStructure", "ErrorStructureConfig", "error_counts", "rate_replicates",
+           "assertion_rates", "METRICS"]
 
 NAME = "error_structure"
 #: metric -> (reference label of the denominator, prediction that is an event)
@@ -69,8 +77,39 @@ DESIGN = "cluster(study) within institution"
 _SEP = "\x1f"  # joins institution and study id into one cluster key
 
 
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
+class ErrorStructureConfig(BlockConfig):
+    """Settings of the error-structure block (M2.9, M2.11)."""
+
+    #: study-clustered bootstrap replicates for rates and rate differences (paper: 10,000)
+    n_resamples: int = Field(10_000, ge=10)
+    #: BH false discovery rate, applied separately to the FPR and the FNR families
+    alpha: float = 0.05
+    #: protocol of the error-pattern analyses (rates, tests, bootstrap, Jaccard)
+    protocol: str = "narrative"
+    #: models in the BH families and the Jaccard overlap (None = every model); others are
+    #: reported as descriptive (paper 002 leaves the degenerate LLaVA-Med out)
+    family_models: list[str] | None = None
+    #: institution order (contrasts are earlier - later); None = sorted names
+    institutions: list[str] | None = None
+    #: continuity correction of the CMH statistic
+    cmh_correction: bool = True
+    #: protocols compared by the concordance table (a - b)
+    protocol_pair: list[str] = Field(default_factory=lambda: ["narrative", "binary"],
+                                     min_length=2, max_length=2)
+    #: repeat the BH families and Jaccard on the (study, finding) pairs every family model has
+    shared_cells: bool = True
+
+    @field_validator("alpha")
+    @classmethod
+    def _alpha(cls, v: float) -> float:
+        return fraction(v, "alpha")
+
+    @model_validator(mode="after")
+    def _pair(self) -> ErrorStructureConfig:
+        if self.protocol_pair[0] == self.protocol_pair[1]:
+            raise ValueError(f"protocol_pair needs two different protocols; got "
+                             f"{self.protocol_pair}")
+        return self
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -260,7 +299,7 @@ def _rate_rows(ctx, m, prot, inst, findings, c, reps, degen, level) -> list[dict
             r = reps[metric][:, i, f]
             lo, hi = percentile_interval(r, level)
             n_deg = int(np.isnan(r).sum())
-            q = _join(degen.get((m, prot, inst[i]), ""),
+            q = join(degen.get((m, prot, inst[i]), ""),
                       f"no {'negatives' if metric == 'fpr' else 'positives'}: rate undefined"
                       if n[i, f] == 0 else "",
                       f"{n_deg} bootstrap replicate(s) with no denominator dropped" if n_deg else "")
@@ -291,7 +330,7 @@ def _contrast_rows(ctx, m, prot, inst, findings, c, reps, degen, level, pvals, a
             pa, sig, m_fam = adj.get(key, (math.nan, False, 0))
             in_fam = m in family
             est = float(_div(ev[a, f], n[a, f]) - _div(ev[b, f], n[b, f]))
-            q = _join(degen.get((m, prot, inst[a]), ""), degen.get((m, prot, inst[b]), ""),
+            q = join(degen.get((m, prot, inst[a]), ""), degen.get((m, prot, inst[b]), ""),
                       "a denominator is 0: contrast undefined, held out of the BH family"
                       if n[a, f] == 0 or n[b, f] == 0 else "",
                       "zero events at both institutions (p = 1, kept)"
@@ -427,12 +466,11 @@ def _logit_rows(t: pd.DataFrame, ctx: AuditContext, inst: list[str]) -> list[dic
     return rows
 
 
-def run(ctx: AuditContext) -> BlockResult:
+def _run(ctx: AuditContext, es: ErrorStructureConfig) -> BlockResult:
     """Error rates, institution contrasts, CMH, Jaccard, degeneracy, concordance, logit AUROCs."""
     if ctx.judgments is None:
         raise SchemaError("block 'error_structure' needs a judgment table (`judgments:` in the spec).")
-    es = ctx.spec.error_structure
-    level = ctx.spec.confidence_level
+    level = ctx.resampling.confidence_level
     t_all = ctx.judgments
     inst = _order(list(t_all["institution"].unique()), es.institutions, "institutions")
     notes = [f"Error-pattern protocol {es.protocol!r}; FPR/FNR intervals and differences: "
@@ -466,6 +504,16 @@ def run(ctx: AuditContext) -> BlockResult:
         con_rows += _contrast_rows(ctx, m, es.protocol, inst, findings, counts[m], reps, degen,
                                    level, pvals, adj, family)
         cmh_rows += _cmh_rows(ctx, m, es.protocol, inst, findings, counts[m], es)
+    tables = {"rates": pd.DataFrame(rate_rows), "contrasts": pd.DataFrame(con_rows),
+              "cmh": pd.DataFrame(cmh_rows), "assertion": assertion}
+    return _patterns(ctx, es, t_all, t, inst, family, findings, sets, tables, notes)
+
+
+def _patterns(ctx: AuditContext, es: ErrorStructureConfig, t_all: pd.DataFrame, t: pd.DataFrame,
+              inst: list[str], family: list[str], findings: list[str], sets: dict,
+              tables: dict[str, pd.DataFrame], notes: list[str]) -> BlockResult:
+    """Jaccard of significant sets, degeneracy, protocol concordance and logit AUROCs."""
+    assertion = tables["assertion"]
     n_sig = {k: len(v) for k, v in sets.items()}
     jac = _jaccard_rows(ctx, es.protocol, sets, family, findings, inst, "all", n_sig)
     if es.shared_cells and len(family) > 1:
@@ -489,12 +537,105 @@ def run(ctx: AuditContext) -> BlockResult:
     if n_deg:
         notes.append(f"{n_deg} degenerate deployment(s) (assertion rate 0 or 1 for every finding); "
                      "their rows carry a qualification.")
-    con = pd.DataFrame(con_rows)
+    con = tables["contrasts"]
     if not con.empty:  # NA (not None) where a contrast is outside the BH families
         con["significant"] = con["significant"].astype("boolean")
         con["family_size"] = con["family_size"].astype("Int64")
-    tables = {"rates": pd.DataFrame(rate_rows), "contrasts": con,
-              "cmh": pd.DataFrame(cmh_rows), "jaccard": pd.DataFrame(jac),
-              "assertion": assertion, "concordance": pd.DataFrame(conc),
-              "logit_auroc": pd.DataFrame(logit)}
+    tables = {"rates": tables["rates"], "contrasts": con, "cmh": tables["cmh"],
+              "jaccard": pd.DataFrame(jac), "assertion": assertion,
+              "concordance": pd.DataFrame(conc), "logit_auroc": pd.DataFrame(logit)}
     return BlockResult(name=NAME, tables=tables, notes=tuple(notes))
+
+
+class ErrorStructure(Block):
+    """FPR/FNR by institution and finding, Fisher + BH, CMH, degeneracy, concordance (paper 002)."""
+
+    name = NAME
+    title = "Error structure across institutions"
+    summary = ("paper 002: error rates by institution and finding, Fisher + BH, CMH, degeneracy, "
+               "protocol concordance")
+    config = ErrorStructureConfig
+    requires = ("judgments",)
+    tables = (
+        TableSchema("rates", "FPR and FNR per model x institution x finding, clustered intervals",
+                    ("estimate", "ci_low", "ci_high")),
+        TableSchema("contrasts", "rate differences between institutions, Fisher + BH",
+                    ("cohort_a", "cohort_b", "estimate", "ci_low", "ci_high", "pvalue",
+                     "pvalue_adj", "significant")),
+        TableSchema("cmh", "finding-stratified CMH per model x institution pair x metric",
+                    ("pvalue", "dropped_strata")),
+        TableSchema("jaccard", "overlap of two family models' sets of significant contrasts",
+                    ("estimate",)),
+        TableSchema("assertion", "predicted-present rate and the degeneracy flag",
+                    ("estimate", "degenerate")),
+        TableSchema("concordance", "protocol agreement, kappa and accuracy change", ()),
+        TableSchema("logit_auroc", "AUROC of logit-derived confidences (point estimates)",
+                    ("estimate",)),
+    )
+    figures = ("fig11_error_rates",)
+    claim_kinds = ("institution",)
+
+    def provenance(self, ctx: AuditContext, config: ErrorStructureConfig) -> dict[str, Any]:
+        return {"n_resamples": config.n_resamples}
+
+    def run(self, ctx: AuditContext, config: ErrorStructureConfig) -> BlockResult:
+        return _run(ctx, config)
+
+    def claims(self, results: Mapping[str, BlockResult], study: Study,
+               config: ErrorStructureConfig) -> list[dict[str, Any]]:
+        return _institution_claims(results)
+
+
+# ----------------------------------------------------------------------------- claims
+def _institution_claims(results: Mapping[str, BlockResult]) -> list[dict[str, Any]]:
+    """Error rates carried from one institution to another (error_structure.contrasts)."""
+    con = ck.table(results, NAME, "contrasts")
+    if con.empty:
+        return []
+    rates = ck.table(results, NAME, "rates")
+    # the block lists each pair once (estimate = rate(cohort_a) - rate(cohort_b)); every
+    # institution is a claim's source, so each contrast is read from both ends: seen from
+    # its cohort_b the difference rate(other) - rate(source) is the estimate as reported,
+    # seen from its cohort_a it is the negated estimate with the interval flipped
+    fwd = con.assign(_source=con["cohort_a"], _other=con["cohort_b"], _sign=-1.0)
+    back = con.assign(_source=con["cohort_b"], _other=con["cohort_a"], _sign=1.0)
+    both = pd.concat([fwd, back], ignore_index=True)
+    rows: list[dict[str, Any]] = []
+    n = 0
+    keys = ["model", "prompt", "criterion", "negatives", "_source"]
+    for key, g in both.groupby(keys, sort=True, dropna=False):
+        model, prompt, crit, finding, source = key
+        rate = str(crit).removesuffix("_difference")
+        n += 1
+        claim = ck.claim_base(f"I{n:02d}", f"{model}'s {rate.upper()} on {finding} at {source} carries "
+                      "over to other institutions", "institution", model=model, prompt=prompt,
+                      cohort=source, negatives=finding, criterion=rate)
+        at = rates[(rates["model"] == model) & (rates["prompt"] == prompt)
+                   & (rates["cohort"] == source) & (rates["negatives"] == finding)
+                   & (rates["criterion"] == rate)] if not rates.empty else rates
+        if len(at):  # the rate as measured at its own institution (the claim at E)
+            a = at.iloc[0]
+            rows.append(ck.claim_cell(claim, "at E", "", verdict="holds", estimate=ck.to_float(a["estimate"]),
+                              ci_low=ck.to_float(a["ci_low"]), ci_high=ck.to_float(a["ci_high"]),
+                              note=ck.qualify("the rate measured at its own institution",
+                                      a.get("qualification")), source="error_structure.rates"))
+        for _, r in g.sort_values("_other").iterrows():
+            sig = r.get("significant")  # NA outside the BH family (family "descriptive")
+            in_family = r.get("family") != "descriptive" and not (sig is None or pd.isna(sig))
+            s = r["_sign"]
+            lo, hi = sorted((s * ck.to_float(r["ci_low"]), s * ck.to_float(r["ci_high"])))
+            if not math.isfinite(ck.to_float(r["pvalue"])):
+                verdict = "not defined"
+            elif not in_family:
+                verdict = "not assessed"
+            else:
+                verdict = "does not hold" if str(sig).lower() == "true" else "unresolved"
+            note = ck.qualify(f"{r.get('family', '')}: p_adj = {ck.to_float(r.get('pvalue_adj')):.3g}"
+                      if in_family else "outside the BH family (descriptive contrast)",
+                      "difference not detected (equality not shown)"
+                      if verdict == "unresolved" else "", r.get("qualification"))
+            # the estimate is rate(other) - rate(source): what changes when the claim travels
+            rows.append(ck.claim_cell(claim, "C", str(r["_other"]), verdict=verdict,
+                              estimate=s * ck.to_float(r["estimate"]), ci_low=lo, ci_high=hi, note=note,
+                              source="error_structure.contrasts"))
+    return rows

@@ -37,13 +37,22 @@ Tables
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, field_validator, model_validator
 
-from medaudit.blocks._base import AuditContext, BlockResult, spec_row
+from medaudit.blocks import claimkit as ck
+from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
+from medaudit.blocks.context import AuditContext, Study
+from medaudit.blocks.notes import exposure_note, join, tied_items
+from medaudit.blocks.rows import interval, spec_row
 from medaudit.exceptions import DegenerateDataWarning, SchemaError
+from medaudit.io.specfile import fraction
 from medaudit.stats import adjust_pvalues, paired_bootstrap
 from medaudit.stats.annotation_bootstrap import (
     RANK_DECIMALS,
@@ -57,13 +66,93 @@ from medaudit.stats.annotation_bootstrap import (
 )
 from medaudit.stats.bootstrap import percentile_interval
 
-__all__ = ["NAME", "run", "tied_items"]
+__all__ = ["LabelUncertainty", "LabelUncertaintyConfig"]
 
 NAME = "label_uncertainty"
 
 
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
+class LabelUncertaintyConfig(BlockConfig):
+    """Settings of the label-uncertainty block (paper 001, M1.4-M1.8)."""
+
+    #: cohorts to analyse (default: every cohort of the spec)
+    cohorts: list[str] | None = None
+    #: models to rank (default: every model in the table, at the primary prompt)
+    models: list[str] | None = None
+    prompt: str | None = None
+    #: annotation-bootstrap replicates (M1.7: 1,000)
+    n_resamples: int = Field(1000, ge=10)
+    #: model ranking per metric: min-rank (competition ranking, M1.5)
+    rank_ties: Literal["min"] = "min"
+    #: ordinary AP: "pooled" ties (scikit-learn, M1.4) or "individual" ranks (paper 000)
+    ap_ties: Literal["pooled", "individual"] = "pooled"
+    soft_variant: Literal["inclusive", "strict", "trapezoid"] = "inclusive"
+    soft_ties: Literal["stable", "grouped"] = "stable"
+    #: correlation the binomial test compares (M1.8 [AMBIG]: Spearman assumed)
+    test_correlation: Literal["spearman", "kendall"] = "spearman"
+    #: replicates where soft and ordinary correlations are equal: excluded (sign test) or failures
+    test_ties: Literal["exclude", "failure"] = "exclude"
+    alpha: float = 0.05
+    #: replicates per batch of the annotation bootstrap (memory bound; results do not depend on it)
+    batch: int | None = Field(None, ge=1)
+
+    @field_validator("alpha")
+    @classmethod
+    def _alpha(cls, v: float) -> float:
+        return fraction(v, "alpha")
+
+    @model_validator(mode="after")
+    def _variant(self) -> LabelUncertaintyConfig:
+        # grouped ties pool each tied block with the trapezoid: the variant does not apply,
+        # and a result id naming "strict" for a trapezoid value would mislead
+        if self.soft_ties == "grouped" and self.soft_variant != "inclusive":
+            raise ValueError(f"soft_variant: {self.soft_variant} applies to soft_ties: stable only; "
+                             "soft_ties: grouped uses the trapezoid inside tied blocks")
+        return self
+
+    @field_validator("models", "cohorts")
+    @classmethod
+    def _unique(cls, v):
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError(f"names repeat: {v}")
+        return v
+
+
+class LabelUncertainty(Block):
+    """Ordinary vs soft metrics, rank changes and annotation-bootstrap stability (paper 001)."""
+
+    name = NAME
+    title = "Label uncertainty"
+    summary = ("paper 001: ordinary vs soft AUROC/AP, rank changes, R², annotation bootstrap, "
+               "binomial stability test")
+    config = LabelUncertaintyConfig
+    requires = ("scores", "annotations")
+    tables = (
+        TableSchema("metrics", "cohort x model x criterion (ordinary and soft), with min-rank",
+                    ("estimate", "ci_low", "ci_high", "rank")),
+        TableSchema("annotation_intervals", "the metrics with annotation-bootstrap intervals",
+                    ("estimate", "ci_low", "ci_high", "mean_rank")),
+        TableSchema("rank_changes", "cohort x model pair x metric pair: order under each metric",
+                    ("model_a", "model_b", "order_ordinary", "order_soft", "changed")),
+        TableSchema("agreement", "Pearson r and r2 of ordinary vs soft values across models",
+                    ("r", "r2")),
+        TableSchema("stability", "mean correlation with the original ranking over replicates",
+                    ("estimate",)),
+        TableSchema("stability_test", "one-sided binomial test: soft rankings more stable",
+                    ("k", "n", "pvalue", "pvalue_adj", "significant", "verdict")),
+    )
+    figures = ("fig9_soft_vs_ordinary", "fig10_rank_stability")
+    claim_kinds = ("ranking", "stability")
+
+    def provenance(self, ctx: AuditContext, config: LabelUncertaintyConfig) -> dict[str, Any]:
+        return {"n_resamples": {"case bootstrap": ctx.resampling.n_resamples,
+                                "annotation bootstrap": config.n_resamples}}
+
+    def run(self, ctx: AuditContext, config: LabelUncertaintyConfig) -> BlockResult:
+        return _run(ctx, config)
+
+    def claims(self, results: Mapping[str, BlockResult], study: Study,
+               config: LabelUncertaintyConfig) -> list[dict[str, Any]]:
+        return _label_claims(results)
 
 
 def _metric_specs(lu) -> tuple[list, list]:
@@ -85,7 +174,7 @@ def _rules(ann) -> dict:
 def _cohort_annotations(ctx: AuditContext, cohort: str, image_id: np.ndarray):
     """Usable ratings of one cohort's items (hedge policy applied), their item index, and
     the number of annotation rows whose item has no score in this cohort."""
-    ann, spec = ctx.annotations, ctx.spec.annotations
+    ann, spec = ctx.annotations, ctx.annotation_rules
     sub = ann[ann["cohort"] == cohort] if "cohort" in ann.columns else ann
     index = pd.Index(image_id.astype(str))
     item = index.get_indexer(sub["item_id"].astype(str).to_numpy())
@@ -96,26 +185,26 @@ def _cohort_annotations(ctx: AuditContext, cohort: str, image_id: np.ndarray):
     return values[use], item[use].astype(np.intp), int((item < 0).sum()), scale
 
 
-def run(ctx: AuditContext) -> BlockResult:
-    lu, ann = ctx.spec.label_uncertainty, ctx.spec.annotations
+def _run(ctx: AuditContext, lu: LabelUncertaintyConfig) -> BlockResult:
+    ann = ctx.annotation_rules
     if ann is None or ctx.annotations is None:
         raise SchemaError("block 'label_uncertainty' needs `annotations:` in the spec.")
-    prompt = lu.prompt or ctx.spec.primary_prompt
+    prompt = lu.prompt or ctx.primary_prompt
     known = ctx.models()
     models = sorted(lu.models) if lu.models else known
     unknown = [m for m in models if m not in known]
     if unknown:
         raise SchemaError(f"label_uncertainty.models names {unknown}, not in the score table "
                           f"(models: {known}).")
-    cohorts = lu.cohorts or list(ctx.spec.cohorts)
-    bad = [c for c in cohorts if c not in ctx.spec.cohorts]
+    cohorts = lu.cohorts or ctx.cohorts
+    bad = [c for c in cohorts if c not in ctx.cohorts]
     if bad:
         raise SchemaError(f"label_uncertainty.cohorts names {bad}, not among the spec's cohorts "
-                          f"{list(ctx.spec.cohorts)}.")
+                          f"{ctx.cohorts}.")
     ids = metric_ids(ap_ties=lu.ap_ties, soft_variant=lu.soft_variant, soft_ties=lu.soft_ties)
     pairs = ((ids[0], ids[2]), (ids[1], ids[3]))
     hard_specs, soft_specs = _metric_specs(lu)
-    B, level = ctx.spec.n_resamples, ctx.spec.confidence_level
+    B, level = ctx.resampling.n_resamples, ctx.resampling.confidence_level
     bootstrappable = ann.soft == "mean" and ann.hard != "posterior"
     T: dict[str, list[dict]] = {k: [] for k in ("metrics", "annotation_intervals", "rank_changes",
                                                "agreement", "stability", "stability_test")}
@@ -148,11 +237,10 @@ def run(ctx: AuditContext) -> BlockResult:
                 r = res[(m, mid)]
                 T["metrics"].append(spec_row(
                     model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
-                    n_resamples=r.n_resamples, seed=ctx.seed, estimate=r.estimate, ci_low=r.ci_low,
-                    ci_high=r.ci_high, n_degenerate=r.n_degenerate, n=r.n, n_pos=r.n_pos,
-                    n_neg=r.n_neg, rank=float(ranks[mid][j]),
-                    qualification=_join(
-                        f"exposure: {e}" if (e := ctx.exposure(m, cohort)) else "",
+                    n_resamples=r.n_resamples, seed=ctx.seed, **interval(r),
+                    rank=float(ranks[mid][j]),
+                    qualification=join(
+                        exposure_note(ctx, m, cohort, label="exposure: "),
                         f"{r.n_degenerate} of {r.n_resamples} replicates degenerate"
                         if r.n_degenerate else "")))
         for o_id, s_id in pairs:
@@ -240,17 +328,6 @@ def run(ctx: AuditContext) -> BlockResult:
     return BlockResult(name=NAME, tables=frames, notes=tuple(notes))
 
 
-def tied_items(scores: dict[str, np.ndarray]) -> dict[str, int]:
-    """Per model, the number of items whose score another item shares (0 omitted)."""
-    out = {}
-    for m, s in scores.items():
-        _, inv, cnt = np.unique(s, return_inverse=True, return_counts=True)
-        n = int((cnt[inv] > 1).sum())
-        if n:
-            out[m] = n
-    return out
-
-
 def _counts(tied: dict[str, int]) -> str:
     return ", ".join(f"{m}: {n}" for m, n in tied.items())
 
@@ -292,3 +369,52 @@ def _annotation_rows(T, ctx, ab, cohort, prompt, models, level) -> None:
                 n_valid=int(np.isfinite(c).sum()), n_degenerate=ab.n_degenerate[mid],
                 n_undefined=ab.n_undefined[f"{mid}|{meth}"], n_models=len(models),
                 qualification="" if len(models) >= 2 else "one model: no ranking"))
+
+
+# ----------------------------------------------------------------------------- claims
+def _label_claims(results: Mapping[str, BlockResult]) -> list[dict[str, Any]]:
+    """Rankings under hard labels, re-read under soft labels; ranking stability claims."""
+    rows: list[dict[str, Any]] = []
+    changes = ck.table(results, NAME, "rank_changes")
+    n = 0
+    if not changes.empty:
+        for _, r in changes.iterrows():
+            # the block's own order (ties to RANK_DECIMALS, as its ranks): a last-bit float
+            # difference between mathematically equal metrics is neither a claim nor a reversal
+            order = str(r["order_ordinary"])
+            if order not in ("a_higher", "b_higher"):
+                continue  # tie or undefined: no hard-label order to claim
+            oa, ob = ck.to_float(r["ordinary_a"]), ck.to_float(r["ordinary_b"])
+            hi_m, lo_m = (r["model_a"], r["model_b"]) if order == "a_higher" else (
+                r["model_b"], r["model_a"])
+            sign = 1.0 if order == "a_higher" else -1.0
+            n += 1
+            crit = str(r["ordinary_criterion"])
+            claim = ck.claim_base(f"Y{n:02d}", f"{hi_m} ranks above {lo_m} on {crit} (hard labels)",
+                          "ranking", model=f"{hi_m} vs {lo_m}", prompt=r["prompt"],
+                          cohort=r["cohort"], negatives=r["negatives"], criterion=crit)
+            note = "point estimates (no interval); ranking stability in label_uncertainty.stability"
+            rows.append(ck.claim_cell(claim, "at E", "", verdict="holds", estimate=sign * (oa - ob),
+                              note=note, source="label_uncertainty.rank_changes"))
+            soft = str(r["order_soft"])
+            verdict = ("holds" if soft == order else "unresolved" if soft == "tie"
+                       else "reversed" if soft in ("a_higher", "b_higher") else "not defined")
+            rows.append(ck.claim_cell(claim, "y", "soft labels", verdict=verdict,
+                              estimate=sign * (ck.to_float(r["soft_a"]) - ck.to_float(r["soft_b"])),
+                              note=note,
+                              source="label_uncertainty.rank_changes", criterion=str(r["criterion"])))
+    tests = ck.table(results, NAME, "stability_test")
+    for _, r in tests.iterrows() if not tests.empty else ():
+        n += 1
+        claim = ck.claim_base(f"Y{n:02d}", f"rankings by {r['criterion']} are more stable under annotation "
+                      f"resampling than by {r['ordinary_criterion']}", "stability", model="all",
+                      prompt=r["prompt"], cohort=r["cohort"], criterion=str(r["criterion"]))
+        p = ck.to_float(r["pvalue"])
+        sig = str(r.get("significant")).lower() == "true"
+        verdict = "not defined" if not math.isfinite(p) else "holds" if sig else "unresolved"
+        rows.append(ck.claim_cell(claim, "y", "annotation bootstrap", verdict=verdict,
+                          estimate=ck.to_float(r["stability_soft"]) - ck.to_float(r["stability_ordinary"]),
+                          note=ck.qualify(f"one-sided binomial p = {p:.3g} (k = {r['k']} of {r['n']})",
+                                  r.get("qualification")),
+                          source="label_uncertainty.stability_test"))
+    return rows

@@ -19,18 +19,19 @@ is ``None`` for the two ROC operating points (chosen within the cohort) and 0.5
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row
-from medaudit.blocks.discrimination import _degenerate_note, _exposure_note, _join
-from medaudit.exceptions import DegenerateDataWarning
-from medaudit.stats import paired_bootstrap, risk_coverage_curve
+from medaudit.blocks.block import Block, BlockResult, TableSchema
+from medaudit.blocks.cells import BootstrapCell, run_cells
+from medaudit.blocks.context import AuditContext
+from medaudit.blocks.notes import degenerate_cells_note, degenerate_note, exposure_note, join
+from medaudit.blocks.rows import interval, spec_row
+from medaudit.stats import risk_coverage_curve
 
-__all__ = ["NAME", "run", "METRICS"]
+__all__ = ["OperatingPoints", "METRICS"]
 
 NAME = "operating_points"
 METRICS = (
@@ -39,79 +40,69 @@ METRICS = (
     ("selective_risk", {"coverage": 0.8}),
     ("selective_risk", {"coverage": 0.9}),
 )
-
-
-def _bootstrap_cell(cell: dict[str, Any]):
-    """One cohort's paired bootstrap of all models (an independent cell, see ``ctx.map``).
-
-    The generator is ``cell_rng(seed, *key)`` with key ``(NAME, cohort, prompt)``: the
-    draws of ``discrimination.cohort_bootstrap`` for this block.  Degenerate replicates
-    are counted in the rows (``n_degenerate``), not warned about.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DegenerateDataWarning)
-        return paired_bootstrap(cell["label"], cell["scores"], metrics=cell["metrics"],
-                                design=cell["design"], n_resamples=cell["n_resamples"],
-                                confidence_level=cell["confidence_level"],
-                                rng=cell_rng(cell["seed"], *cell["key"]))
-
-
-def run(ctx: AuditContext) -> BlockResult:
-    prompt = ctx.spec.primary_prompt
-    models = ctx.models()
-    B, level = ctx.spec.n_resamples, ctx.spec.confidence_level
-    rows: list[dict] = []
-    n_degenerate_cells = 0
-    probabilities = ctx.spec.score_scale == "probabilities"
-    # selective prediction needs probabilities (confidence max(s, 1-s), decision s >= 0.5)
-    metrics = METRICS if probabilities else METRICS[:2]
-    cohorts = list(ctx.spec.cohorts)
-    cells = []
-    for cohort in cohorts:
-        ctx.tick(f"{NAME}: bootstrap {cohort}")
-        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
-        cells.append({"label": w.label, "scores": {m: w.scores[f"{m}|{prompt}"] for m in models},
-                      "metrics": metrics, "design": ctx.cohort_design(cohort), "n_resamples": B,
-                      "confidence_level": level, "seed": ctx.seed, "key": (NAME, cohort, prompt)})
-    for cohort, res in zip(cohorts, ctx.map(_bootstrap_cell, cells), strict=True):
-        for m in models:
-            for spec_, mid in zip(metrics, res.options["metrics"], strict=True):
-                r = res.marginal[(m, mid)]
-                n_degenerate_cells += r.n_degenerate > 0
-                rows.append(spec_row(
-                    model=m, prompt=prompt, cohort=cohort,
-                    threshold=0.5 if spec_[0] == "selective_risk" else None, criterion=mid,
-                    design=r.design, n_resamples=r.n_resamples, seed=ctx.seed,
-                    estimate=r.estimate, ci_low=r.ci_low, ci_high=r.ci_high,
-                    n_degenerate=r.n_degenerate, n=r.n, n_pos=r.n_pos, n_neg=r.n_neg,
-                    qualification=_join(_exposure_note(ctx, cohort, m),
-                                        _degenerate_note(r.n_degenerate, r.n_resamples))))
-    notes = [
-        f"Within-cohort operating points (not transported thresholds); percentile intervals, level "
-        f"{level}, B = {B}, one paired bootstrap per cohort with the operating point re-chosen in "
-        "each replicate (design per cohort in column `design`).",
-        "Selective risk: confidence max(s, 1-s), decision s >= 0.5, k = ceil(coverage * n)."
-        if probabilities else "score_scale is 'logits': selective risk needs probabilities and "
-        "is not reported.",
-    ]
-    if n_degenerate_cells:
-        notes.append(f"{n_degenerate_cells} cell(s) had degenerate bootstrap replicates; see "
-                     "n_degenerate and qualification.")
-    return BlockResult(name=NAME, tables={"operating_points": pd.DataFrame(rows),
-                                          "risk_coverage": _risk_coverage(ctx, prompt, models)},
-                       notes=tuple(notes))
-
-
 #: coverage points kept for the risk-coverage curves (the full curve has n points)
 CURVE_POINTS = 101
 
 
+class OperatingPoints(Block):
+    """Se at Sp >= 0.95, Sp at Se >= 0.95 and selective risk per model and cohort."""
+
+    name = NAME
+    title = "Operating points and selective risk"
+    summary = ("Se at Sp >= 0.95, Sp at Se >= 0.95, selective risk at 80/90 % coverage "
+               "(paper 000 Table 5)")
+    tables = (
+        TableSchema("operating_points", "one row per cohort x model x criterion, with its interval",
+                    ("estimate", "ci_low", "ci_high", "n_degenerate", "n", "n_pos", "n_neg",
+                     "qualification")),
+        TableSchema("risk_coverage", "risk-coverage curves at about 101 coverages (point estimates)",
+                    ("coverage", "k", "estimate")),
+    )
+    figures = ("fig8_risk_coverage",)
+
+    def run(self, ctx: AuditContext, config: Any) -> BlockResult:
+        prompt, models = ctx.primary_prompt, ctx.models()
+        # selective prediction needs probabilities (confidence max(s, 1-s), decision s >= 0.5)
+        metrics = METRICS if ctx.probabilities else METRICS[:2]
+        cells = []
+        for cohort in ctx.cohorts:
+            ctx.tick(f"{NAME}: bootstrap {cohort}")
+            w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+            cells.append(BootstrapCell(key=(NAME, cohort, prompt), label=w.label,
+                                       scores=w.vectors(models, prompt), metrics=metrics,
+                                       design=ctx.cohort_design(cohort)))
+        rows: list[dict] = []
+        for cohort, res in zip(ctx.cohorts, run_cells(ctx, cells), strict=True):
+            for m in models:
+                for spec_, mid in zip(metrics, res.metric_ids, strict=True):
+                    r = res.marginal[(m, mid)]
+                    rows.append(spec_row(
+                        model=m, prompt=prompt, cohort=cohort,
+                        threshold=0.5 if spec_[0] == "selective_risk" else None, criterion=mid,
+                        design=r.design, n_resamples=r.n_resamples, seed=res.seed, **interval(r),
+                        qualification=join(exposure_note(ctx, m, cohort),
+                                           degenerate_note(r.n_degenerate, r.n_resamples))))
+        notes = [
+            f"Within-cohort operating points (not transported thresholds); percentile intervals, "
+            f"level {ctx.resampling.confidence_level}, B = {ctx.resampling.n_resamples}, one paired "
+            "bootstrap per cohort with the operating point re-chosen in "
+            "each replicate (design per cohort in column `design`).",
+            "Selective risk: confidence max(s, 1-s), decision s >= 0.5, k = ceil(coverage * n)."
+            if ctx.probabilities else "score_scale is 'logits': selective risk needs probabilities "
+            "and is not reported.",
+        ]
+        notes += degenerate_cells_note(sum(int(r["n_degenerate"] > 0) for r in rows))
+        return BlockResult(name=NAME, tables={"operating_points": pd.DataFrame(rows),
+                                              "risk_coverage": _risk_coverage(ctx, prompt, models)},
+                           notes=tuple(notes))
+
+
 def _risk_coverage(ctx: AuditContext, prompt: str, models: list[str]) -> pd.DataFrame:
     """Risk-coverage curves (point estimates) at ~101 coverages k/n, for figures."""
-    if ctx.spec.score_scale != "probabilities":
+    if not ctx.probabilities:
         return pd.DataFrame()
     rows = []
-    for cohort in ctx.spec.cohorts:
+    for cohort in ctx.cohorts:
         w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
         n = w.label.size
         keep = np.unique(np.ceil(np.linspace(1, n, min(n, CURVE_POINTS))).astype(int)) - 1

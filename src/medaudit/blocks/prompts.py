@@ -28,7 +28,7 @@ order, as in the discrimination block): ``auroc_matrix`` a ``soft_roc_auc`` row 
 cell; ``average`` and ``model_differences_by_prompt`` a ``soft_roc_auc_difference``
 row from the *same* bootstrap cell key, hence the same resampled images (under
 ``within_label`` the strata stay the hard labels, see
-:func:`medaudit.blocks.discrimination.soft_twin`); ``contrasts`` a
+:mod:`medaudit.blocks.cells`); ``contrasts`` a
 ``soft_roc_auc_difference`` row per contrast with a paired bootstrap interval (key
 extended by the criterion; family ``descriptive``, no p-value: the paired DeLong test
 has no soft-label form, and none is invented here); ``decomposition`` the terms of
@@ -38,28 +38,30 @@ images by the hard label in every row.
 
 from __future__ import annotations
 
+import functools
 import math
-import warnings
-from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import field_validator
 
-from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row, verdict
-from medaudit.blocks.discrimination import run_paired_cell, soft_twin
-from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
+from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
+from medaudit.blocks.cells import BootstrapCell, DeLongCell, run_cells, run_delong
+from medaudit.blocks.context import AuditContext
+from medaudit.blocks.notes import degenerate_note, exposure_note, join
+from medaudit.blocks.rows import spec_row, verdict
+from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.io.specfile import fraction
 from medaudit.stats import (
     adjust_pvalues,
     brier_score,
-    delong_test,
     ece,
-    paired_bootstrap,
     roc_auc,
     soft_roc_auc,
+    variance_decomposition,
 )
 
-__all__ = ["NAME", "run", "variance_decomposition", "DECOMPOSITION_TERMS", "BH_FAMILY"]
+__all__ = ["Prompts", "PromptsConfig", "DECOMPOSITION_TERMS", "BH_FAMILY"]
 
 NAME = "prompts"
 BH_FAMILY = "prompt-contrasts-BH"
@@ -72,150 +74,37 @@ _ECE_ID = "ece[n_bins=15]"
 SOFT_AUC = "soft_roc_auc"
 
 
-# ----------------------------------------------------------------------------- decomposition
-def variance_decomposition(values: np.ndarray,
-                           factors: Sequence[str] = ("model", "cohort", "prompt")) -> dict:
-    r"""Balanced three-way sum-of-squares decomposition without replication (paper 000 M0.11).
+class PromptsConfig(BlockConfig):
+    """Which prompt families are compared, and the declared BH family of the contrasts."""
 
-    Parameters
-    ----------
-    values : array-like of shape (I, J, K)
-        One finite value per cell of a complete, balanced layout (e.g. model x cohort
-        x prompt AUROCs).
-    factors : three str, default=("model", "cohort", "prompt")
-        Names of the three axes; terms are named from them (``"model:cohort"``, ...).
+    families: list[str] | None = None  # default: every prompt in the table, primary first
+    test_cohorts: list[str] | None = None  # the declared BH family; default: primary cohorts
+    alpha: float = 0.05
+    average: bool = True  # equal-weight average of family scores vs the primary
+    decomposition_cohorts: list[str] | None = None  # default: test cohorts
 
-    Returns
-    -------
-    dict
-        ``terms`` (the 7 term names, main effects, two-way interactions, then the
-        three-way term), ``ss`` / ``df`` / ``share_percent`` (dicts keyed by term),
-        ``ss_total`` and ``shape``.  ``share_percent = 100 * ss / ss_total`` (NaN when
-        every cell is equal, i.e. ``ss_total == 0``).
-
-    Notes
-    -----
-    With grand mean :math:`\bar y` and marginal means,
-    :math:`SS_A = JK\sum_i(\bar y_{i..}-\bar y)^2`,
-    :math:`SS_{AB} = K\sum_{ij}(\bar y_{ij.}-\bar y_{i..}-\bar y_{.j.}+\bar y)^2`
-    (likewise for the others) and the three-way term is the residual
-    :math:`SS_{ABC} = SS_T - (\text{all others})`, computed here directly as the sum of
-    squared three-way residuals (identical, without cancellation).  No F-tests: with
-    one value per cell the three-way term has no error term to be tested against.
-
-    Examples
-    --------
-    >>> v = np.arange(8.0).reshape(2, 2, 2)  # purely additive: 4a + 2b + c
-    >>> r = variance_decomposition(v)
-    >>> [round(r["share_percent"][t], 6) for t in r["terms"]]
-    [76.190476, 19.047619, 4.761905, 0.0, 0.0, 0.0, 0.0]
-    """
-    if isinstance(factors, str) or len(factors) != 3 or len(set(factors)) != 3:
-        raise MedauditError(f"factors must be three distinct names; got {factors!r}.")
-    try:
-        y = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise MedauditError("variance_decomposition needs a balanced (I, J, K) numeric array; the "
-                            "values given are ragged or not numeric.") from None
-    if y.ndim != 3:
-        raise MedauditError(f"variance_decomposition needs a balanced 3-way array of shape "
-                            f"(I, J, K); got {y.ndim} dimension(s), shape {y.shape}.")
-    if min(y.shape) < 1:
-        raise MedauditError(f"variance_decomposition needs at least one level per factor; got "
-                            f"shape {y.shape}.")
-    bad = ~np.isfinite(y)
-    if bad.any():
-        where = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)[:5]]
-        raise MedauditError(
-            f"variance_decomposition needs a complete, balanced matrix (one finite value per cell); "
-            f"{int(bad.sum())} of {y.size} cell(s) are missing or not finite, e.g. (i, j, k) = "
-            f"{where}.")
-    a, b, c = factors
-    n_i, n_j, n_k = y.shape
-    g = y.mean()
-    m_i = y.mean(axis=(1, 2))
-    m_j = y.mean(axis=(0, 2))
-    m_k = y.mean(axis=(0, 1))
-    m_ij = y.mean(axis=2)
-    m_ik = y.mean(axis=1)
-    m_jk = y.mean(axis=0)
-    e_ij = m_ij - m_i[:, None] - m_j[None, :] + g
-    e_ik = m_ik - m_i[:, None] - m_k[None, :] + g
-    e_jk = m_jk - m_j[:, None] - m_k[None, :] + g
-    e_ijk = (y - m_ij[:, :, None] - m_ik[:, None, :] - m_jk[None, :, :]
-             + m_i[:, None, None] + m_j[None, :, None] + m_k[None, None, :] - g)
-    terms = (a, b, c, f"{a}:{b}", f"{a}:{c}", f"{b}:{c}", f"{a}:{b}:{c}")
-    ss_vals = (n_j * n_k * float(np.sum((m_i - g) ** 2)),
-               n_i * n_k * float(np.sum((m_j - g) ** 2)),
-               n_i * n_j * float(np.sum((m_k - g) ** 2)),
-               n_k * float(np.sum(e_ij ** 2)),
-               n_j * float(np.sum(e_ik ** 2)),
-               n_i * float(np.sum(e_jk ** 2)),
-               float(np.sum(e_ijk ** 2)))
-    dfs = (n_i - 1, n_j - 1, n_k - 1, (n_i - 1) * (n_j - 1), (n_i - 1) * (n_k - 1),
-           (n_j - 1) * (n_k - 1), (n_i - 1) * (n_j - 1) * (n_k - 1))
-    total = float(np.sum((y - g) ** 2))
-    shares = [100.0 * s / total if total > 0 else math.nan for s in ss_vals]
-    return {"terms": terms, "ss": dict(zip(terms, ss_vals, strict=True)),
-            "df": dict(zip(terms, dfs, strict=True)),
-            "share_percent": dict(zip(terms, shares, strict=True)),
-            "ss_total": total, "shape": (n_i, n_j, n_k)}
+    @field_validator("alpha")
+    @classmethod
+    def _alpha(cls, v: float) -> float:
+        return fraction(v, "alpha")
 
 
 # ----------------------------------------------------------------------------- helpers
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
-
-
-def _exposure(ctx: AuditContext, models: Sequence[str], cohort: str) -> str:
-    out = []
-    for m in models:
-        e = ctx.exposure(m, cohort)
-        if e:
-            out.append(e if len(models) == 1 else f"{m}: {e}")
-    return _join(*out)
-
-
 def _degenerate(r) -> str:
-    if r.n_degenerate:
-        return (f"{r.n_degenerate} of {r.n_resamples} replicates degenerate (metric undefined); "
-                "interval from the rest")
-    return ""
+    return degenerate_note(r.n_degenerate, r.n_resamples, noun="replicates")
 
 
-def _boot(*args, **kwargs):
-    """paired_bootstrap with degenerate-replicate warnings recorded in the rows instead."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DegenerateDataWarning)
-        return paired_bootstrap(*args, **kwargs)
+def _test_cohorts(ctx: AuditContext, config: PromptsConfig) -> list[str]:
+    declared = config.test_cohorts
+    chosen = set(declared) if declared is not None else set(ctx.study.cohorts_with_role("primary"))
+    return [c for c in ctx.cohorts if c in chosen]
 
 
-# ----------------------------------------------------------------------------- cells
-# Independent cells for ``ctx.map`` (module level, so a backend can ship them to workers):
-# each takes a dict of aligned arrays and options and draws from cell_rng(seed, *key).
-def _boot_cell(cell: dict[str, Any]):
-    """One paired bootstrap (``_boot``) with the cell's own generator."""
-    opts = {k: v for k, v in cell.items() if k not in ("label", "scores", "seed", "key")}
-    return _boot(cell["label"], cell["scores"], rng=cell_rng(cell["seed"], *cell["key"]), **opts)
-
-
-def _delong_cell(cell: dict[str, Any]) -> list:
-    """Paired DeLong tests of each alternative score vector against the reference one."""
-    return [delong_test(cell["label"], s, cell["reference"],
-                        confidence_level=cell["confidence_level"]) for s in cell["alternatives"]]
-
-
-def _test_cohorts(ctx: AuditContext) -> list[str]:
-    declared = ctx.spec.prompts.test_cohorts
-    chosen = set(declared) if declared is not None else set(ctx.spec.cohorts_with_role("primary"))
-    return [c for c in ctx.spec.cohorts if c in chosen]
-
-
-def _decomposition_cohorts(ctx: AuditContext, test: list[str]) -> list[str]:
-    declared = ctx.spec.prompts.decomposition_cohorts
+def _decomposition_cohorts(ctx: AuditContext, config: PromptsConfig, test: list[str]) -> list[str]:
+    declared = config.decomposition_cohorts
     if declared is None:
         return test
-    return [c for c in ctx.spec.cohorts if c in set(declared)]
+    return [c for c in ctx.cohorts if c in set(declared)]
 
 
 def _counts(y: np.ndarray) -> dict:
@@ -250,7 +139,7 @@ def _cell_metrics(ctx: AuditContext, cohort: str, models: list[str], prompts: li
 # ----------------------------------------------------------------------------- tables
 def _auroc_matrix(ctx, cells, models, prompts) -> pd.DataFrame:
     rows = []
-    for cohort in ctx.spec.cohorts:
+    for cohort in ctx.cohorts:
         for m in models:
             for p in prompts:
                 v = cells[cohort].get((m, p))
@@ -266,32 +155,31 @@ def _auroc_matrix(ctx, cells, models, prompts) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
+def _contrasts(ctx: AuditContext, config: PromptsConfig, models, prompts, test
+               ) -> tuple[pd.DataFrame, str]:
     primary, alts = prompts[0], prompts[1:]
-    level = ctx.spec.confidence_level
+    B = ctx.resampling.n_resamples
     rows = []
     where, cells, soft_cells = [], [], []
-    for cohort in ctx.spec.cohorts:
+    for cohort in ctx.cohorts:
         ctx.tick(f"{NAME}: contrasts {cohort}")
         for m in models:
             w = ctx.wide(cohort, keys=[(m, p) for p in prompts])
             where.append((cohort, m, w.label))
-            cells.append({"label": w.label, "reference": w.scores[f"{m}|{primary}"],
-                          "alternatives": [w.scores[f"{m}|{p}"] for p in alts],
-                          "confidence_level": level})
+            scores = {p: w.scores[f"{m}|{p}"] for p in prompts}
+            cells.append(DeLongCell(w.label, scores, tuple((p, primary) for p in alts)))
             if w.label_soft is not None and alts:
                 # no soft DeLong: a paired bootstrap of the same contrasts, key + criterion
-                soft_cells.append(soft_twin({
-                    "label": w.label, "scores": {p: w.scores[f"{m}|{p}"] for p in prompts},
-                    "metrics": ("roc_auc",), "contrasts": [(p, primary) for p in alts],
-                    "design": ctx.cohort_design(cohort), "n_resamples": ctx.spec.n_resamples,
-                    "confidence_level": level, "seed": ctx.seed,
-                    "key": (NAME, "contrasts", cohort, m, SOFT_AUC)}, w.label_soft,
-                    metrics=(SOFT_AUC,)))
-    soft_res = iter(ctx.map(run_paired_cell, soft_cells))
-    for (cohort, m, y), tests in zip(where, ctx.map(_delong_cell, cells), strict=True):
+                soft_cells.append(BootstrapCell(
+                    key=(NAME, "contrasts", cohort, m, SOFT_AUC), label=w.label, scores=scores,
+                    metrics=(), design=ctx.cohort_design(cohort),
+                    contrasts=tuple((p, primary) for p in alts), label_soft=w.label_soft,
+                    soft_metrics=(SOFT_AUC,)))
+    soft_res = iter(run_cells(ctx, soft_cells))
+    tests = ctx.map(functools.partial(run_delong, resampling=ctx.resampling), cells)
+    for (cohort, m, y), tests_ in zip(where, tests, strict=True):
         in_family = cohort in test
-        for p, dl in zip(alts, tests, strict=True):
+        for p, dl in zip(alts, tests_, strict=True):
             rows.append(spec_row(
                 model=m, prompt=f"{p} - {primary}", cohort=cohort,
                 criterion="roc_auc_difference", design="delong_paired", n_resamples=None,
@@ -302,7 +190,7 @@ def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
                 **_counts(y), qualification=ctx.exposure(m, cohort)))
         if not soft_cells:
             continue
-        res = next(soft_res)
+        res = next(soft_res).soft
         for p in alts:
             d = res.differences[(p, primary, SOFT_AUC)]
             rows.append(spec_row(
@@ -313,7 +201,7 @@ def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
                 auroc_b=res.marginal[(primary, SOFT_AUC)].estimate,
                 estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high, z=math.nan,
                 pvalue=math.nan, pvalue_adj=math.nan, significant=pd.NA, **_counts(y),
-                qualification=_join(ctx.exposure(m, cohort), _degenerate(d)),
+                qualification=join(ctx.exposure(m, cohort), _degenerate(d)),
                 n_degenerate=d.n_degenerate))
     df = pd.DataFrame(rows)
     note = "no alternative prompt families: no prompt contrasts."
@@ -323,30 +211,31 @@ def _contrasts(ctx, models, prompts, test) -> tuple[pd.DataFrame, str]:
         return df, note
     fam = (df["family"] == BH_FAMILY).to_numpy()
     df["significant"] = df["significant"].astype("boolean")
+    alpha = config.alpha
     if fam.any():
-        adj = adjust_pvalues(df.loc[fam, "pvalue"].to_numpy(), method="bh",
-                             alpha=ctx.spec.prompts.alpha, family=BH_FAMILY)
+        adj = adjust_pvalues(df.loc[fam, "pvalue"].to_numpy(), method="bh", alpha=alpha,
+                             family=BH_FAMILY)
         df.loc[fam, "pvalue_adj"] = adj.pvalues_adjusted
         df.loc[fam, "significant"] = adj.reject
-        note = (f"prompt contrasts: Benjamini-Hochberg at q = {ctx.spec.prompts.alpha} over the declared "
+        note = (f"prompt contrasts: Benjamini-Hochberg at q = {alpha} over the declared "
                 f"family of {int(fam.sum())} = {len(alts)} alternative(s) x {len(models)} model(s) x "
                 f"{len(test)} cohort(s) ({', '.join(test)}); {int(adj.reject.sum())} significant after "
-                f"BH, {int((df.loc[fam, 'pvalue'] < ctx.spec.prompts.alpha).sum())} at unadjusted "
-                f"p < {ctx.spec.prompts.alpha}; contrasts on other cohorts are descriptive.")
+                f"BH, {int((df.loc[fam, 'pvalue'] < alpha).sum())} at unadjusted "
+                f"p < {alpha}; contrasts on other cohorts are descriptive.")
     else:
         note = "prompt contrasts: no test cohort declared; every contrast is descriptive."
     if (df["criterion"] == f"{SOFT_AUC}_difference").any():
         note += (f" Soft labels: each contrast also has a {SOFT_AUC}_difference row with a paired "
-                 f"bootstrap interval (B = {ctx.spec.n_resamples}, the cohort's design), descriptive: "
+                 f"bootstrap interval (B = {B}, the cohort's design), descriptive: "
                  "the paired DeLong test is defined for hard labels only and has no soft form, so "
                  "these rows carry no z or p-value and are outside the BH family.")
     df["pvalue_adj"] = df["pvalue_adj"].astype(np.float64)
     return df, note
 
 
-def _average(ctx, models, prompts, test, probabilities) -> pd.DataFrame:
+def _average(ctx: AuditContext, models, prompts, test, probabilities) -> pd.DataFrame:
     primary = prompts[0]
-    metrics = ["roc_auc", "brier_score"] if probabilities else ["roc_auc"]
+    metrics = ("roc_auc", "brier_score") if probabilities else ("roc_auc",)
     rows = []
     where, cells = [], []
     for cohort in test:
@@ -356,72 +245,64 @@ def _average(ctx, models, prompts, test, probabilities) -> pd.DataFrame:
             w = ctx.wide(cohort, keys=[(m, p) for p in prompts])
             avg = np.mean(np.stack([w.scores[f"{m}|{p}"] for p in prompts]), axis=0)
             where.append((cohort, m, w))
-            cells.append({"label": w.label,
-                          "scores": {AVERAGE: avg, primary: w.scores[f"{m}|{primary}"]},
-                          "metrics": metrics, "contrasts": [(AVERAGE, primary)], "design": design,
-                          "n_resamples": ctx.spec.n_resamples,
-                          "confidence_level": ctx.spec.confidence_level, "seed": ctx.seed,
-                          "key": (NAME, "average", cohort, m)})
-    soft = _soft_results(ctx, [w for _, _, w in where], cells)
-    for (cohort, m, w), res, sres in zip(where, ctx.map(_boot_cell, cells), soft, strict=True):
-        for r, mid in [(res, mid) for mid in metrics] + ([(sres, SOFT_AUC)] if sres else []):
+            cells.append(BootstrapCell(key=(NAME, "average", cohort, m), label=w.label,
+                                       scores={AVERAGE: avg, primary: w.scores[f"{m}|{primary}"]},
+                                       metrics=metrics, design=design,
+                                       contrasts=((AVERAGE, primary),), label_soft=w.label_soft,
+                                       soft_metrics=(SOFT_AUC,)))
+    for (cohort, m, w), res in zip(where, run_cells(ctx, cells), strict=True):
+        for r, mid in [(res.hard, mid) for mid in metrics] + ([(res.soft, SOFT_AUC)] if res.soft
+                                                             else []):
             d = r.differences[(AVERAGE, primary, mid)]
             rows.append(spec_row(
                 model=m, prompt=f"{AVERAGE} - {primary}", cohort=cohort,
                 criterion=f"{mid}_difference", design=d.design, n_resamples=d.n_resamples,
-                seed=ctx.seed, family=None, prompt_a=AVERAGE, prompt_b=primary,
+                seed=res.seed, family=None, prompt_a=AVERAGE, prompt_b=primary,
                 value_a=r.marginal[(AVERAGE, mid)].estimate,
                 value_b=r.marginal[(primary, mid)].estimate,
                 estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
                 n_degenerate=d.n_degenerate, **_counts(w.label),
-                qualification=_join(ctx.exposure(m, cohort), _degenerate(d))))
+                qualification=join(ctx.exposure(m, cohort), _degenerate(d))))
     return pd.DataFrame(rows)
 
 
-def _soft_results(ctx: AuditContext, wides: list, cells: list[dict]) -> list:
-    """Soft twins of hard-label bootstrap cells (same keys, same draws); None without soft labels."""
-    twins = [soft_twin({**c, "metrics": ("roc_auc",)}, w.label_soft, metrics=(SOFT_AUC,))
-             for w, c in zip(wides, cells, strict=True) if w.label_soft is not None]
-    done = iter(ctx.map(run_paired_cell, twins))
-    return [next(done) if w.label_soft is not None else None for w in wides]
-
-
-def _model_differences(ctx, models, prompts, test) -> pd.DataFrame:
+def _model_differences(ctx: AuditContext, models, prompts, test) -> pd.DataFrame:
     rows = []
     pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
     if not pairs:
         return pd.DataFrame(rows)
     keys = [(m, p) for m in models for p in prompts]
-    contrasts = [(f"{a}|{p}", f"{b}|{p}") for p in prompts for a, b in pairs]
+    contrasts = tuple((f"{a}|{p}", f"{b}|{p}") for p in prompts for a, b in pairs)
     wides, cells = [], []
     for cohort in test:
         ctx.tick(f"{NAME}: rankings {cohort}")
         w = ctx.wide(cohort, keys=keys)
         wides.append(w)
-        cells.append({"label": w.label, "scores": {f"{m}|{p}": w.scores[f"{m}|{p}"] for m, p in keys},
-                      "metrics": ["roc_auc"], "contrasts": contrasts,
-                      "design": ctx.cohort_design(cohort), "n_resamples": ctx.spec.n_resamples,
-                      "confidence_level": ctx.spec.confidence_level, "seed": ctx.seed,
-                      "key": (NAME, "model_differences", cohort)})
-    soft = _soft_results(ctx, wides, cells)
-    for cohort, w, res, sres in zip(test, wides, ctx.map(_boot_cell, cells), soft, strict=True):
+        cells.append(BootstrapCell(key=(NAME, "model_differences", cohort), label=w.label,
+                                   scores={f"{m}|{p}": w.scores[f"{m}|{p}"] for m, p in keys},
+                                   metrics=("roc_auc",), design=ctx.cohort_design(cohort),
+                                   contrasts=contrasts, label_soft=w.label_soft,
+                                   soft_metrics=(SOFT_AUC,)))
+    for cohort, w, res in zip(test, wides, run_cells(ctx, cells), strict=True):
         for a, b in pairs:
             for p in prompts:
-                for r, mid in [(res, "roc_auc")] + ([(sres, SOFT_AUC)] if sres else []):
+                for r, mid in [(res.hard, "roc_auc")] + ([(res.soft, SOFT_AUC)] if res.soft else []):
                     d = r.differences[(f"{a}|{p}", f"{b}|{p}", mid)]
                     rows.append(spec_row(
                         model=f"{a} - {b}", prompt=p, cohort=cohort, criterion=f"{mid}_difference",
-                        design=d.design, n_resamples=d.n_resamples, seed=ctx.seed, family=None,
+                        design=d.design, n_resamples=d.n_resamples, seed=res.seed, family=None,
                         model_a=a, model_b=b, auroc_a=r.marginal[(f"{a}|{p}", mid)].estimate,
                         auroc_b=r.marginal[(f"{b}|{p}", mid)].estimate,
                         estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
                         n_degenerate=d.n_degenerate, verdict=verdict(d.ci_low, d.ci_high, +1),
                         **_counts(w.label),
-                        qualification=_join(_exposure(ctx, [a, b], cohort), _degenerate(d))))
+                        qualification=join(exposure_note(ctx, (a, b), cohort,
+                                                         label="{model}: "), _degenerate(d))))
     return pd.DataFrame(rows)
 
 
-def _decomposition(ctx, cells, models, prompts, cohorts, probabilities) -> pd.DataFrame:
+def _decomposition(ctx: AuditContext, cells, models, prompts, cohorts, probabilities
+                   ) -> pd.DataFrame:
     criteria = ["roc_auc", "brier_score", _ECE_ID] if probabilities else ["roc_auc"]
     if "label_soft" in ctx.scores.columns:
         criteria.append(SOFT_AUC)
@@ -431,8 +312,7 @@ def _decomposition(ctx, cells, models, prompts, cohorts, probabilities) -> pd.Da
         raise SchemaError("the prompt variance decomposition needs a complete, balanced model x "
                           f"cohort x prompt matrix; {len(missing)} cell(s) have no scores: "
                           + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
-    exposure = _join(*[f"{m} on {c}: {ctx.exposure(m, c)}" for m in models for c in cohorts
-                       if ctx.exposure(m, c)])
+    exposure = exposure_note(ctx, models, cohorts, label="{model} on {cohort}: ")
     rows = []
     for crit in criteria:
         values = np.array([[[cells[c][(m, p)][crit] for p in prompts] for c in cohorts]
@@ -445,61 +325,99 @@ def _decomposition(ctx, cells, models, prompts, cohorts, probabilities) -> pd.Da
             rows.append(spec_row(
                 model=", ".join(models), prompt=", ".join(prompts), cohort=", ".join(cohorts),
                 criterion=crit, design=None, n_resamples=None, seed=ctx.seed, family=None,
-                term=term, ss=dec["ss"][term], df=dec["df"][term],
-                share_percent=dec["share_percent"][term], ss_total=dec["ss_total"],
+                term=term, ss=dec.ss[term], df=dec.df[term],
+                share_percent=dec.share_percent[term], ss_total=dec.ss_total,
                 qualification=exposure))
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------- run
-def run(ctx: AuditContext) -> BlockResult:
-    """Prompt-sensitivity tables (see the module docstring)."""
-    models = ctx.models()
-    prompts = ctx.prompts()
-    if not prompts or prompts[0] != ctx.spec.primary_prompt:
-        raise SchemaError(f"prompts.families must start with the primary prompt "
-                          f"{ctx.spec.primary_prompt!r}; got {prompts}.")
-    probabilities = ctx.spec.score_scale == "probabilities"
-    test = _test_cohorts(ctx)
-    decomp = _decomposition_cohorts(ctx, test)
-    cells = {c: _cell_metrics(ctx, c, models, prompts, probabilities) for c in ctx.spec.cohorts}
-    notes = []
-    if not probabilities:
-        notes.append("scores are logits: Brier and ECE15 are left out (they need probabilities), and "
-                     "the prompt average is the mean of the logits, not of probabilities.")
+# ----------------------------------------------------------------------------- block
+class Prompts(Block):
+    """Prompt-family sensitivity of AUROC and of model rankings (paper 000 Tables 6-8, Fig. 2)."""
 
-    auroc = _auroc_matrix(ctx, cells, models, prompts)
-    contrasts, note = _contrasts(ctx, models, prompts, test)
-    notes.append(note)
-    if ctx.spec.prompts.average and len(prompts) > 1:
-        average = _average(ctx, models, prompts, test, probabilities)
-        notes.append(f"average: equal-weight mean of the {len(prompts)} family scores "
-                     f"({', '.join(prompts)}) minus {prompts[0]}, paired bootstrap "
-                     f"(B = {ctx.spec.n_resamples}), test cohorts only; descriptive.")
-    else:
-        average = pd.DataFrame()
-    if len(prompts) < 2:
-        # nothing varies with the prompt: rankings by prompt and prompt shares are void
-        differences, decomposition = pd.DataFrame(), pd.DataFrame()
-        notes.append(f"only one prompt family ({prompts[0]!r}): no model differences by prompt "
-                     "and no variance decomposition.")
-    else:
-        differences = _model_differences(ctx, models, prompts, test)
-        if decomp:
-            decomposition = _decomposition(ctx, cells, models, prompts, decomp, probabilities)
-            notes.append(f"decomposition: balanced {len(models)} x {len(decomp)} x {len(prompts)} "
-                         f"sums of squares over {', '.join(decomp)} (no F-tests; descriptive).")
+    name = NAME
+    title = "Prompt families"
+    summary = ("AUROC matrix (Table 6); every family vs the primary, paired DeLong + BH over the "
+               "declared family (Fig. 2); equal-weight score average vs primary (Table 7); "
+               "three-way SS decomposition (Table 8); model rankings per prompt")
+    config = PromptsConfig
+    tables = (
+        TableSchema("auroc_matrix", "AUROC of every model x cohort x prompt (point estimates)",
+                    ("estimate", "n", "n_pos", "n_neg", "qualification")),
+        TableSchema("contrasts", "AUROC(p) - AUROC(primary) per cohort x model, paired DeLong",
+                    ("prompt_a", "prompt_b", "estimate", "ci_low", "ci_high", "z", "pvalue",
+                     "pvalue_adj", "significant")),
+        TableSchema("average", "the equal-weight family average against the primary prompt",
+                    ("prompt_a", "prompt_b", "value_a", "value_b", "estimate", "ci_low", "ci_high")),
+        TableSchema("model_differences_by_prompt", "model differences A - B under each prompt",
+                    ("model_a", "model_b", "estimate", "ci_low", "ci_high", "verdict")),
+        TableSchema("decomposition", "balanced three-way sums of squares of AUROC, Brier, ECE15",
+                    ("term", "ss", "df", "share_percent", "ss_total")),
+    )
+    figures = ("fig2_prompt_contrasts",)
+
+    def multiplicity(self, config: PromptsConfig) -> str:
+        return (f"BH at q={config.alpha} over alternatives x models x "
+                f"{config.test_cohorts or 'primary cohorts'}")
+
+    def check(self, config: PromptsConfig, table: pd.DataFrame, cohorts) -> list[str]:
+        from medaudit.blocks.checks import unknown
+
+        errs = unknown("prompt", config.families or [], set(table["prompt"].unique()),
+                       "prompts.families")
+        for key in ("test_cohorts", "decomposition_cohorts"):
+            errs += unknown("cohort", getattr(config, key) or [], cohorts, f"prompts.{key}")
+        return errs
+
+    def run(self, ctx: AuditContext, config: PromptsConfig) -> BlockResult:
+        """Prompt-sensitivity tables (see the module docstring)."""
+        models = ctx.models()
+        prompts = ctx.prompts(config.families)
+        if not prompts or prompts[0] != ctx.primary_prompt:
+            raise SchemaError(f"prompts.families must start with the primary prompt "
+                              f"{ctx.primary_prompt!r}; got {prompts}.")
+        probabilities = ctx.probabilities
+        B = ctx.resampling.n_resamples
+        test = _test_cohorts(ctx, config)
+        decomp = _decomposition_cohorts(ctx, config, test)
+        cells = {c: _cell_metrics(ctx, c, models, prompts, probabilities) for c in ctx.cohorts}
+        notes = []
+        if not probabilities:
+            notes.append("scores are logits: Brier and ECE15 are left out (they need probabilities), "
+                         "and the prompt average is the mean of the logits, not of probabilities.")
+        auroc = _auroc_matrix(ctx, cells, models, prompts)
+        contrasts, note = _contrasts(ctx, config, models, prompts, test)
+        notes.append(note)
+        if config.average and len(prompts) > 1:
+            average = _average(ctx, models, prompts, test, probabilities)
+            notes.append(f"average: equal-weight mean of the {len(prompts)} family scores "
+                         f"({', '.join(prompts)}) minus {prompts[0]}, paired bootstrap "
+                         f"(B = {B}), test cohorts only; descriptive.")
         else:
-            decomposition = pd.DataFrame()
-    if "label_soft" in ctx.scores.columns:
-        notes.append("Soft labels (label_soft): soft_roc_auc (inclusive, tied scores in image_id "
-                     "order) beside every AUROC: auroc_matrix rows, soft_roc_auc_difference rows in "
-                     "average and model_differences_by_prompt from the same bootstrap draws as the "
-                     "ordinary rows (strata: the hard labels), soft contrast rows with bootstrap "
-                     "intervals, and the soft_roc_auc decomposition; n, n_pos, n_neg count images by "
-                     "the hard label.")
-    return BlockResult(name=NAME, tables={"auroc_matrix": auroc, "contrasts": contrasts,
-                                          "average": average,
-                                          "model_differences_by_prompt": differences,
-                                          "decomposition": decomposition},
-                       notes=tuple(notes))
+            average = pd.DataFrame()
+        if len(prompts) < 2:
+            # nothing varies with the prompt: rankings by prompt and prompt shares are void
+            differences, decomposition = pd.DataFrame(), pd.DataFrame()
+            notes.append(f"only one prompt family ({prompts[0]!r}): no model differences by prompt "
+                         "and no variance decomposition.")
+        else:
+            differences = _model_differences(ctx, models, prompts, test)
+            if decomp:
+                decomposition = _decomposition(ctx, cells, models, prompts, decomp, probabilities)
+                notes.append(f"decomposition: balanced {len(models)} x {len(decomp)} x "
+                             f"{len(prompts)} sums of squares over {', '.join(decomp)} (no F-tests; "
+                             "descriptive).")
+            else:
+                decomposition = pd.DataFrame()
+        if "label_soft" in ctx.scores.columns:
+            notes.append("Soft labels (label_soft): soft_roc_auc (inclusive, tied scores in image_id "
+                         "order) beside every AUROC: auroc_matrix rows, soft_roc_auc_difference rows "
+                         "in average and model_differences_by_prompt from the same bootstrap draws as "
+                         "the ordinary rows (strata: the hard labels), soft contrast rows with "
+                         "bootstrap intervals, and the soft_roc_auc decomposition; n, n_pos, n_neg "
+                         "count images by the hard label.")
+        return BlockResult(name=NAME, tables={"auroc_matrix": auroc, "contrasts": contrasts,
+                                              "average": average,
+                                              "model_differences_by_prompt": differences,
+                                              "decomposition": decomposition},
+                           notes=tuple(notes))

@@ -72,34 +72,42 @@ the class sizes as fixed.  Conditional on the fitted score set ``a``.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
-from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row
-from medaudit.blocks._exclusion import (
-    COUNT_FIELDS,
-    card_exclusion_counts,
-    exclusion_card_entries,
-    exclusion_rows,
-)
-from medaudit.blocks.discrimination import run_paired_cell, soft_twin
+from medaudit.blocks._exclusion import COUNT_FIELDS, exclusion_rows
+from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
+from medaudit.blocks.cells import BootstrapCell, DeLongCell, run_cells, run_delong_cells
+from medaudit.blocks.context import AuditContext, Resampling, cell_rng
+from medaudit.blocks.notes import exposure_note, join
+from medaudit.blocks.rows import spec_row
 from medaudit.exceptions import SchemaError
-from medaudit.io.spec import RetainedSpec
 from medaudit.stats import delong_ci, delong_test, paired_bootstrap, roc_auc, soft_roc_auc
 from medaudit.stats.bootstrap import percentile_interval
 
-__all__ = ["NAME", "run", "exclusion_card_entries", "card_exclusion_counts", "COUNT_FIELDS"]
+__all__ = ["Retained", "RetainedEntry", "COUNT_FIELDS"]
 
 NAME = "retained"
 SOFT = "soft_roc_auc"  # the soft AUROC reported beside each AUROC when label_soft is present
 SD_DDOF = 1
 _MIN_SEEDS = 2  # a model "has seeds" when it has at least this many distinct seeds
 COMPOSITION_DESIGN = "within_label[label x retained]+nested"
-#: Table 19 columns as the trainer writes them (exclusion.csv, model-card entries)
-#: the same counts in the audit's ``exclusion`` table
+
+
+class RetainedEntry(BlockConfig):
+    """Compare two score sets on identical targets (e.g. ensembles before/after exclusion)."""
+
+    a: str
+    b: str
+    cohorts: list[str] = Field(min_length=1)
+    prompt: str | None = None
 
 
 def _first(ids, k: int = 5) -> str:
@@ -112,20 +120,16 @@ def _sd(values: list[float]) -> float:
     return float(np.std(values, ddof=SD_DDOF)) if len(values) > SD_DDOF else math.nan
 
 
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
-
-
 def _exposure(ctx: AuditContext, cohort: str, *models: str) -> str:
-    return _join(*(f"{m}: {ctx.exposure(m, cohort)}" for m in models if ctx.exposure(m, cohort)))
+    return exposure_note(ctx, models, cohort, label="{model}: ")
 
 
 def _cohorts(ctx: AuditContext, names: list[str], where: str) -> list[str]:
-    unknown = [c for c in names if c not in ctx.spec.cohorts]
+    unknown = [c for c in names if c not in ctx.cohorts]
     if unknown:
         raise SchemaError(f"{where} names cohort(s) {unknown} that the spec does not declare; "
-                          f"declared: {list(ctx.spec.cohorts)}.")
-    return [c for c in ctx.spec.cohorts if c in set(names)]
+                          f"declared: {ctx.cohorts}.")
+    return [c for c in ctx.cohorts if c in set(names)]
 
 
 def _series(table: pd.DataFrame, cohort: str, model: str, prompt: str, what: str) -> pd.DataFrame:
@@ -145,7 +149,7 @@ def _need_both_classes(y: np.ndarray, what: str) -> None:
 
 
 # ----------------------------------------------------------------------------- comparisons
-def _retained_targets(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str):
+def _retained_targets(ctx: AuditContext, entry: RetainedEntry, cohort: str, prompt: str):
     """Images both score sets have (sorted), their labels and the two aligned score vectors."""
     a, b = entry.a, entry.b
     what = f"retained comparison {b!r} - {a!r} on cohort {cohort!r}, prompt {prompt!r}"
@@ -179,41 +183,20 @@ def _soft_labels(ga: pd.DataFrame, gb: pd.DataFrame, ids: list, what: str) -> np
     return pa
 
 
-def _comparison_cell(cell: dict[str, Any]) -> tuple[Any, Any]:
-    """B-WL-PAIRED bootstrap and paired DeLong test of b - a (an independent cell).
-
-    Module level so that a backend can ship it to a worker; draws only from
-    ``cell_rng(seed, *key)``.
-    """
-    y, sa, sb, level = cell["label"], cell["a"], cell["b"], cell["confidence_level"]
-    boot = paired_bootstrap(y, {"a": sa, "b": sb}, metrics=["roc_auc"], contrasts=[("b", "a")],
-                            design="within_label", n_resamples=cell["n_resamples"],
-                            confidence_level=level, rng=cell_rng(cell["seed"], *cell["key"]))
-    return boot, delong_test(y, sb, sa, confidence_level=level)
-
-
-def _comparison_job(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str
-                    ) -> tuple[tuple, dict[str, Any], np.ndarray | None]:
-    """The retained targets of one entry x cohort, the cell that compares them and the
-    targets' soft labels (None without ``label_soft``)."""
+def _comparison_cells(ctx: AuditContext, entry: RetainedEntry, cohort: str, prompt: str
+                      ) -> tuple[tuple, BootstrapCell, DeLongCell]:
+    """The retained targets of one entry x cohort and the cells that compare b - a on them:
+    a B-WL-PAIRED bootstrap (with its soft twin when the targets have ``label_soft``) and
+    the paired DeLong test."""
     ids, y, sa, sb, only_a, only_b, p = _retained_targets(ctx, entry, cohort, prompt)
-    cell = {"label": y, "a": sa, "b": sb, "n_resamples": ctx.spec.n_resamples,
-            "confidence_level": ctx.spec.confidence_level, "seed": ctx.seed,
-            "key": (NAME, "comparisons", cohort, entry.a, entry.b, prompt)}
-    return (ids, y, only_a, only_b), cell, p
+    scores = {"a": sa, "b": sb}
+    boot = BootstrapCell(key=(NAME, "comparisons", cohort, entry.a, entry.b, prompt), label=y,
+                         scores=scores, metrics=("roc_auc",), design="within_label",
+                         contrasts=(("b", "a"),), label_soft=p, soft_metrics=(SOFT,))
+    return (ids, y, only_a, only_b), boot, DeLongCell(y, scores, (("b", "a"),))
 
 
-def _soft_comparison_cell(cell: dict[str, Any], p: np.ndarray) -> dict[str, Any]:
-    """The soft twin of a comparison cell: its key, so the very same within-label draws
-    (strata = the hard labels), with soft AUROC against ``p`` (:func:`soft_twin`)."""
-    hard = {"label": cell["label"], "scores": {"a": cell["a"], "b": cell["b"]},
-            "metrics": ("roc_auc",), "contrasts": [("b", "a")], "design": "within_label",
-            "n_resamples": cell["n_resamples"], "confidence_level": cell["confidence_level"],
-            "seed": cell["seed"], "key": cell["key"]}
-    return soft_twin(hard, p, metrics=(SOFT,))
-
-
-def _comparison_row(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str,
+def _comparison_row(ctx: AuditContext, entry: RetainedEntry, cohort: str, prompt: str,
                     targets: tuple, result: tuple[Any, Any],
                     seed_delta: tuple[float, float, int] | None, mid: str = "roc_auc"
                     ) -> dict[str, Any]:
@@ -223,7 +206,7 @@ def _comparison_row(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt:
     boot, dl = result
     d = boot.differences[("b", "a", mid)]
     nan = math.nan
-    qual = _join(_exposure(ctx, cohort, a, b),
+    qual = join(_exposure(ctx, cohort, a, b),
                  f"{d.n_degenerate} degenerate bootstrap replicate(s)" if d.n_degenerate else "")
     mean, sd, n_seeds = seed_delta if seed_delta is not None else (math.nan, math.nan, 0)
     return spec_row(
@@ -275,42 +258,52 @@ def _seeded(ctx: AuditContext, prompt: str) -> dict[tuple[str, str], int]:
     """(model, cohort) -> number of distinct seeds, at ``prompt``, for declared cohorts."""
     assert ctx.seed_scores is not None
     t = ctx.seed_scores[(ctx.seed_scores["prompt"] == prompt)
-                        & ctx.seed_scores["cohort"].isin(list(ctx.spec.cohorts))]
+                        & ctx.seed_scores["cohort"].isin(ctx.cohorts)]
     return {k: int(v) for k, v in t.groupby(["model", "cohort"])["seed"].nunique().items()}
 
 
-def _seed_cell(cell: dict[str, Any]) -> tuple[list, Any]:
+@dataclasses.dataclass(frozen=True, eq=False)
+class SeedCell:
+    """One model x cohort: every optimisation seed and the seed ensemble on the same images."""
+
+    label: np.ndarray
+    ensemble: np.ndarray
+    label_soft: np.ndarray | None
+    model_seeds: tuple[int, ...]
+    seeds: tuple[np.ndarray, ...]
+
+
+def run_seed(cell: SeedCell, resampling: Resampling) -> tuple[list, Any]:
     """Each seed against the ensemble (paired DeLong) and the ensemble's DeLong interval."""
-    y, s_ens, level = cell["label"], cell["ensemble"], cell["confidence_level"]
-    tests = [delong_test(y, s, s_ens, confidence_level=level) for s in cell["seeds"]]
+    y, s_ens, level = cell.label, cell.ensemble, resampling.confidence_level
+    tests = [delong_test(y, s, s_ens, confidence_level=level) for s in cell.seeds]
     return tests, delong_ci(y, s_ens, confidence_level=level)
 
 
-def _seed_job(ctx: AuditContext, model: str, cohort: str, prompt: str) -> dict[str, Any]:
+def _seed_job(ctx: AuditContext, model: str, cohort: str, prompt: str) -> SeedCell:
     """The aligned per-seed and ensemble scores of one model x cohort (checked)."""
     wide = _seed_matrix(ctx, model, cohort, prompt)
     ens = ctx.scores[(ctx.scores["cohort"] == cohort) & (ctx.scores["model"] == model)
                      & (ctx.scores["prompt"] == prompt)].set_index("image_id").loc[wide.index]
     y = ens["label"].to_numpy(dtype=np.float64)
     _need_both_classes(y, f"seeds of model {model!r} on cohort {cohort!r}, prompt {prompt!r}")
-    return {"label": y, "ensemble": ens["score"].to_numpy(dtype=np.float64),
-            "label_soft": (ens["label_soft"].to_numpy(dtype=np.float64)
-                           if "label_soft" in ens.columns else None),
-            "model_seeds": [int(s) for s in wide.columns],
-            "seeds": [wide[s].to_numpy(dtype=np.float64) for s in wide.columns],
-            "confidence_level": ctx.spec.confidence_level}
+    return SeedCell(label=y, ensemble=ens["score"].to_numpy(dtype=np.float64),
+                    label_soft=(ens["label_soft"].to_numpy(dtype=np.float64)
+                                if "label_soft" in ens.columns else None),
+                    model_seeds=tuple(int(s) for s in wide.columns),
+                    seeds=tuple(wide[s].to_numpy(dtype=np.float64) for s in wide.columns))
 
 
 def _model_seed_rows(ctx: AuditContext, model: str, cohort: str, prompt: str,
-                     cell: dict[str, Any], result: tuple[list, Any]) -> list[dict]:
-    y = cell["label"]
+                     cell: SeedCell, result: tuple[list, Any]) -> list[dict]:
+    y = cell.label
     n, n_pos = int(y.size), int(y.sum())
     counts = dict(n=n, n_pos=n_pos, n_neg=n - n_pos)
     expo = ctx.exposure(model, cohort)
     common = dict(model=model, prompt=prompt, cohort=cohort, seed=ctx.seed, family=None)
     tests, ci = result
     rows, aucs = [], []
-    for s, dl in zip(cell["model_seeds"], tests, strict=True):
+    for s, dl in zip(cell.model_seeds, tests, strict=True):
         aucs.append(dl.auc_a)
         rows.append(spec_row(**common, criterion="roc_auc", design="delong+paired",
                              kind="seed", model_seed=s, estimate=dl.auc_a, **counts,
@@ -319,22 +312,22 @@ def _model_seed_rows(ctx: AuditContext, model: str, cohort: str, prompt: str,
     rows.append(spec_row(**common, criterion="roc_auc", design=None, kind="seed_summary",
                          model_seed=None, estimate=float(np.mean(aucs)), sd=_sd(aucs),
                          sd_ddof=SD_DDOF, n_seeds=len(aucs), **counts,
-                         qualification=_join(expo, "SD over seeds describes optimisation "
+                         qualification=join(expo, "SD over seeds describes optimisation "
                                                    "variability, not a confidence interval")))
     rows.append(spec_row(**common, criterion="roc_auc", design="delong", kind="ensemble",
                          model_seed=None, estimate=ci.estimate, ci_low=ci.ci_low,
                          ci_high=ci.ci_high, n_seeds=len(aucs), **counts, qualification=expo))
-    p = cell["label_soft"]
+    p = cell.label_soft
     if p is None:
         return rows
     # soft twins: point estimates (DeLong has no soft form), the seed SD as above
-    ens = soft_roc_auc(p, cell["ensemble"])
-    soft = [soft_roc_auc(p, s) for s in cell["seeds"]]
+    ens = soft_roc_auc(p, cell.ensemble)
+    soft = [soft_roc_auc(p, s) for s in cell.seeds]
     summary = {**rows[-2], "criterion": SOFT, "estimate": float(np.mean(soft)), "sd": _sd(soft)}
     rows += [spec_row(**common, criterion=SOFT, design="point_estimate", kind="seed",
                       model_seed=s, estimate=v, **counts, difference_vs_ensemble=v - ens,
                       z=math.nan, pvalue=math.nan, qualification=expo)
-             for s, v in zip(cell["model_seeds"], soft, strict=True)]
+             for s, v in zip(cell.model_seeds, soft, strict=True)]
     rows.append(summary)
     rows.append(spec_row(**common, criterion=SOFT, design="point_estimate", kind="ensemble",
                          model_seed=None, estimate=ens, ci_low=math.nan, ci_high=math.nan,
@@ -342,7 +335,7 @@ def _model_seed_rows(ctx: AuditContext, model: str, cohort: str, prompt: str,
     return rows
 
 
-def _seed_delta_rows(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str
+def _seed_delta_rows(ctx: AuditContext, entry: RetainedEntry, cohort: str, prompt: str
                      ) -> tuple[list[dict], dict[str, tuple[float, float, int]] | None, str]:
     """Seed-paired AUROC_b(s) - AUROC_a(s) on the retained targets, and their mean/SD
     (by criterion: ``roc_auc``, and ``soft_roc_auc`` when the targets have soft labels)."""
@@ -375,7 +368,7 @@ def _seed_delta_rows(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt
         mean, sd = float(np.mean(deltas)), _sd(deltas)
         rows.append(spec_row(**common, design=None, kind="seed_summary", model_seed=None,
                              estimate=mean, sd=sd, sd_ddof=SD_DDOF, n_seeds=len(deltas),
-                             qualification=_join(
+                             qualification=join(
                                  expo, "seed-paired changes; SD describes optimisation variability",
                                  "one common seed: SD undefined" if len(deltas) < 2 else "")))
         summary[mid] = (mean, sd, len(deltas))
@@ -383,8 +376,18 @@ def _seed_delta_rows(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt
 
 
 # ----------------------------------------------------------------------------- composition
-def _composition_job(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str
-                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+@dataclasses.dataclass(frozen=True, eq=False)
+class CompositionCell:
+    """Score set ``a`` on its full targets, with the flag of the retained ones."""
+
+    key: tuple[Any, ...]
+    label: np.ndarray
+    score: np.ndarray
+    retained: np.ndarray
+
+
+def _composition_job(ctx: AuditContext, entry: RetainedEntry, cohort: str, prompt: str
+                     ) -> tuple[dict[str, Any], CompositionCell]:
     """``a``'s full targets with a retained flag (images ``b`` also scores), and the cell."""
     a, b = entry.a, entry.b
     what = (f"target composition of {a!r} (retained = images {b!r} scores) on cohort "
@@ -399,13 +402,11 @@ def _composition_job(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt
                           f"{_first(ga.index)}; retained targets are the images both score.")
     _need_both_classes(y[keep], f"{what}: the {int(keep.sum())} retained image(s)")
     info = {"y": y, "keep": keep, "n_only_b": len(ib - set(ga.index))}
-    cell = {"label": y, "score": ga["score"].to_numpy(dtype=np.float64), "retained": keep,
-            "n_resamples": ctx.spec.n_resamples, "confidence_level": ctx.spec.confidence_level,
-            "seed": ctx.seed, "key": (NAME, "composition", cohort, a, b, prompt)}
-    return info, cell
+    return info, CompositionCell(key=(NAME, "composition", cohort, a, b, prompt), label=y,
+                                 score=ga["score"].to_numpy(dtype=np.float64), retained=keep)
 
 
-def _composition_cell(cell: dict[str, Any]) -> dict[str, Any]:
+def run_composition(cell: CompositionCell, resampling: Resampling) -> dict[str, Any]:
     """AUROC on all and on the retained images from one nested within-label bootstrap.
 
     One :func:`paired_bootstrap` draw (strata label x retained) scores two vectors: the
@@ -416,12 +417,13 @@ def _composition_cell(cell: dict[str, Any]) -> dict[str, Any]:
     strata fix those counts in every replicate, so rescaling gives the retained AUROC
     of the same draw exactly (the tests recompute replicates on materialised resamples).
     """
-    y, s, keep, level = cell["label"], cell["score"], cell["retained"], cell["confidence_level"]
+    y, s, keep, level = cell.label, cell.score, cell.retained, resampling.confidence_level
     pos = y == 1
     masked = np.where(keep, s, np.where(pos, s.min() - 1.0, s.max() + 1.0))
     boot = paired_bootstrap(y, {"all": s, "masked": masked}, metrics=["roc_auc"], contrasts=[],
-                            design="within_label", strata=keep, n_resamples=cell["n_resamples"],
-                            confidence_level=level, rng=cell_rng(cell["seed"], *cell["key"]))
+                            design="within_label", strata=keep,
+                            n_resamples=resampling.n_resamples, confidence_level=level,
+                            rng=cell_rng(resampling.seed, *cell.key))
     scale = (pos.sum() * (~pos).sum()) / ((pos & keep).sum() * (~pos & keep).sum())
     rep_all = boot.marginal[("all", "roc_auc")].replicates
     rep_ret = boot.marginal[("masked", "roc_auc")].replicates * scale
@@ -433,14 +435,14 @@ def _composition_cell(cell: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _composition_row(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt: str,
+def _composition_row(ctx: AuditContext, entry: RetainedEntry, cohort: str, prompt: str,
                      info: dict[str, Any], res: dict[str, Any]) -> dict[str, Any]:
     a, b = entry.a, entry.b
     y, keep = info["y"], info["keep"]
     n, n_pos = int(y.size), int(y.sum())
     r_pos, r_neg = int(y[keep].sum()), int((y[keep] == 0).sum())
     n_deg = res["n_degenerate_difference"]
-    qual = _join(_exposure(ctx, cohort, a),
+    qual = join(_exposure(ctx, cohort, a),
                  "no image excluded: the target sets coincide" if keep.all() else "",
                  f"{info['n_only_b']} image(s) only {b!r} scores are in neither target set"
                  if info["n_only_b"] else "",
@@ -460,92 +462,146 @@ def _composition_row(ctx: AuditContext, entry: RetainedSpec, cohort: str, prompt
 
 
 # ----------------------------------------------------------------------------- block
-def run(ctx: AuditContext) -> BlockResult:
-    """Retained-target comparisons (``comparisons``) and per-seed summaries (``seeds``)."""
-    notes: list[str] = []
-    primary = ctx.spec.primary_prompt
-    has_seeds = ctx.seed_scores is not None
-    if not ctx.spec.retained and not has_seeds:
-        return BlockResult(name=NAME, tables={"comparisons": pd.DataFrame(),
-                                              "seeds": pd.DataFrame()},
-                           notes=("retained: the spec has no `retained` entries and the score "
-                                  "table has no `seed` column; nothing to report.",))
+class Retained(Block):
+    """Two score sets on identical targets, per-seed AUROCs and seed ensembles (Tables 18-20)."""
 
-    entries = [(e, e.prompt or primary,
-                _cohorts(ctx, e.cohorts, f"retained entry {e.b!r} - {e.a!r}"))
-               for e in ctx.spec.retained]
-    for e, _, _ in entries:
-        if e.a == e.b:
-            raise SchemaError(f"retained entry compares model {e.a!r} with itself; `a` and `b` "
-                              "must name two score sets.")
+    name = NAME
+    title = "Retained targets and training seeds"
+    summary = ("two score sets on identical targets; per-seed AUROCs, SD, seed ensembles, DeLong "
+               "of seeds vs ensemble (paper 000 Tables 18, 20)")
+    config = RetainedEntry
+    many = True
+    tables = (
+        TableSchema("comparisons", "per entry x cohort: AUROC(b) - AUROC(a) on the shared images",
+                    ("model_a", "model_b", "estimate", "ci_low", "ci_high", "n_only_a", "n_only_b",
+                     "pvalue")),
+        TableSchema("seeds", "per-seed AUROCs, their mean and SD, and the seed ensemble",
+                    ("kind", "model_seed", "estimate")),
+        TableSchema("composition", "score set a on all its targets and on the retained ones",
+                    ("auroc_all", "auroc_retained", "estimate", "ci_low", "ci_high")),
+        TableSchema("exclusion", "Table 19 counts per entry x cohort",
+                    ("source", "n_original", "n_excluded", "n_retained")),
+    )
+    figures = ("fig7_seeds",)
 
-    seed_rows_by_cohort: dict[str, list[dict]] = {c: [] for c in ctx.spec.cohorts}
+    def check(self, config: list[RetainedEntry], table: pd.DataFrame, cohorts) -> list[str]:
+        from medaudit.blocks.checks import unknown
+
+        errs: list[str] = []
+        models, prompts = set(table["model"].unique()), set(table["prompt"].unique())
+        for i, rt in enumerate(config):
+            errs += unknown("model", [rt.a, rt.b], models, f"retained[{i}]")
+            errs += unknown("cohort", rt.cohorts, cohorts, f"retained[{i}].cohorts")
+            if rt.prompt is not None:
+                errs += unknown("prompt", [rt.prompt], prompts, f"retained[{i}].prompt")
+        return errs
+
+    def run(self, ctx: AuditContext, config: list[RetainedEntry]) -> BlockResult:
+        """Retained-target comparisons (``comparisons``) and per-seed summaries (``seeds``)."""
+        notes: list[str] = []
+        primary = ctx.primary_prompt
+        has_seeds = ctx.seed_scores is not None
+        if not config and not has_seeds:
+            return BlockResult(name=NAME, tables={"comparisons": pd.DataFrame(),
+                                                  "seeds": pd.DataFrame()},
+                               notes=("retained: the spec has no `retained` entries and the score "
+                                      "table has no `seed` column; nothing to report.",))
+        entries = [(e, e.prompt or primary,
+                    _cohorts(ctx, e.cohorts, f"retained entry {e.b!r} - {e.a!r}")) for e in config]
+        for e, _, _ in entries:
+            if e.a == e.b:
+                raise SchemaError(f"retained entry compares model {e.a!r} with itself; `a` and `b` "
+                                  "must name two score sets.")
+        seed_rows, seed_delta = (_seed_tables(ctx, entries, notes) if has_seeds else
+                                 ({c: [] for c in ctx.cohorts}, {}))
+        where = [(i, e, prompt, cohort) for cohort in ctx.cohorts
+                 for i, (e, prompt, cohorts) in enumerate(entries) if cohort in cohorts]
+        comparisons, comp_rows = _comparisons(ctx, where, seed_delta)
+        # comparison (i): `a` against itself on its full and on the retained targets; never
+        # aligned with `b`'s scores (the two score different image sets by design)
+        mix_jobs = [_composition_job(ctx, e, cohort, prompt) for _, e, prompt, cohort in where]
+        mix = ctx.map(functools.partial(run_composition, resampling=ctx.resampling),
+                      [cell for _, cell in mix_jobs])
+        composition = pd.DataFrame([
+            _composition_row(ctx, e, cohort, prompt, info, res)
+            for (_, e, prompt, cohort), (info, _), res in zip(where, mix_jobs, mix, strict=True)])
+        infos = {(i, cohort): info for (i, _, _, cohort), (info, _) in zip(where, mix_jobs,
+                                                                           strict=True)}
+        per_entry = [exclusion_rows(ctx, e, prompt, cohorts, {c: infos[(i, c)] for c in cohorts})
+                     for i, (e, prompt, cohorts) in enumerate(entries)]
+        exclusion = pd.DataFrame([per_entry[i][0][cohort] for i, _, _, cohort in where]
+                                 + [r for _, card_only in per_entry for r in card_only])
+        seeds = pd.DataFrame([r for c in ctx.cohorts for r in seed_rows[c]])
+        if not seeds.empty:
+            seeds["model_seed"] = seeds["model_seed"].astype("Int64")
+        notes += _notes(config, comp_rows, seeds, has_seeds, primary)
+        return BlockResult(name=NAME, tables={"comparisons": comparisons, "seeds": seeds,
+                                              "composition": composition, "exclusion": exclusion},
+                           notes=tuple(notes))
+
+
+def _seed_tables(ctx: AuditContext, entries: list, notes: list[str]
+                 ) -> tuple[dict[str, list[dict]], dict[tuple[int, str], dict]]:
+    """Per-seed rows by cohort, and the seed-paired change summaries by (entry, cohort)."""
+    primary = ctx.primary_prompt
+    seed_rows_by_cohort: dict[str, list[dict]] = {c: [] for c in ctx.cohorts}
     seed_delta: dict[tuple[int, str], dict[str, tuple[float, float, int]]] = {}
-    if has_seeds:
-        n_seeds = _seeded(ctx, primary)
-        single = sorted({m for (m, _), k in n_seeds.items() if k < _MIN_SEEDS})
-        if single:
-            notes.append(f"seeds: model(s) {single} have a single seed on some cohort at prompt "
-                         f"{primary!r}; no seed summary for those cells.")
-        elsewhere = sorted(set(ctx.seed_scores["model"]) - {m for m, _ in n_seeds})
-        if elsewhere:
-            notes.append(f"seeds: model(s) {elsewhere} have no per-seed scores at the primary "
-                         f"prompt {primary!r} on a declared cohort; no seed summary for them.")
-        where = [(cohort, model) for cohort in ctx.spec.cohorts
-                 for model in sorted(m for (m, c), k in n_seeds.items()
-                                     if c == cohort and k >= _MIN_SEEDS)]
-        cells = [_seed_job(ctx, model, cohort, primary) for cohort, model in where]
-        for (cohort, model), cell, res in zip(where, cells, ctx.map(_seed_cell, cells), strict=True):
-            seed_rows_by_cohort[cohort] += _model_seed_rows(ctx, model, cohort, primary, cell, res)
-        for i, (e, prompt, cohorts) in enumerate(entries):
-            k_seeds = _seeded(ctx, prompt) if prompt != primary else n_seeds
-            for cohort in cohorts:
-                if min(k_seeds.get((e.a, cohort), 0), k_seeds.get((e.b, cohort), 0)) < _MIN_SEEDS:
-                    continue
-                rows, summary, note = _seed_delta_rows(ctx, e, cohort, prompt)
-                seed_rows_by_cohort[cohort] += rows
-                if summary is not None:
-                    seed_delta[(i, cohort)] = summary
-                if note:
-                    notes.append(note)
+    n_seeds = _seeded(ctx, primary)
+    single = sorted({m for (m, _), k in n_seeds.items() if k < _MIN_SEEDS})
+    if single:
+        notes.append(f"seeds: model(s) {single} have a single seed on some cohort at prompt "
+                     f"{primary!r}; no seed summary for those cells.")
+    elsewhere = sorted(set(ctx.seed_scores["model"]) - {m for m, _ in n_seeds})
+    if elsewhere:
+        notes.append(f"seeds: model(s) {elsewhere} have no per-seed scores at the primary "
+                     f"prompt {primary!r} on a declared cohort; no seed summary for them.")
+    where = [(cohort, model) for cohort in ctx.cohorts
+             for model in sorted(m for (m, c), k in n_seeds.items()
+                                 if c == cohort and k >= _MIN_SEEDS)]
+    cells = [_seed_job(ctx, model, cohort, primary) for cohort, model in where]
+    results = ctx.map(functools.partial(run_seed, resampling=ctx.resampling), cells)
+    for (cohort, model), cell, res in zip(where, cells, results, strict=True):
+        seed_rows_by_cohort[cohort] += _model_seed_rows(ctx, model, cohort, primary, cell, res)
+    for i, (e, prompt, cohorts) in enumerate(entries):
+        k_seeds = _seeded(ctx, prompt) if prompt != primary else n_seeds
+        for cohort in cohorts:
+            if min(k_seeds.get((e.a, cohort), 0), k_seeds.get((e.b, cohort), 0)) < _MIN_SEEDS:
+                continue
+            rows, summary, note = _seed_delta_rows(ctx, e, cohort, prompt)
+            seed_rows_by_cohort[cohort] += rows
+            if summary is not None:
+                seed_delta[(i, cohort)] = summary
+            if note:
+                notes.append(note)
+    return seed_rows_by_cohort, seed_delta
 
-    where = [(i, e, prompt, cohort) for cohort in ctx.spec.cohorts
-             for i, (e, prompt, cohorts) in enumerate(entries) if cohort in cohorts]
-    jobs = [_comparison_job(ctx, e, cohort, prompt) for _, e, prompt, cohort in where]
-    results = ctx.map(_comparison_cell, [cell for _, cell, _ in jobs])
-    soft_jobs = [k for k, (_, _, p) in enumerate(jobs) if p is not None]
-    soft_res = dict(zip(soft_jobs, ctx.map(run_paired_cell, [
-        _soft_comparison_cell(jobs[k][1], jobs[k][2]) for k in soft_jobs]), strict=True))
+
+def _comparisons(ctx: AuditContext, where: list, seed_delta: dict) -> tuple[pd.DataFrame, list]:
+    """The ``comparisons`` table: b - a on the retained targets (and its soft twin rows)."""
+    jobs = [_comparison_cells(ctx, e, cohort, prompt) for _, e, prompt, cohort in where]
+    boots = run_cells(ctx, [boot for _, boot, _ in jobs])
+    tests = run_delong_cells(ctx, [dl for _, _, dl in jobs])
     comp_rows = []
-    for k, ((i, e, prompt, cohort), (targets, _, _), res) in enumerate(zip(where, jobs, results,
-                                                                           strict=True)):
+    for (i, e, prompt, cohort), (targets, _, _), res, dl in zip(where, jobs, boots, tests,
+                                                                 strict=True):
         sd = seed_delta.get((i, cohort), {})
-        comp_rows.append(_comparison_row(ctx, e, cohort, prompt, targets, res, sd.get("roc_auc")))
-        if k in soft_res:
-            comp_rows.append(_comparison_row(ctx, e, cohort, prompt, targets, (soft_res[k], None),
+        comp_rows.append(_comparison_row(ctx, e, cohort, prompt, targets, (res.hard, dl[0]),
+                                         sd.get("roc_auc")))
+        if res.soft is not None:
+            comp_rows.append(_comparison_row(ctx, e, cohort, prompt, targets, (res.soft, None),
                                              sd.get(SOFT), mid=SOFT))
-    comparisons = pd.DataFrame(comp_rows)
-    # comparison (i): `a` against itself on its full and on the retained targets; never
-    # aligned with `b`'s scores (the two score different image sets by design)
-    mix_jobs = [_composition_job(ctx, e, cohort, prompt) for _, e, prompt, cohort in where]
-    mix = ctx.map(_composition_cell, [cell for _, cell in mix_jobs])
-    composition = pd.DataFrame([
-        _composition_row(ctx, e, cohort, prompt, info, res)
-        for (_, e, prompt, cohort), (info, _), res in zip(where, mix_jobs, mix, strict=True)])
-    infos = {(i, cohort): info for (i, _, _, cohort), (info, _) in zip(where, mix_jobs, strict=True)}
-    per_entry = [exclusion_rows(ctx, e, prompt, cohorts, {c: infos[(i, c)] for c in cohorts})
-                 for i, (e, prompt, cohorts) in enumerate(entries)]
-    exclusion = pd.DataFrame([per_entry[i][0][cohort] for i, _, _, cohort in where]
-                             + [r for _, card_only in per_entry for r in card_only])
-    seeds = pd.DataFrame([r for c in ctx.spec.cohorts for r in seed_rows_by_cohort[c]])
-    if not seeds.empty:
-        seeds["model_seed"] = seeds["model_seed"].astype("Int64")
+    return pd.DataFrame(comp_rows), comp_rows
+
+
+def _notes(config: Sequence[RetainedEntry], comp_rows: list, seeds: pd.DataFrame,
+           has_seeds: bool, primary: str) -> list[str]:
+    notes = []
     if comp_rows:
         notes.append("comparisons: AUROC(b) - AUROC(a) on the images both score sets have "
                      "(n_only_a / n_only_b images dropped); interval from a paired within-label "
                      "bootstrap conditional on both fitted score sets (B-WL-PAIRED); p from the "
                      "paired DeLong test (descriptive, no multiplicity family).")
-    elif ctx.spec.retained == []:
+    elif list(config) == []:
         notes.append("comparisons: the spec has no `retained` entries.")
     if any(c.get("criterion", "").startswith("soft_") for c in comp_rows) or (
             not seeds.empty and seeds["criterion"].str.startswith("soft_").any()):
@@ -569,6 +625,4 @@ def run(ctx: AuditContext) -> BlockResult:
         notes.append("exclusion: Table 19 counts per cohort from the score table (images a scores, "
                      "those b lacks, those retained by label); rows with source 'model card' are "
                      "the training run's counts for cohorts the audit does not score.")
-    return BlockResult(name=NAME, tables={"comparisons": comparisons, "seeds": seeds,
-                                          "composition": composition, "exclusion": exclusion},
-                       notes=tuple(notes))
+    return notes

@@ -3,7 +3,7 @@
 Paper 000 M0.9 (estimands) and M0.10 (shared-positive bootstrap, permutation test of
 group membership, Holm over the declared family); Tables 9-11.
 
-For each entry of ``spec.spectrum`` (cohort C, negative groups G_1..G_k, optional
+For each entry of the spec's ``spectrum:`` list (cohort C, negative groups G_1..G_k, optional
 reference, test, optional prevalence pi) the positives P are the label-1 images of C
 at the primary prompt and each control group G is the images with
 ``negative_group == G``.  The block returns three tidy tables:
@@ -50,24 +50,32 @@ descriptive: the permutation test of group membership has no soft form.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, model_validator
 
-from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row, verdict
-from medaudit.blocks.discrimination import SOFT_METRICS, run_paired_cell, soft_twin
+from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
+from medaudit.blocks.cells import SOFT_METRICS, BootstrapCell, run_cells
+from medaudit.blocks.context import AuditContext, Resampling, cell_rng
+from medaudit.blocks.notes import exposure_note, join
+from medaudit.blocks.rows import interval, spec_row, verdict
 from medaudit.exceptions import SchemaError
+from medaudit.io.specfile import fraction
 from medaudit.stats import (
     adjust_pvalues,
     bootstrap_metrics,
     negative_group_permutation_test,
-    paired_bootstrap,
     shared_positive_bootstrap,
 )
 
-__all__ = ["NAME", "run", "SMALL_GROUP", "PERMUTATION_FAMILY"]
+__all__ = ["Spectrum", "SpectrumEntry", "SharedPositiveCell", "run_shared_positive", "SMALL_GROUP",
+           "PERMUTATION_FAMILY"]
 
 NAME = "spectrum"
 #: groups with fewer images than this get a "small group" qualification
@@ -76,8 +84,26 @@ PERMUTATION_FAMILY = "negative-spectrum-Holm"
 DESCRIPTIVE_FAMILY = "descriptive"
 
 
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
+class SpectrumEntry(BlockConfig):
+    """One cohort's negative groups: the positives against each named control group."""
+
+    cohort: str
+    groups: list[str] = Field(min_length=2)
+    #: named-group contrasts against this reference group (paper 000 Tables 10-11)
+    reference: str | None = None
+    #: permutation test of group membership for two-group contrasts (Table 9)
+    test: Literal["permutation", "none"] = "permutation"
+    prevalence: float | None = None  # Brier against each group at this pi (descriptive)
+
+    @model_validator(mode="after")
+    def _check(self) -> SpectrumEntry:
+        if len(set(self.groups)) != len(self.groups):
+            raise ValueError(f"groups repeat a name: {self.groups}")
+        if self.reference is not None and self.reference not in self.groups:
+            raise ValueError(f"reference {self.reference!r} must be one of groups {self.groups}")
+        if self.prevalence is not None:
+            fraction(self.prevalence, "prevalence")
+        return self
 
 
 def _small(groups: list[str], sizes: dict[str, int]) -> str:
@@ -100,14 +126,14 @@ def _contrast_pairs(groups: list[str], reference: str | None) -> list[tuple[str,
 
 
 def _interval(r, n_pos: int | None = None, n_neg: int | None = None) -> dict[str, Any]:
-    """Interval columns; soft-label results pass the image counts (their n_pos is a mass)."""
-    n_pos = int(r.n_pos) if n_pos is None else int(n_pos)
-    n_neg = int(r.n_neg) if n_neg is None else int(n_neg)
-    return {"estimate": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high,
-            "n_degenerate": r.n_degenerate, "n": r.n, "n_pos": n_pos, "n_neg": n_neg}
+    """Interval columns with integer counts; soft-label results pass the image counts
+    (their n_pos is a label mass)."""
+    return interval(r, n_pos=int(r.n_pos) if n_pos is None else int(n_pos),
+                    n_neg=int(r.n_neg) if n_neg is None else int(n_neg))
 
 
-def _entry_arrays(ctx: AuditContext, i: int, entry) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
+def _entry_arrays(ctx: AuditContext, i: int, entry: SpectrumEntry
+                  ) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
     """Aligned scores of the entry's cohort, the positive mask and one mask per group."""
     w = ctx.wide(entry.cohort)  # all models at the primary prompt; refuses mismatched image sets
     pos = w.label == 1
@@ -123,29 +149,47 @@ def _entry_arrays(ctx: AuditContext, i: int, entry) -> tuple[Any, np.ndarray, di
                         f"{present})")
     if problems:
         raise SchemaError(f"spectrum[{i}] on cohort {entry.cohort!r} at prompt "
-                          f"{ctx.spec.primary_prompt!r}: " + "; ".join(problems)
+                          f"{ctx.primary_prompt!r}: " + "; ".join(problems)
                           + ". Every declared group needs images and the cohort needs positives.")
     return w, pos, masks
 
 
-# Independent cells for ``ctx.map`` (module level, so a backend can ship them to workers);
-# each draws only from cell_rng(seed, *key) with the keys the block has always used.
-def _model_cell(cell: dict[str, Any]) -> tuple[Any, dict, dict, dict | None]:
-    """One entry x model: shared-positive bootstrap, B-ORD marginals, permutation tests,
-    and the soft-label marginals when the cell carries soft labels (else None)."""
-    seed, key, pos, neg = cell["seed"], cell["key"], cell["positives"], cell["negatives"]
-    n_res, level, metrics = cell["n_resamples"], cell["confidence_level"], cell["metrics"]
-    soft = cell.get("soft_positives") is not None
+@dataclasses.dataclass(frozen=True, eq=False)
+class SharedPositiveCell:
+    """One entry x model: the positives against each declared group, resampled together."""
+
+    key: tuple[Any, ...]
+    positives: np.ndarray
+    #: group -> the scores of its negatives
+    negatives: Mapping[str, np.ndarray]
+    groups: tuple[str, ...]
+    metrics: tuple[Any, ...]
+    contrasts: tuple[tuple[str, str], ...]
+    permutation_pairs: tuple[tuple[str, str], ...]
+    #: the cohort's marginal design ("ordinary": B-ORD group intervals)
+    design: str
+    soft_positives: np.ndarray | None = None
+    soft_negatives: Mapping[str, np.ndarray] | None = None
+
+
+# Each cell draws only from cell_rng(seed, *key, ...) with the keys the block has always used.
+def run_shared_positive(cell: SharedPositiveCell, resampling: Resampling
+                        ) -> tuple[Any, dict, dict, dict | None]:
+    """Shared-positive bootstrap, B-ORD marginals, permutation tests, and the soft-label
+    marginals when the cell carries soft labels (else None)."""
+    seed, key, pos, neg = resampling.seed, cell.key, cell.positives, dict(cell.negatives)
+    n_res, level, metrics = resampling.n_resamples, resampling.confidence_level, cell.metrics
+    soft = cell.soft_positives is not None
     # the soft metrics ride on the same call (so on the very same replicate weights);
     # extra metrics consume no random numbers, so the ordinary results do not change
     sp = shared_positive_bootstrap(
         pos, neg, metrics=list(metrics) + (list(SOFT_METRICS) if soft else []),
-        contrasts=cell["contrasts"], n_resamples=n_res, confidence_level=level,
-        p_true_pos=cell["soft_positives"] if soft else None,
-        p_true_negatives=cell["soft_negatives"] if soft else None,
-        rng=cell_rng(seed, *key, "shared_positive", cell["groups"]))
+        contrasts=list(cell.contrasts), n_resamples=n_res, confidence_level=level,
+        p_true_pos=cell.soft_positives if soft else None,
+        p_true_negatives=dict(cell.soft_negatives) if soft else None,
+        rng=cell_rng(seed, *key, "shared_positive", cell.groups))
     marginal = sp.marginal
-    if cell["design"] == "ordinary":
+    if cell.design == "ordinary":
         # M0.10: TBX marginal intervals are B-ORD on the P ∪ G subset (class mix
         # varies); the shared-positive draw serves the contrasts
         marginal = {}
@@ -153,41 +197,32 @@ def _model_cell(cell: dict[str, Any]) -> tuple[Any, dict, dict, dict | None]:
             # positives first, then the group (each by image_id): the item order the
             # shared-positive engine sees, so tie order in confidence (AURC) agrees
             yg = np.r_[np.ones(pos.size), np.zeros(sg.size)]
-            res = bootstrap_metrics(yg, np.r_[pos, sg], metrics=metrics, design="ordinary",
+            res = bootstrap_metrics(yg, np.r_[pos, sg], metrics=list(metrics), design="ordinary",
                                     n_resamples=n_res, confidence_level=level,
                                     rng=cell_rng(seed, *key, "marginal", g))
             marginal.update({(g, mid): r for mid, r in res.items()})
     perms = {(a, b): negative_group_permutation_test(
-        pos, neg[a], neg[b], n_resamples=cell["n_permutations"],
-        rng=cell_rng(seed, *key, "permutation", a, b)) for a, b in cell["permutation_pairs"]}
-    return sp, marginal, perms, _soft_marginals(cell, sp)
+        pos, neg[a], neg[b], n_resamples=resampling.n_permutations,
+        rng=cell_rng(seed, *key, "permutation", a, b)) for a, b in cell.permutation_pairs}
+    return sp, marginal, perms, _soft_marginals(cell, sp, resampling)
 
 
-def _soft_marginals(cell: dict[str, Any], sp) -> dict | None:
+def _soft_marginals(cell: SharedPositiveCell, sp, resampling: Resampling) -> dict | None:
     """Soft AUROC/AP of P ∪ G per group (see the module docstring for the designs)."""
-    if cell.get("soft_positives") is None:
+    if cell.soft_positives is None:
         return None
-    if cell["design"] != "ordinary":  # the shared-positive draw of the ordinary rows
-        return {(g, mid): sp.marginal[(g, mid)] for g in cell["negatives"] for mid in SOFT_METRICS}
-    seed, key, pos, neg = cell["seed"], cell["key"], cell["positives"], cell["negatives"]
+    if cell.design != "ordinary":  # the shared-positive draw of the ordinary rows
+        return {(g, mid): sp.marginal[(g, mid)] for g in cell.negatives for mid in SOFT_METRICS}
     out = {}
-    for g, sg in neg.items():
+    for g, sg in cell.negatives.items():
         # the B-ORD marginal's own key and layout (P, then G): the same draws
-        res = bootstrap_metrics(np.r_[cell["soft_positives"], cell["soft_negatives"][g]],
-                                np.r_[pos, sg], metrics=SOFT_METRICS, design="ordinary",
-                                n_resamples=cell["n_resamples"],
-                                confidence_level=cell["confidence_level"],
-                                rng=cell_rng(seed, *key, "marginal", g))
+        res = bootstrap_metrics(np.r_[cell.soft_positives, cell.soft_negatives[g]],
+                                np.r_[cell.positives, sg], metrics=SOFT_METRICS, design="ordinary",
+                                n_resamples=resampling.n_resamples,
+                                confidence_level=resampling.confidence_level,
+                                rng=cell_rng(resampling.seed, *cell.key, "marginal", g))
         out.update({(g, mid): r for mid, r in res.items()})
     return out
-
-
-def _differences_cell(cell: dict[str, Any]):
-    """One entry x group: paired bootstrap of every model on P ∪ G."""
-    return paired_bootstrap(cell["label"], cell["scores"], metrics=["roc_auc"],
-                            design=cell["design"], n_resamples=cell["n_resamples"],
-                            confidence_level=cell["confidence_level"],
-                            rng=cell_rng(cell["seed"], *cell["key"]))
 
 
 def _soft_contrast(row: dict[str, Any], sp, a: str, b: str, n_pos: int, n_neg: int
@@ -205,151 +240,202 @@ def _soft_contrast(row: dict[str, Any], sp, a: str, b: str, n_pos: int, n_neg: i
             "pvalue_adj": math.nan, "significant": pd.NA, "test": "none", "n_permutations": 0}
 
 
-def run(ctx: AuditContext) -> BlockResult:
-    """Negative-spectrum tables ``groups``, ``contrasts`` and ``model_differences``."""
-    spec = ctx.spec
-    prompt = spec.primary_prompt
-    models = ctx.models()
-    n_res, level, n_perm = spec.n_resamples, spec.confidence_level, spec.n_permutations
-    probabilities = spec.score_scale == "probabilities"
-    cohort_order = list(spec.cohorts)
-    entries = sorted(enumerate(spec.spectrum),
-                     key=lambda e: (cohort_order.index(e[1].cohort)
-                                    if e[1].cohort in cohort_order else len(cohort_order), e[0]))
-    group_rows: list[dict[str, Any]] = []
-    contrast_rows: list[dict[str, Any]] = []
-    diff_rows: list[dict[str, Any]] = []
-    notes: list[str] = []
-    soft_entries: list[str] = []
-    if not probabilities and entries:
-        notes.append("score_scale is 'logits': AURC and Brier need probabilities and are not "
-                     "reported; AUROC contrasts are unaffected.")
-    for i, entry in entries:
-        ctx.tick(f"{NAME}: entry {entry.cohort}")
-        cohort, groups = entry.cohort, list(entry.groups)
-        w, pos, masks = _entry_arrays(ctx, i, entry)
-        soft = w.label_soft
-        if soft is not None:
-            soft_entries.append(f"spectrum[{i}] {cohort}")
-        sizes = {g: int(mk.sum()) for g, mk in masks.items()}
-        metrics: list[Any] = ["roc_auc"]
-        if probabilities:
-            metrics.append("aurc")
-            if entry.prevalence is not None:
-                metrics.append(("brier_score", {"prevalence": entry.prevalence}))
-        pairs = _contrast_pairs(groups, entry.reference)
-        design = ctx.cohort_design(cohort)
-        cells = [{"positives": w.scores[f"{m}|{prompt}"][pos],
-                  "negatives": {g: w.scores[f"{m}|{prompt}"][masks[g]] for g in groups},
-                  "groups": tuple(groups),
-                  "metrics": metrics, "contrasts": [(a, b) for a, b, _ in pairs],
-                  "permutation_pairs": ([(a, b) for a, b, _ in pairs]
-                                        if entry.test == "permutation" else []),
-                  "design": design, "n_resamples": n_res, "n_permutations": n_perm,
-                  "confidence_level": level, "seed": ctx.seed, "key": (NAME, cohort, m),
-                  "soft_positives": None if soft is None else soft[pos],
-                  "soft_negatives": None if soft is None else {g: soft[masks[g]] for g in groups}}
-                 for m in models]
-        for m, (sp, marginal, perms, smarg) in zip(models, ctx.map(_model_cell, cells),
-                                                   strict=True):
-            expo = ctx.exposure(m, cohort)
-            for g in groups:
-                qual = _join(expo, _small([g], sizes))
-                for mid in [x for x in sp.options["metrics"] if x not in SOFT_METRICS]:
-                    r = marginal[(g, mid)]
-                    prev = entry.prevalence if mid.startswith("brier_score") else "observed"
-                    group_rows.append(spec_row(
-                        model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence=prev,
-                        criterion=mid, design=r.design, n_resamples=n_res, seed=ctx.seed,
-                        family=None, entry=i, group=g, **_interval(r), qualification=qual))
-                for mid in SOFT_METRICS if smarg is not None else ():
-                    r = smarg[(g, mid)]
-                    group_rows.append(spec_row(
-                        model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence="observed",
-                        criterion=mid, design=r.design, n_resamples=n_res, seed=ctx.seed,
-                        family=None, entry=i, group=g, **_interval(r, pos.sum(), sizes[g]),
-                        qualification=qual))
-            for a, b, kind in pairs:
-                d = sp.differences[(a, b, "roc_auc")]
-                row = spec_row(
-                    model=m, prompt=prompt, cohort=cohort, negatives=f"{a} - {b}",
-                    criterion="roc_auc_difference", design=d.design, n_resamples=n_res,
-                    seed=ctx.seed, family=DESCRIPTIVE_FAMILY, entry=i, group_a=a, group_b=b,
-                    contrast=kind, auroc_a=sp.marginal[(a, "roc_auc")].estimate,
-                    auroc_b=sp.marginal[(b, "roc_auc")].estimate,
-                    **{**_interval(d), "n": int(pos.sum()) + sizes[a] + sizes[b],
-                       "n_neg": sizes[a] + sizes[b]},
-                    pvalue=math.nan, pvalue_adj=math.nan, significant=pd.NA,
-                    test="none", n_permutations=0,
-                    qualification=_join(expo, _small([a, b], sizes)))
-                if entry.test == "permutation":
-                    perm = perms[(a, b)]
-                    row.update(family=PERMUTATION_FAMILY, pvalue=perm.pvalue, test="permutation",
-                               n_permutations=n_perm)
-                contrast_rows.append(row)
-                if smarg is not None:
-                    contrast_rows.append(_soft_contrast(row, sp, a, b, int(pos.sum()),
-                                                        sizes[a] + sizes[b]))
-        if len(models) >= 2:
-            subs = [pos | masks[g] for g in groups]
-            cells = [{"label": w.label[sub], "scores": {m: w.scores[f"{m}|{prompt}"][sub]
-                                                        for m in models},
-                      "design": design, "n_resamples": n_res, "confidence_level": level,
-                      "seed": ctx.seed, "key": (NAME, cohort, "model_differences", g)}
-                     for g, sub in zip(groups, subs, strict=True)]
-            twins = [] if soft is None else [
-                soft_twin({**c, "metrics": ("roc_auc",)}, soft[sub], metrics=("soft_roc_auc",))
-                for c, sub in zip(cells, subs, strict=True)]
-            results = ctx.map(_differences_cell, cells)
-            soft_res = ctx.map(run_paired_cell, twins) if twins else [None] * len(groups)
-            for g, pb, spb in zip(groups, results, soft_res, strict=True):
-                counts = (int(pos.sum()), sizes[g])
-                for j, a in enumerate(models):
-                    for b in models[j + 1:]:
-                        for r, mid, cnt in [(pb, "roc_auc", (None, None))] + (
-                                [(spb, "soft_roc_auc", counts)] if spb is not None else []):
-                            d = r.differences[(a, b, mid)]
-                            diff_rows.append(spec_row(
-                                model=f"{a} - {b}", prompt=prompt, cohort=cohort, negatives=g,
-                                criterion=f"{mid}_difference", design=d.design, n_resamples=n_res,
-                                seed=ctx.seed, family=None, entry=i, group=g, model_a=a,
-                                model_b=b, auroc_a=r.marginal[(a, mid)].estimate,
-                                auroc_b=r.marginal[(b, mid)].estimate, **_interval(d, *cnt),
-                                verdict=verdict(d.ci_low, d.ci_high, +1),
-                                qualification=_join(
-                                    *(f"{x}: {ctx.exposure(x, cohort)}" for x in (a, b)
-                                      if ctx.exposure(x, cohort)), _small([g], sizes))))
-    contrasts = pd.DataFrame(contrast_rows)
-    if not contrasts.empty:
-        fam = (contrasts["family"] == PERMUTATION_FAMILY).to_numpy()
-        alpha = round(1.0 - level, 12)
-        if fam.any():
-            adj = adjust_pvalues(contrasts.loc[fam, "pvalue"].to_numpy(), method="holm",
-                                 alpha=alpha, family=PERMUTATION_FAMILY)
-            contrasts.loc[fam, "pvalue_adj"] = adj.pvalues_adjusted
-            contrasts["significant"] = contrasts["significant"].astype("boolean")
-            contrasts.loc[fam, "significant"] = adj.reject
-            notes.append(f"Permutation tests of negative-group membership ({n_perm} permutations, "
-                         f"two-sided, p = (1+b)/(1+B)) are Holm-adjusted over the declared family "
-                         f"{PERMUTATION_FAMILY!r} of m = {adj.m} tests (all entries and models); "
-                         f"significant at alpha = {alpha:g}.")
+class Spectrum(Block):
+    """Shared positives against each named control group (paper 000 Tables 9-11)."""
+
+    name = NAME
+    title = "Negative spectrum"
+    summary = ("shared positives vs each control group, shared-positive bootstrap, permutation "
+               "test + Holm (paper 000 Tables 9-11)")
+    config = SpectrumEntry
+    many = True
+    tables = (
+        TableSchema("groups", "per entry x model x group: AUROC(P, G) and AURC on P ∪ G",
+                    ("entry", "group", "estimate", "ci_low", "ci_high", "n_degenerate", "n", "n_pos",
+                     "n_neg", "qualification")),
+        TableSchema("contrasts", "every pair of groups: AUROC(P, a) - AUROC(P, b)",
+                    ("entry", "group_a", "group_b", "contrast", "estimate", "ci_low", "ci_high",
+                     "pvalue", "pvalue_adj", "significant", "test")),
+        TableSchema("model_differences", "model differences A - B on P ∪ G per group",
+                    ("entry", "group", "model_a", "model_b", "estimate", "ci_low", "ci_high",
+                     "verdict")),
+    )
+    figures = ("fig3_spectrum",)
+
+    def multiplicity(self, config: list[SpectrumEntry]) -> str:
+        return "Holm over all negative-group permutation tests"
+
+    def check(self, config: list[SpectrumEntry], table: pd.DataFrame, cohorts) -> list[str]:
+        from medaudit.blocks.checks import unknown
+
+        errs: list[str] = []
+        present = set(table["cohort"].unique())
+        for i, sp in enumerate(config):
+            errs += unknown("cohort", [sp.cohort], cohorts, f"spectrum[{i}].cohort")
+            if sp.cohort in present and "negative_group" in table.columns:
+                g = table.loc[(table["cohort"] == sp.cohort) & (table["label"] == 0), "negative_group"]
+                errs += unknown("negative group", sp.groups, set(g.unique()) - {""},
+                                f"spectrum[{i}].groups")
+            elif "negative_group" not in table.columns:
+                errs.append(f"  - spectrum[{i}]: the table has no 'negative_group' column")
+        return errs
+
+    def run(self, ctx: AuditContext, config: list[SpectrumEntry]) -> BlockResult:
+        """Negative-spectrum tables ``groups``, ``contrasts`` and ``model_differences``."""
+        cohort_order = ctx.cohorts
+        entries = sorted(enumerate(config),
+                         key=lambda e: (cohort_order.index(e[1].cohort)
+                                        if e[1].cohort in cohort_order else len(cohort_order), e[0]))
+        group_rows: list[dict[str, Any]] = []
+        contrast_rows: list[dict[str, Any]] = []
+        diff_rows: list[dict[str, Any]] = []
+        notes: list[str] = []
+        soft_entries: list[str] = []
+        if not ctx.probabilities and entries:
+            notes.append("score_scale is 'logits': AURC and Brier need probabilities and are not "
+                         "reported; AUROC contrasts are unaffected.")
+        for i, entry in entries:
+            ctx.tick(f"{NAME}: entry {entry.cohort}")
+            w, pos, masks = _entry_arrays(ctx, i, entry)
+            if w.label_soft is not None:
+                soft_entries.append(f"spectrum[{i}] {entry.cohort}")
+            sizes = {g: int(mk.sum()) for g, mk in masks.items()}
+            _group_rows(ctx, i, entry, w, pos, masks, sizes, group_rows, contrast_rows)
+            if len(ctx.models()) >= 2:
+                diff_rows += _model_difference_rows(ctx, i, entry, w, pos, masks, sizes)
+        contrasts = _adjust(ctx, pd.DataFrame(contrast_rows), notes)
+        if soft_entries:
+            notes.append(f"Soft labels (label_soft) in {', '.join(soft_entries)}: soft_roc_auc and "
+                         "soft_average_precision of P ∪ G per group (membership by the hard label "
+                         "and negative_group; each image weighted by its own soft label), "
+                         "soft_roc_auc_difference group contrasts and model differences, each from "
+                         "the very draws of the ordinary row beside it (group rows: B-ORD on "
+                         "ordinary-design cohorts, shared-positive otherwise; contrasts: "
+                         "shared-positive; model differences: the paired cells). Soft contrasts are "
+                         "descriptive: the permutation test of group membership is defined for hard "
+                         "labels only. n, n_pos, n_neg count images.")
+        notes.append("Group AUROC/AURC intervals and group contrasts use the shared-positive "
+                     "bootstrap (positives resampled once per replicate, each group within itself); "
+                     "model differences use the paired within-label bootstrap on P ∪ G.")
+        tables = {"groups": pd.DataFrame(group_rows), "contrasts": contrasts,
+                  "model_differences": pd.DataFrame(diff_rows)}
+        for t in tables.values():
+            if "prevalence" in t.columns:  # "observed" or a number: keep one dtype whatever the mix
+                t["prevalence"] = t["prevalence"].astype(object)
+        return BlockResult(name=NAME, tables=tables, notes=tuple(notes))
+
+
+def _group_rows(ctx: AuditContext, i: int, entry: SpectrumEntry, w, pos, masks, sizes,
+                group_rows: list, contrast_rows: list) -> None:
+    """Group metrics and group contrasts of one entry (one shared-positive cell per model)."""
+    prompt, models, cohort, groups = ctx.primary_prompt, ctx.models(), entry.cohort, list(entry.groups)
+    soft = w.label_soft
+    n_res, n_perm = ctx.resampling.n_resamples, ctx.resampling.n_permutations
+    metrics: list[Any] = ["roc_auc"]
+    if ctx.probabilities:
+        metrics.append("aurc")
+        if entry.prevalence is not None:
+            metrics.append(("brier_score", {"prevalence": entry.prevalence}))
+    pairs = _contrast_pairs(groups, entry.reference)
+    cells = [SharedPositiveCell(
+        key=(NAME, cohort, m), positives=w.scores[f"{m}|{prompt}"][pos],
+        negatives={g: w.scores[f"{m}|{prompt}"][masks[g]] for g in groups}, groups=tuple(groups),
+        metrics=tuple(metrics), contrasts=tuple((a, b) for a, b, _ in pairs),
+        permutation_pairs=(tuple((a, b) for a, b, _ in pairs) if entry.test == "permutation"
+                           else ()),
+        design=ctx.cohort_design(cohort),
+        soft_positives=None if soft is None else soft[pos],
+        soft_negatives=None if soft is None else {g: soft[masks[g]] for g in groups})
+        for m in models]
+    run = functools.partial(run_shared_positive, resampling=ctx.resampling)
+    for m, (sp, marginal, perms, smarg) in zip(models, ctx.map(run, cells), strict=True):
+        expo = exposure_note(ctx, m, cohort, label="")
+        for g in groups:
+            qual = join(expo, _small([g], sizes))
+            for mid in [x for x in sp.options["metrics"] if x not in SOFT_METRICS]:
+                r = marginal[(g, mid)]
+                prev = entry.prevalence if mid.startswith("brier_score") else "observed"
+                group_rows.append(spec_row(
+                    model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence=prev,
+                    criterion=mid, design=r.design, n_resamples=n_res, seed=ctx.seed,
+                    family=None, entry=i, group=g, **_interval(r), qualification=qual))
+            for mid in SOFT_METRICS if smarg is not None else ():
+                r = smarg[(g, mid)]
+                group_rows.append(spec_row(
+                    model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence="observed",
+                    criterion=mid, design=r.design, n_resamples=n_res, seed=ctx.seed,
+                    family=None, entry=i, group=g, **_interval(r, pos.sum(), sizes[g]),
+                    qualification=qual))
+        for a, b, kind in pairs:
+            d = sp.differences[(a, b, "roc_auc")]
+            row = spec_row(
+                model=m, prompt=prompt, cohort=cohort, negatives=f"{a} - {b}",
+                criterion="roc_auc_difference", design=d.design, n_resamples=n_res,
+                seed=ctx.seed, family=DESCRIPTIVE_FAMILY, entry=i, group_a=a, group_b=b,
+                contrast=kind, auroc_a=sp.marginal[(a, "roc_auc")].estimate,
+                auroc_b=sp.marginal[(b, "roc_auc")].estimate,
+                **{**_interval(d), "n": int(pos.sum()) + sizes[a] + sizes[b],
+                   "n_neg": sizes[a] + sizes[b]},
+                pvalue=math.nan, pvalue_adj=math.nan, significant=pd.NA,
+                test="none", n_permutations=0,
+                qualification=join(expo, _small([a, b], sizes)))
+            if entry.test == "permutation":
+                perm = perms[(a, b)]
+                row.update(family=PERMUTATION_FAMILY, pvalue=perm.pvalue, test="permutation",
+                           n_permutations=n_perm)
+            contrast_rows.append(row)
+            if smarg is not None:
+                contrast_rows.append(_soft_contrast(row, sp, a, b, int(pos.sum()),
+                                                    sizes[a] + sizes[b]))
+
+
+def _model_difference_rows(ctx: AuditContext, i: int, entry: SpectrumEntry, w, pos, masks,
+                           sizes) -> list[dict[str, Any]]:
+    """Model differences A - B on P ∪ G, one paired cell (and its soft twin) per group."""
+    prompt, models, cohort, groups = ctx.primary_prompt, ctx.models(), entry.cohort, list(entry.groups)
+    soft = w.label_soft
+    subs = [pos | masks[g] for g in groups]
+    cells = [BootstrapCell(key=(NAME, cohort, "model_differences", g), label=w.label[sub],
+                           scores={m: w.scores[f"{m}|{prompt}"][sub] for m in models},
+                           metrics=("roc_auc",), design=ctx.cohort_design(cohort),
+                           label_soft=None if soft is None else soft[sub],
+                           soft_metrics=("soft_roc_auc",))
+             for g, sub in zip(groups, subs, strict=True)]
+    rows = []
+    for g, res in zip(groups, run_cells(ctx, cells), strict=True):
+        counts = (int(pos.sum()), sizes[g])
+        for j, a in enumerate(models):
+            for b in models[j + 1:]:
+                for r, mid, cnt in [(res.hard, "roc_auc", (None, None))] + (
+                        [(res.soft, "soft_roc_auc", counts)] if res.soft is not None else []):
+                    d = r.differences[(a, b, mid)]
+                    rows.append(spec_row(
+                        model=f"{a} - {b}", prompt=prompt, cohort=cohort, negatives=g,
+                        criterion=f"{mid}_difference", design=d.design,
+                        n_resamples=ctx.resampling.n_resamples, seed=res.seed, family=None,
+                        entry=i, group=g, model_a=a, model_b=b,
+                        auroc_a=r.marginal[(a, mid)].estimate, auroc_b=r.marginal[(b, mid)].estimate,
+                        **_interval(d, *cnt), verdict=verdict(d.ci_low, d.ci_high, +1),
+                        qualification=join(exposure_note(ctx, (a, b), cohort, label="{model}: "),
+                                           _small([g], sizes))))
+    return rows
+
+
+def _adjust(ctx: AuditContext, contrasts: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Holm over every permutation test of the block (the declared family)."""
+    if contrasts.empty:
+        return contrasts
+    fam = (contrasts["family"] == PERMUTATION_FAMILY).to_numpy()
+    alpha = round(1.0 - ctx.resampling.confidence_level, 12)
+    if fam.any():
+        adj = adjust_pvalues(contrasts.loc[fam, "pvalue"].to_numpy(), method="holm",
+                             alpha=alpha, family=PERMUTATION_FAMILY)
+        contrasts.loc[fam, "pvalue_adj"] = adj.pvalues_adjusted
         contrasts["significant"] = contrasts["significant"].astype("boolean")
-    if soft_entries:
-        notes.append(f"Soft labels (label_soft) in {', '.join(soft_entries)}: soft_roc_auc and "
-                     "soft_average_precision of P ∪ G per group (membership by the hard label and "
-                     "negative_group; each image weighted by its own soft label), "
-                     "soft_roc_auc_difference group contrasts and model differences, each from the "
-                     "very draws of the ordinary row beside it (group rows: B-ORD on ordinary-design "
-                     "cohorts, shared-positive otherwise; contrasts: shared-positive; model "
-                     "differences: the paired cells). Soft contrasts are descriptive: the "
-                     "permutation test of group membership is defined for hard labels only. "
-                     "n, n_pos, n_neg count images.")
-    notes.append("Group AUROC/AURC intervals and group contrasts use the shared-positive bootstrap "
-                 "(positives resampled once per replicate, each group within itself); model "
-                 "differences use the paired within-label bootstrap on P ∪ G.")
-    tables = {"groups": pd.DataFrame(group_rows), "contrasts": contrasts,
-              "model_differences": pd.DataFrame(diff_rows)}
-    for t in tables.values():
-        if "prevalence" in t.columns:  # "observed" or a number: keep one dtype whatever the mix
-            t["prevalence"] = t["prevalence"].astype(object)
-    return BlockResult(name=NAME, tables=tables, notes=tuple(notes))
+        contrasts.loc[fam, "significant"] = adj.reject
+        notes.append(f"Permutation tests of negative-group membership "
+                     f"({ctx.resampling.n_permutations} permutations, two-sided, p = (1+b)/(1+B)) "
+                     f"are Holm-adjusted over the declared family {PERMUTATION_FAMILY!r} of m = "
+                     f"{adj.m} tests (all entries and models); significant at alpha = {alpha:g}.")
+    contrasts["significant"] = contrasts["significant"].astype("boolean")
+    return contrasts

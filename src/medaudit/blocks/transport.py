@@ -1,6 +1,6 @@
 """Source-threshold transport (paper 000 M0.8, M0.10; Tables 14-17).
 
-For every entry of ``spec.transport`` (source, targets, rules, target_value, design,
+For every entry of the spec's ``transport:`` list (source, targets, rules, target_value, design,
 fixed_targets), every rule and every model at the primary prompt, a threshold tau is
 chosen on the source cohort (95%-sensitivity rule: the highest observed source score
 with Se >= x; 95%-specificity rule: maximise Se subject to Sp >= x, ties to higher Sp
@@ -31,13 +31,25 @@ Tables
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import functools
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, field_validator
 
-from medaudit.blocks._base import AuditContext, BlockResult, cell_rng, spec_row
+from medaudit.blocks import claimkit as ck
+from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
+from medaudit.blocks.context import AuditContext, Resampling, Study, cell_rng
+from medaudit.blocks.notes import exposure_note, join
+from medaudit.blocks.rows import interval, spec_row
+from medaudit.io.specfile import fraction
 from medaudit.stats import operating_point, transport_to_targets
+
+__all__ = ["Transport", "TransportEntry", "TransportCell", "run_transport"]
 
 NAME = "transport"
 
@@ -45,139 +57,257 @@ NAME = "transport"
 USELESS_SPECIFICITY = 0.05
 
 
-def _qual(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
+class TransportEntry(BlockConfig):
+    """Thresholds chosen on ``source`` by each rule and carried unchanged to ``targets``."""
+
+    source: str
+    targets: list[str] = Field(min_length=1)
+    rules: list[Literal["sensitivity", "specificity"]] = Field(default_factory=lambda: ["sensitivity"])
+    target_value: float = 0.95
+    design: Literal["reestimate", "fixed"] = "reestimate"
+    #: targets whose intervals use the fixed-threshold design instead (paper 000: VinDr)
+    fixed_targets: list[str] = Field(default_factory=list)
+
+    @field_validator("target_value")
+    @classmethod
+    def _tv(cls, v: float) -> float:
+        return fraction(v, "target_value")
 
 
-def _exposure(ctx: AuditContext, model: str, *cohorts: str) -> str:
-    return _qual(*(f"{c}: {ctx.exposure(model, c)}" for c in dict.fromkeys(cohorts)
-                   if ctx.exposure(model, c)))
+@dataclasses.dataclass(frozen=True, eq=False)
+class TransportCell:
+    """One entry x rule x model: the source threshold carried to every target."""
+
+    key: tuple[Any, ...]
+    source_label: np.ndarray
+    source_score: np.ndarray
+    #: target cohort -> (labels, scores)
+    targets: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    rule: str
+    target_value: float
+    #: target cohort -> "reestimate" or "fixed"
+    design: Mapping[str, str]
+
+
+def run_transport(cell: TransportCell, resampling: Resampling) -> dict:
+    """The source is resampled once and each re-estimated threshold applied to every target.
+
+    Module level so that a backend can ship it to a worker; it draws only from
+    ``cell_rng(seed, *key)``.
+    """
+    return transport_to_targets(cell.source_label, cell.source_score, dict(cell.targets),
+                                rule=cell.rule, target_value=cell.target_value,
+                                design=dict(cell.design), n_resamples=resampling.n_resamples,
+                                confidence_level=resampling.confidence_level,
+                                rng=cell_rng(resampling.seed, *cell.key))
 
 
 def _criterion(rule: str, x: float) -> str:
     return f"threshold[rule={rule},target={x:g}]"
 
 
-def _transport_cell(cell: dict[str, Any]) -> dict:
-    """One entry x rule x model: the source threshold carried to every target (independent cell).
+class Transport(Block):
+    """Source thresholds carried unchanged to target cohorts (paper 000 Tables 14-17)."""
 
-    Module level so that a backend can ship it to a worker; the source is resampled once
-    and each re-estimated threshold applied to every target, all from
-    ``cell_rng(seed, *key)``.
-    """
-    return transport_to_targets(cell["source_label"], cell["source_score"], cell["targets"],
-                                rule=cell["rule"], target_value=cell["target_value"],
-                                design=cell["design"], n_resamples=cell["n_resamples"],
-                                confidence_level=cell["confidence_level"],
-                                rng=cell_rng(cell["seed"], *cell["key"]))
+    name = NAME
+    title = "Threshold transport"
+    summary = ("95 %-Se and 95 %-Sp source thresholds carried to targets, re-estimating or "
+               "fixed-threshold intervals, retention, specificity per named control group "
+               "(paper 000 Tables 14-17)")
+    config = TransportEntry
+    many = True
+    tables = (
+        TableSchema("thresholds", "one row per entry x rule x model: tau on the source",
+                    ("source_sensitivity", "source_specificity", "rule", "target_value")),
+        TableSchema("transport", "target Se and Sp at the source threshold, with intervals",
+                    ("estimate", "ci_low", "ci_high", "retained", "rule", "source", "target_value")),
+        TableSchema("named_groups", "specificity at tau against each named negative group",
+                    ("estimate", "n_true_negative", "n_neg", "fraction", "rule", "source")),
+        TableSchema("retention_counts", "per source x rule: how many (target, model) retain",
+                    ("rule", "source", "target_value", "n_retained", "n_total", "estimate")),
+    )
+    figures = ("fig6_transport",)
+    claim_kinds = ("operating constraint",)
+
+    def check(self, config: list[TransportEntry], table: pd.DataFrame, cohorts) -> list[str]:
+        from medaudit.blocks.checks import unknown
+
+        return [e for i, tr in enumerate(config)
+                for e in unknown("cohort", [tr.source, *tr.targets, *tr.fixed_targets], cohorts,
+                                 f"transport[{i}]")]
+
+    def run(self, ctx: AuditContext, config: list[TransportEntry]) -> BlockResult:
+        thr_rows: list[dict[str, Any]] = []
+        tr_rows: list[dict[str, Any]] = []
+        ng_rows: list[dict[str, Any]] = []
+        notes: list[str] = []
+        rank = {c: i for i, c in enumerate(ctx.cohorts)}
+        for entry in config:
+            ctx.tick(f"{NAME}: from {entry.source}")
+            targets = sorted(dict.fromkeys(entry.targets), key=lambda c: rank.get(c, 1 << 30))
+            _entry(ctx, entry, targets, thr_rows, tr_rows, ng_rows)
+            fixed = [t for t in targets if t in entry.fixed_targets]
+            notes.append(f"transport from {entry.source} to {targets} (rules {list(entry.rules)}, "
+                         f"target {float(entry.target_value):g}): design {entry.design}"
+                         + (f", fixed-threshold design for {fixed}" if fixed else "")
+                         + "; retention on the point estimate (eq. 7).")
+        transport = pd.DataFrame(tr_rows)
+        thresholds = pd.DataFrame(thr_rows)
+        if not thresholds.empty:  # entries sharing a source and rule give the same tau once
+            thresholds = thresholds.drop_duplicates(["model", "cohort", "criterion"],
+                                                    ignore_index=True)
+        return BlockResult(name=NAME, tables={"thresholds": thresholds,
+                                              "transport": transport,
+                                              "named_groups": pd.DataFrame(ng_rows),
+                                              "retention_counts": _retention(ctx, transport)},
+                           notes=tuple(notes))
+
+    def claims(self, results: Mapping[str, BlockResult], study: Study,
+               config: list[TransportEntry]) -> list[dict[str, Any]]:
+        return _threshold_claims(results, study, config)
 
 
-def run(ctx: AuditContext) -> BlockResult:
-    spec = ctx.spec
-    prompt = spec.primary_prompt
-    models = ctx.models()
+def _entry(ctx: AuditContext, entry: TransportEntry, targets: list[str], thr_rows: list,
+           tr_rows: list, ng_rows: list) -> None:
+    prompt, models = ctx.primary_prompt, ctx.models()
     keys = [(m, prompt) for m in models]
-    cohort_rank = {c: i for i, c in enumerate(spec.cohorts)}
+    src = ctx.wide(entry.source, keys=keys)
+    x = float(entry.target_value)
+    wides = {t: ctx.wide(t, keys=keys) for t in targets}
+    designs = {t: "fixed" if t in entry.fixed_targets else entry.design for t in targets}
+    for rule in dict.fromkeys(entry.rules):
+        crit = _criterion(rule, x)
+        seen: set[str] = set()
+        # one cell per model: the source is resampled once and each re-estimated
+        # threshold is applied to every target, each resampled independently
+        cells = [TransportCell(key=(NAME, entry.source, m, rule, x, *targets),
+                               source_label=src.label, source_score=src.scores[f"{m}|{prompt}"],
+                               targets={t: (wides[t].label, wides[t].scores[f"{m}|{prompt}"])
+                                        for t in targets},
+                               rule=rule, target_value=x, design=designs)
+                 for m in models]
+        by_model = dict(zip(models, ctx.map(functools.partial(run_transport,
+                                                              resampling=ctx.resampling), cells),
+                            strict=True))
+        for t in targets:
+            w = wides[t]
+            groups = sorted(set(w.negative_group[w.label == 0]) - {""})
+            for m in models:
+                k = f"{m}|{prompt}"
+                ys = src.label
+                r = by_model[m][t]
+                if m not in seen:
+                    seen.add(m)
+                    thr_rows.append(spec_row(
+                        model=m, prompt=prompt, cohort=entry.source, threshold=r.threshold,
+                        criterion=crit, design="point_estimate", n_resamples=None,
+                        seed=ctx.seed, source_sensitivity=r.source_sensitivity,
+                        source_specificity=r.source_specificity, rule=rule,
+                        target_value=x, n=int(ys.size), n_pos=float(ys.sum()),
+                        n_neg=float(ys.size - ys.sum()),
+                        qualification=exposure_note(ctx, m, entry.source, label="{cohort}: ")))
+                retained = (r.sensitivity_retained if rule == "sensitivity"
+                            else r.specificity_retained)
+                qual = exposure_note(ctx, m, (entry.source, t), label="{cohort}: ")
+                for what, b in (("sensitivity", r.target_sensitivity),
+                                ("specificity", r.target_specificity)):
+                    tr_rows.append(spec_row(
+                        model=m, prompt=prompt, cohort=t, threshold=r.threshold,
+                        criterion=what, design=b.design, n_resamples=b.n_resamples,
+                        seed=ctx.seed, **interval(b), retained=bool(retained), rule=rule,
+                        source=entry.source, target_value=x, qualification=qual))
+                pos = w.scores[k][w.label == 1]
+                for g in groups:
+                    neg = w.scores[k][(w.label == 0) & (w.negative_group == g)]
+                    op = operating_point(np.r_[np.ones(pos.size), np.zeros(neg.size)],
+                                         np.r_[pos, neg], threshold=r.threshold)
+                    n_tn = int(round(op.specificity * neg.size))
+                    useless = ("threshold useless for this group (Sp < 0.05)"
+                               if op.specificity < USELESS_SPECIFICITY else "")
+                    ng_rows.append(spec_row(
+                        model=m, prompt=prompt, cohort=t, negatives=g, threshold=r.threshold,
+                        criterion="specificity", design="point_estimate", n_resamples=None,
+                        seed=ctx.seed, estimate=op.specificity, n_true_negative=n_tn,
+                        n_pos=float(pos.size), n_neg=int(neg.size),
+                        fraction=f"{n_tn}/{neg.size}", rule=rule, source=entry.source,
+                        target_value=x, qualification=join(useless, qual)))
 
-    def in_spec_order(cs):
-        return sorted(dict.fromkeys(cs), key=lambda c: cohort_rank.get(c, 1 << 30))
 
-    thr_rows: list[dict[str, Any]] = []
-    tr_rows: list[dict[str, Any]] = []
-    ng_rows: list[dict[str, Any]] = []
-    notes: list[str] = []
-
-    for entry in spec.transport:
-        ctx.tick(f"{NAME}: from {entry.source}")
-        src = ctx.wide(entry.source, keys=keys)
-        x = float(entry.target_value)
-        targets = in_spec_order(entry.targets)
-        wides = {t: ctx.wide(t, keys=keys) for t in targets}
-        for rule in dict.fromkeys(entry.rules):
-            crit = _criterion(rule, x)
-            seen: set[str] = set()
-            designs = {t: "fixed" if t in entry.fixed_targets else entry.design for t in targets}
-            # one call per model: the source is resampled once and each re-estimated
-            # threshold is applied to every target, each resampled independently
-            cells = [{"source_label": src.label, "source_score": src.scores[f"{m}|{prompt}"],
-                      "targets": {t: (wides[t].label, wides[t].scores[f"{m}|{prompt}"])
-                                  for t in targets},
-                      "rule": rule, "target_value": x, "design": designs,
-                      "n_resamples": spec.n_resamples, "confidence_level": spec.confidence_level,
-                      "seed": ctx.seed, "key": (NAME, entry.source, m, rule, x, *targets)}
-                     for m in models]
-            by_model = dict(zip(models, ctx.map(_transport_cell, cells), strict=True))
-            for t in targets:
-                w = wides[t]
-                groups = sorted(set(w.negative_group[w.label == 0]) - {""})
-                for m in models:
-                    k = f"{m}|{prompt}"
-                    ys = src.label
-                    r = by_model[m][t]
-                    if m not in seen:
-                        seen.add(m)
-                        thr_rows.append(spec_row(
-                            model=m, prompt=prompt, cohort=entry.source, threshold=r.threshold,
-                            criterion=crit, design="point_estimate", n_resamples=None,
-                            seed=ctx.seed, source_sensitivity=r.source_sensitivity,
-                            source_specificity=r.source_specificity, rule=rule,
-                            target_value=x, n=int(ys.size), n_pos=float(ys.sum()),
-                            n_neg=float(ys.size - ys.sum()),
-                            qualification=_exposure(ctx, m, entry.source)))
-                    retained = (r.sensitivity_retained if rule == "sensitivity"
-                                else r.specificity_retained)
-                    qual = _exposure(ctx, m, entry.source, t)
-                    for what, b in (("sensitivity", r.target_sensitivity),
-                                    ("specificity", r.target_specificity)):
-                        tr_rows.append(spec_row(
-                            model=m, prompt=prompt, cohort=t, threshold=r.threshold,
-                            criterion=what, design=b.design, n_resamples=b.n_resamples,
-                            seed=ctx.seed, estimate=b.estimate, ci_low=b.ci_low,
-                            ci_high=b.ci_high, n_degenerate=b.n_degenerate, n=b.n,
-                            n_pos=b.n_pos, n_neg=b.n_neg, retained=bool(retained), rule=rule,
-                            source=entry.source, target_value=x, qualification=qual))
-                    pos = w.scores[k][w.label == 1]
-                    for g in groups:
-                        neg = w.scores[k][(w.label == 0) & (w.negative_group == g)]
-                        op = operating_point(np.r_[np.ones(pos.size), np.zeros(neg.size)],
-                                             np.r_[pos, neg], threshold=r.threshold)
-                        n_tn = int(round(op.specificity * neg.size))
-                        useless = ("threshold useless for this group (Sp < 0.05)"
-                                   if op.specificity < USELESS_SPECIFICITY else "")
-                        ng_rows.append(spec_row(
-                            model=m, prompt=prompt, cohort=t, negatives=g, threshold=r.threshold,
-                            criterion="specificity", design="point_estimate", n_resamples=None,
-                            seed=ctx.seed, estimate=op.specificity, n_true_negative=n_tn,
-                            n_pos=float(pos.size), n_neg=int(neg.size),
-                            fraction=f"{n_tn}/{neg.size}", rule=rule, source=entry.source,
-                            target_value=x,
-                            qualification=_qual(useless, qual)))
-        fixed = [t for t in targets if t in entry.fixed_targets]
-        notes.append(f"transport from {entry.source} to {targets} (rules {list(entry.rules)}, "
-                     f"target {x:g}): design {entry.design}"
-                     + (f", fixed-threshold design for {fixed}" if fixed else "")
-                     + "; retention on the point estimate (eq. 7).")
-
-    transport = pd.DataFrame(tr_rows)
+def _retention(ctx: AuditContext, transport: pd.DataFrame) -> pd.DataFrame:
+    """Per source x rule (x target value): how many (target, model) retain the rule."""
     ret_rows: list[dict[str, Any]] = []
-    if not transport.empty:
-        one = transport[transport["criterion"] == "sensitivity"]
-        for (source, rule, x), g in one.groupby(["source", "rule", "target_value"], sort=False):
-            # a (target, model) listed by two entries counts once (retention is a point estimate)
-            g = g.drop_duplicates(["cohort", "model"])
-            n_ret, n_tot = int(g["retained"].sum()), int(len(g))
-            ret_rows.append(spec_row(
-                model="all", prompt=prompt, cohort=source, threshold=None,
-                criterion=_criterion(rule, x), design="point_estimate", n_resamples=None,
-                seed=ctx.seed, rule=rule, source=source, target_value=x,
-                targets="|".join(dict.fromkeys(g["cohort"])), n_retained=n_ret, n_total=n_tot,
-                estimate=n_ret / n_tot, fraction=f"{n_ret}/{n_tot}"))
-    thresholds = pd.DataFrame(thr_rows)
-    if not thresholds.empty:  # entries sharing a source and rule give the same tau once
-        thresholds = thresholds.drop_duplicates(["model", "cohort", "criterion"],
-                                                ignore_index=True)
-    return BlockResult(name=NAME, tables={"thresholds": thresholds,
-                                          "transport": transport,
-                                          "named_groups": pd.DataFrame(ng_rows),
-                                          "retention_counts": pd.DataFrame(ret_rows)},
-                       notes=tuple(notes))
+    if transport.empty:
+        return pd.DataFrame(ret_rows)
+    one = transport[transport["criterion"] == "sensitivity"]
+    for (source, rule, x), g in one.groupby(["source", "rule", "target_value"], sort=False):
+        # a (target, model) listed by two entries counts once (retention is a point estimate)
+        g = g.drop_duplicates(["cohort", "model"])
+        n_ret, n_tot = int(g["retained"].sum()), int(len(g))
+        ret_rows.append(spec_row(
+            model="all", prompt=ctx.primary_prompt, cohort=source, threshold=None,
+            criterion=_criterion(rule, x), design="point_estimate", n_resamples=None,
+            seed=ctx.seed, rule=rule, source=source, target_value=x,
+            targets="|".join(dict.fromkeys(g["cohort"])), n_retained=n_ret, n_total=n_tot,
+            estimate=n_ret / n_tot, fraction=f"{n_ret}/{n_tot}"))
+    return pd.DataFrame(ret_rows)
+
+
+# ----------------------------------------------------------------------------- claims
+def _threshold_claims(results: Mapping[str, BlockResult], study: Study,
+                      config: list[TransportEntry]) -> list[dict[str, Any]]:
+    """"tau chosen on S for Se (Sp) >= x keeps Se (Sp) >= x" per source x rule x model."""
+    rows: list[dict[str, Any]] = []
+    tr = ck.table(results, NAME, "transport")
+    named = ck.table(results, NAME, "named_groups")
+    if tr.empty:
+        return rows
+    n = 0
+    by = ["source", "rule", "model", "threshold"] + (["target_value"] if "target_value" in tr.columns
+                                                    else [])
+    keys = tr[by].drop_duplicates()
+    for _, k in keys.iterrows():
+        sub = tr[(tr["source"] == k["source"]) & (tr["rule"] == k["rule"]) & (tr["model"] == k["model"])]
+        if "target_value" in tr.columns:
+            sub = sub[sub["target_value"] == k["target_value"]]
+        crit = "sensitivity" if k["rule"] == "sensitivity" else "specificity"
+        tv = float(sub["target_value"].iloc[0]) if "target_value" in sub.columns else next(
+            (t.target_value for t in config if t.source == k["source"]), 0.95)
+        n += 1
+        claim = {"claim_id": f"T{n:02d}",
+                 "claim": f"{k['model']}: τ chosen on {k['source']} for {crit} ≥ {tv:g} keeps "
+                          f"{crit} ≥ {tv:g}",
+                 "kind": "operating constraint", "model": k["model"], "prompt": study.primary_prompt,
+                 "cohort": k["source"], "negatives": "all", "prevalence": "observed",
+                 "threshold": k["threshold"], "criterion": crit, "verdict": "holds"}
+        rows.append({**claim, "change": "at E", "changed_to": "", "estimate": math.nan,
+                     "ci_low": math.nan, "ci_high": math.nan,
+                     "qualification": "holds on the source by construction",
+                     "source_table": "transport.thresholds"})
+        for _, t in sub[sub["criterion"] == crit].iterrows():
+            other = sub[(sub["cohort"] == t["cohort"]) & (sub["criterion"] != crit)]
+            note = ck.qualify_sorted(t.get("qualification", ""))
+            other_crit, other_est = None, math.nan
+            if len(other):
+                o = other.iloc[0]
+                other_crit, other_est = o["criterion"], float(o["estimate"])
+                if o["estimate"] < 0.05:  # the constraint is met by flagging (almost) everyone
+                    note = ck.qualify_sorted(
+                        note, f"flagged: useless operating point ({o['criterion']} < 0.05)")
+            verdict = "holds" if bool(t["retained"]) else "does not hold"
+            rows.append({**claim, "change": "C", "changed_to": t["cohort"], "cohort": t["cohort"],
+                         "estimate": t["estimate"],
+                         "ci_low": t["ci_low"], "ci_high": t["ci_high"], "verdict": verdict,
+                         "qualification": note, "source_table": "transport.transport",
+                         "other_criterion": other_crit, "other_estimate": other_est})
+        if not named.empty:
+            ng = named[(named["source"] == k["source"]) & (named["rule"] == k["rule"])
+                       & (named["model"] == k["model"])]
+            for _, g in ng.iterrows():
+                rows.append({**claim, "change": "N", "changed_to": f"{g['cohort']}: {g['negatives']}",
+                             "cohort": g["cohort"], "negatives": g["negatives"],
+                             "criterion": "specificity",
+                             "estimate": g["estimate"], "ci_low": math.nan, "ci_high": math.nan,
+                             "verdict": "specificity only",
+                             "qualification": ck.qualify_sorted(g.get("qualification", "")),
+                             "source_table": "transport.named_groups"})
+    return rows

@@ -16,7 +16,7 @@ from pathlib import Path
 
 __all__ = ["register", "DATASETS"]
 
-#: keys of :data:`medaudit.imaging.manifests.BUILDERS` (kept here so that building the parser does
+#: keys of :data:`medaudit.datasets.manifests.BUILDERS` (kept here so that building the parser does
 #: not import pandas; a test keeps the two equal)
 DATASETS = ("kermany", "mimic_cxr", "montgomery", "nih_810", "openi", "padchest", "shenzhen", "tbx11k",
             "tbx11k_tb_subset", "vindr_cxr")
@@ -42,7 +42,7 @@ def _cmd_dicom_convert(args: argparse.Namespace) -> int:
 
 
 def _cmd_manifest(args: argparse.Namespace) -> int:
-    from medaudit.imaging.manifests import BUILDERS, build_manifest, write_manifest
+    from medaudit.datasets.manifests import BUILDERS, build_manifest, write_manifest
 
     options = {}
     params = inspect.signature(BUILDERS[args.dataset]).parameters if args.dataset in BUILDERS else {}
@@ -68,7 +68,7 @@ def _cmd_manifest(args: argparse.Namespace) -> int:
 def _cmd_overlap(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from medaudit.imaging.manifests import read_manifest
+    from medaudit.datasets.manifests import read_manifest
     from medaudit.imaging.overlap import screen_overlap, write_overlap
 
     out = Path(args.out)

@@ -7,14 +7,13 @@ Subcommands:
   ``summary.md``, ``report.html`` and ``figures/``);
 * ``medaudit report DIR [--out FILE]`` — re-render ``report.html`` (and ``figures/``)
   of a finished audit from its ``results.json``, recomputing nothing;
-* ``medaudit demo --out DIR`` — audit a seeded, clearly labelled *simulated* cohort
-  (the embedded default) and write its tables;
-* ``medaudit summarize SCORES.csv --out DIR`` — the same audit on your own long
-  score table (CSV or Parquet).
+* ``medaudit demo --out DIR`` — the audit of the embedded, seeded, clearly labelled
+  *simulated* paper-000 study (what ``make demo`` runs);
+* ``medaudit summarize SCORES.csv --out DIR`` — the audit of your own long score table
+  with the default spec its columns imply (:mod:`medaudit.audit.defaults`).
 
-Each writes ``metrics.csv``, ``comparisons.csv``, ``spectrum.csv`` (when two
-control groups exist), ``results.json`` with provenance and ``summary.md``,
-atomically: a failed run leaves no partial directory.
+Each is one audit with one validator and one provenance record, written atomically: a
+failed run leaves no partial directory.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,94 +32,22 @@ from medaudit.exceptions import MedauditError
 log = logging.getLogger("medaudit")
 
 
-def _versions() -> dict[str, str]:
-    import numpy
-    import pandas
-    import scipy
-    import statsmodels
-
-    return {"medaudit": __version__, "python": platform.python_version(),
-            "numpy": numpy.__version__, "scipy": scipy.__version__,
-            "statsmodels": statsmodels.__version__, "pandas": pandas.__version__}
-
-
-def run_summary(table: Any, out: Path, *, inputs: dict[str, Any], n_resamples: int,
-                n_permutations: int, seed: int, overwrite: bool, quiet: bool) -> Path:
-    """Run :func:`medaudit.blocks.summarize_cohorts` and write its outputs atomically."""
-    from medaudit.blocks import summarize_cohorts
-    from medaudit.io import atomic_directory, write_json
-    from medaudit.report.text import markdown_summary, print_table
-
-    res = summarize_cohorts(table, n_resamples=n_resamples, n_permutations=n_permutations,
-                            seed=seed)
-    provenance = {"inputs": inputs, "versions": _versions(), "seed": seed,
-                  "n_resamples": n_resamples, "n_permutations": n_permutations,
-                  "ci_method": "percentile", "confidence_level": 0.95,
-                  "designs": {"metrics": "ordinary+paired (B-ORD-PAIRED)",
-                              "spectrum": "shared_positive (B-SHAREDPOS)"},
-                  "multiplicity": {"comparisons": "holm within cohort x prompt",
-                                   "spectrum": "holm over all spectrum tests"}}
-    with atomic_directory(out, overwrite=overwrite) as tmp:
-        res.metrics.to_csv(tmp / "metrics.csv", index=False, float_format="%.17g")
-        res.comparisons.to_csv(tmp / "comparisons.csv", index=False, float_format="%.17g")
-        if not res.spectrum.empty:
-            res.spectrum.to_csv(tmp / "spectrum.csv", index=False, float_format="%.17g")
-        write_json(tmp / "results.json", {
-            "provenance": provenance,
-            "metrics": res.metrics.to_dict("records"),
-            "comparisons": res.comparisons.to_dict("records"),
-            "spectrum": res.spectrum.to_dict("records"),
-        })
-        (tmp / "summary.md").write_text(markdown_summary(res, provenance), encoding="utf-8")
-    if not quiet:
-        print_table(res.metrics)
-        print(f"\nwrote {out}/ (metrics.csv, comparisons.csv, results.json, summary.md)")
-    return out
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from medaudit.simulate import simulate_cohort
-
-    table = pd.DataFrame(simulate_cohort(rng=args.seed))
-    run_summary(table, Path(args.out), inputs={"simulated": True, "generator":
-                "medaudit.simulate.simulate_cohort", "generator_seed": args.seed},
-                n_resamples=args.n_resamples, n_permutations=args.n_permutations,
-                seed=args.seed, overwrite=args.overwrite, quiet=args.quiet)
-    return 0
-
-
-def _cmd_summarize(args: argparse.Namespace) -> int:
-    from medaudit.io import file_sha256
-    from medaudit.io.tables import read_table
-
-    path = Path(args.scores)
-    table = read_table(path)
-    run_summary(table, Path(args.out), inputs={"scores": str(path), "sha256": file_sha256(path)},
-                n_resamples=args.n_resamples, n_permutations=args.n_permutations,
-                seed=args.seed, overwrite=args.overwrite, quiet=args.quiet)
-    return 0
-
-
-def _cmd_audit(args: argparse.Namespace) -> int:
+def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
+                   verbose: bool) -> int:
+    """Run the audit ``spec`` describes and write ``out`` (one path for every command)."""
+    from medaudit import progress
     from medaudit.audit.run import audit, write_outcome
     from medaudit.cli.progress import audit_progress
-    from medaudit.io.spec import load_spec
 
-    spec, base = load_spec(args.spec)
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:  # fail before minutes of computation, not after
+    if out.exists() and not overwrite:  # fail before minutes of computation, not after
         raise FileExistsError(f"output directory {str(out)!r} exists; choose another --out or "
                               "pass --overwrite.")
-    from medaudit.stats._progress import replicate_progress
-
-    with audit_progress(len(spec.blocks) + 1, quiet=args.quiet, verbose=args.verbose) as bar, \
-            replicate_progress(bar.replicates):
-        outcome = audit(spec, base, progress=bar.block, step=bar.step)
-        bar.block("writing tables, results.json, figures and report.html")
-        write_outcome(outcome, out, overwrite=args.overwrite)
-    if not args.quiet:
+    with audit_progress(len(spec.blocks) + 1, quiet=quiet, verbose=verbose) as bar, \
+            progress.listening(bar):
+        outcome = audit(spec, base)
+        progress.block("writing tables, results.json, figures and report.html")
+        write_outcome(outcome, out, overwrite=overwrite)
+    if not quiet:
         n_claims = outcome.claims["claim_id"].nunique() if len(outcome.claims) else 0
         n_tables = sum(len(r.tables) for r in outcome.results.values())
         n_figs = len(list((out / "figures").glob("*.png"))) if (out / "figures").exists() else 0
@@ -133,6 +59,52 @@ def _cmd_audit(args: argparse.Namespace) -> int:
               f"  tables/            {n_tables} block tables, CSV and Parquet\n"
               f"  figures/           {n_figs} figures, PNG and SVG")
     return 0
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The resampling flags of demo / summarize as spec keys (validated by the spec)."""
+    keys = {"seed": args.seed, "n_resamples": args.n_resamples, "n_permutations": args.n_permutations}
+    return {k: v for k, v in keys.items() if v is not None}
+
+
+def _validated(raw: dict[str, Any], source: str):
+    from medaudit.audit.spec import AuditSpec
+    from medaudit.io.specfile import validate_model
+
+    return validate_model(raw, AuditSpec, source=source, what="audit spec")
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    """The embedded default: the seeded simulated paper-000 study (as ``make demo``)."""
+    from medaudit.audit.spec import DEMO_SPEC
+    from medaudit.io.specfile import read_yaml_mapping
+
+    raw = read_yaml_mapping(DEMO_SPEC, what="audit spec")
+    scale = {} if args.scale is None else {"simulate_scale": args.scale}
+    spec = _validated({**raw, **_settings(args), **scale}, "the embedded demo spec")
+    return _run_and_write(spec, DEMO_SPEC.parent, Path(args.out), overwrite=args.overwrite,
+                          quiet=args.quiet, verbose=args.verbose)
+
+
+def _cmd_summarize(args: argparse.Namespace) -> int:
+    """An audit of a score table with the default spec its columns imply."""
+    from medaudit.audit.defaults import default_spec
+    from medaudit.io.tables import read_table
+
+    path = Path(args.scores)
+    table = read_table(path)
+    spec = _validated(default_spec(table, scores=path.resolve(), **_settings(args)),
+                      f"the spec generated for {path}")
+    return _run_and_write(spec, path.parent, Path(args.out), overwrite=args.overwrite,
+                          quiet=args.quiet, verbose=args.verbose)
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from medaudit.audit.spec import load_spec
+
+    spec, base = load_spec(args.spec)
+    return _run_and_write(spec, base, Path(args.out), overwrite=args.overwrite, quiet=args.quiet,
+                          verbose=args.verbose)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -152,9 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--out", required=True, help="output directory (written atomically)")
-        sp.add_argument("--seed", type=int, default=2026, help="run seed (default 2026)")
-        sp.add_argument("--n-resamples", type=int, default=2000, help="bootstrap replicates B")
-        sp.add_argument("--n-permutations", type=int, default=10_000)
+        sp.add_argument("--seed", type=int, default=None, help="run seed (default: the spec's, 2026)")
+        sp.add_argument("--n-resamples", type=int, default=None,
+                        help="bootstrap replicates B (default: the spec's, 2000)")
+        sp.add_argument("--n-permutations", type=int, default=None,
+                        help="permutations of the spectrum tests (default: the spec's, 10000)")
         sp.add_argument("--overwrite", action="store_true", help="replace an existing --out")
         sp.add_argument("--quiet", action="store_true", help="print nothing on success")
         sp.add_argument("--verbose", action="store_true", help="log progress to stderr")
@@ -174,10 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="print nothing on success")
     r.add_argument("--verbose", action="store_true", help="log progress to stderr")
     r.set_defaults(func=_cmd_report)
-    d = sub.add_parser("demo", help="audit the embedded simulated cohort")
+    d = sub.add_parser("demo", help="audit the embedded simulated paper-000 study (as `make demo`)")
     common(d)
+    d.add_argument("--scale", type=float, default=None,
+                   help="shrink the simulated study to this fraction of its images (a quick look)")
     d.set_defaults(func=_cmd_demo)
-    s = sub.add_parser("summarize", help="audit your own long score table (CSV/Parquet)")
+    s = sub.add_parser("summarize", help="audit a long score table (CSV/Parquet) with the default "
+                                         "spec its columns imply")
     s.add_argument("scores", help="score table with image_id, cohort, model, prompt, score, label")
     common(s)
     s.set_defaults(func=_cmd_summarize)

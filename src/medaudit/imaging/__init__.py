@@ -1,10 +1,8 @@
-"""Images to evidence: DICOM → PNG conversion, dataset manifests and the overlap screen.
+"""Images to evidence: DICOM → PNG conversion and the overlap screen.
 
 * :mod:`medaudit.imaging.dicom` — DICOM → 8-bit PNG as paper 000 specifies (M0.3), with a
   provenance sidecar per image, resumable folder conversion and no identifying header value in
   any output;
-* :mod:`medaudit.imaging.manifests` — tidy manifests of the papers' cohorts from their on-disk
-  layouts (M0.2, M2.1);
 * :mod:`medaudit.imaging.overlap` — SHA-256 and 64-bit pHash overlap screen with conservative
   exclusion (M0.13).
 
@@ -21,13 +19,6 @@ from medaudit.imaging.dicom import (
     convert_file,
     convert_folder,
 )
-from medaudit.imaging.manifests import (
-    MANIFEST_COLUMNS,
-    Manifest,
-    build_manifest,
-    read_manifest,
-    write_manifest,
-)
 from medaudit.imaging.overlap import (
     OverlapResult,
     apply_exclusion,
@@ -40,7 +31,9 @@ from medaudit.imaging.overlap import (
 
 __all__ = [
     "ConvertedImage", "DicomConversionError", "FolderReport", "convert_dataset", "convert_file",
-    "convert_folder", "MANIFEST_COLUMNS", "Manifest", "build_manifest", "read_manifest",
-    "write_manifest", "OverlapResult", "apply_exclusion", "exclusion", "hamming_pairs",
+    "convert_folder", "OverlapResult", "apply_exclusion", "exclusion", "hamming_pairs",
     "hash_images", "screen_overlap", "write_overlap",
 ]
+
+# The manifests of the papers' cohorts moved to :mod:`medaudit.datasets` (one home for every
+# public dataset); build them with ``medaudit.datasets.build_manifest``.

@@ -8,11 +8,11 @@
   threshold on the original scale), with a declared policy for hedged ratings; every
   dropped item is counted and listed.
 * :func:`load_annotations` / :func:`attach_labels` — the spec-driven path used by
-  ``medaudit audit`` (``annotations:`` section, :class:`~medaudit.io.spec_labels.AnnotationsSpec`).
+  ``medaudit audit`` (``annotations:`` section, :class:`~medaudit.labels.spec.AnnotationsSpec`).
 
 * :func:`label_stability` — the annotation bootstrap of the labels themselves (no model
   scores; LIDC): per-item soft-label intervals and how often the hard label flips.
-* :mod:`medaudit.labels.datasets` — readers of ENHANCE, the NIH expert readers and LIDC.
+* readers of ENHANCE, the NIH expert readers and LIDC live in :mod:`medaudit.datasets`.
 
 The annotation bootstrap itself (resampling annotators, M1.7) is pure numpy and lives in
 :mod:`medaudit.stats.annotation_bootstrap`.

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.labels.annotations import RatingScale
+from medaudit.labels.scale import RatingScale
 from medaudit.stats.annotation_bootstrap import labels_from_sums, resolve_hedges
 
 __all__ = ["AggregatedLabels", "aggregate_labels", "aggregate_with_spec", "SOFT_RULES",
@@ -215,7 +215,7 @@ def aggregate_labels(
 
 
 def aggregate_with_spec(annotations: pd.DataFrame, spec: Any) -> AggregatedLabels:
-    """:func:`aggregate_labels` with the rules of an :class:`~medaudit.io.spec_labels.AnnotationsSpec`."""
+    """:func:`aggregate_labels` with the rules of an :class:`~medaudit.labels.spec.AnnotationsSpec`."""
     return aggregate_labels(annotations, scale=RatingScale.from_spec(spec.scale), soft=spec.soft,
                             hard=spec.hard, tie=spec.tie, threshold=spec.threshold,
                             threshold_rule=spec.threshold_rule, hedge=spec.hedge,

@@ -42,8 +42,8 @@ def _resolve(path: str, base_dir: Path) -> Path:
 
 def _read_dataset(spec: Any, base_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Validated annotations and provenance of a data-set format (enhance / nih / lidc)."""
-    from medaudit.labels.dataset_common import _root
-    from medaudit.labels.datasets import DATASET_FOLDERS, read_dataset, source_hashes
+    from medaudit.datasets._common import _root
+    from medaudit.datasets.annotations import DATASET_FOLDERS, read_dataset, source_hashes
 
     root = _root(None if spec.path is None else _resolve(spec.path, base_dir),
                  DATASET_FOLDERS[spec.format])
@@ -70,7 +70,7 @@ def load_annotations(spec: Any, base_dir: Path) -> tuple[pd.DataFrame, dict[str,
     spec : AnnotationsSpec
         The spec's ``annotations:`` section: a file (``format: long`` or ``crowd``) or a
         data set read by its reader (``format: enhance``, ``nih`` or ``lidc``; see
-        :func:`medaudit.labels.datasets.read_dataset`).
+        :func:`medaudit.datasets.annotations.read_dataset`).
     base_dir : Path
         Directory relative paths are resolved against (the spec file's directory).
 

@@ -26,7 +26,7 @@ import pandas as pd
 from medaudit._validation import as_generator, check_fraction
 from medaudit.exceptions import SchemaError
 from medaudit.labels.aggregate import coded_ratings
-from medaudit.labels.annotations import RatingScale
+from medaudit.labels.scale import RatingScale
 from medaudit.stats.annotation_bootstrap import labels_from_sums, resampled_item_sums
 
 __all__ = ["LabelStability", "label_stability", "label_stability_with_spec"]
@@ -187,7 +187,7 @@ def label_stability(
 
 def label_stability_with_spec(annotations: pd.DataFrame, spec: Any, *, n_resamples: int = 1000,
                               rng: Any = None, confidence_level: float = 0.95) -> LabelStability:
-    """:func:`label_stability` with the rules of an :class:`~medaudit.io.spec_labels.AnnotationsSpec`."""
+    """:func:`label_stability` with the rules of an :class:`~medaudit.labels.spec.AnnotationsSpec`."""
     if spec.soft != "mean" or spec.hard == "posterior":
         raise SchemaError(f"label stability rebuilds mean-vote labels; soft: {spec.soft}, hard: "
                           f"{spec.hard} cannot be resampled that way.")

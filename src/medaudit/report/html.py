@@ -26,14 +26,25 @@ import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from medaudit.blocks import BLOCKS
 from medaudit.report import format as fmt
+from medaudit.report._common import (
+    QUALIFICATIONS,
+    label_text,
+    outcome_tables,
+    plain_text,
+    plural,
+    split_qualifications,
+    unique_texts,
+)
 from medaudit.report._types import RenderedFigure
+from medaudit.report.checklist import checklist
 
 __all__ = ["Report", "render_figures", "write_report", "rerender", "MAX_ROWS"]
 
@@ -73,97 +84,6 @@ VERDICTS: dict[str, tuple[str, str]] = {
 }
 _NOT_SURVIVING = {"reversed", "unresolved", "does not hold", "not defined", "not assessed"}
 
-#: qualification kind -> (mark, legend text, keyword in the qualification text)
-QUALIFICATIONS: dict[str, tuple[str, str, str]] = {
-    "exposure": ("E", "documented exposure of the model to this cohort", "exposure"),
-    "small": ("S", "small stratum (few images in a group)", "small group"),
-    "degenerate": ("D", "degenerate bootstrap replicates (marked on the claim; cells in its details)",
-                   "degenerate"),
-    "useless": ("U", "useless operating point (the other rate is near zero)", "useless"),
-}
-
-BLOCK_TITLES = {
-    "discrimination": "Discrimination and score error",
-    "operating_points": "Operating points and selective risk",
-    "prompts": "Prompt families",
-    "spectrum": "Negative spectrum",
-    "prevalence": "Prevalence-standardised score error",
-    "transport": "Threshold transport",
-    "retained": "Retained targets and training seeds",
-}
-
-#: paper 000, Table 21: claim component -> question to state explicitly
-TABLE21: tuple[tuple[str, str], ...] = (
-    ("Implementation", "Which weights, processor, score map and text define the classifier?"),
-    ("Population and endpoint", "Which setting and reference labels support the result?"),
-    ("Negative spectrum", "Are controls healthy, broadly abnormal or a named competing disease?"),
-    ("Score interpretation", "Which prevalence and reliability measure support the claim?"),
-    ("Operating rule", "Does an unchanged source threshold retain sensitivity and acceptable "
-                       "specificity?"),
-    ("Uncertainty and provenance", "What is resampled, what remains fixed, and what exposure is "
-                                   "known?"),
-)
-
-
-# --------------------------------------------------------------------------- helpers
-
-def _s(v: Any) -> str:
-    """Text of a label-like value ('' when missing); numbers in their declared form."""
-    if fmt.is_missing(v):
-        return ""
-    if isinstance(v, str):
-        return v
-    return fmt.fmt_grid(v)
-
-
-def _tables(outcome: Any) -> dict[str, dict[str, pd.DataFrame]]:
-    return {name: dict(res.tables) for name, res in outcome.results.items()}
-
-
-def _table(outcome: Any, block: str, name: str) -> pd.DataFrame:
-    res = outcome.results.get(block)
-    if res is None or name not in res.tables:
-        return pd.DataFrame()
-    return res.tables[name]
-
-
-def _unique(values: Iterable[Any]) -> list[str]:
-    return list(dict.fromkeys(_s(v) for v in values if _s(v)))
-
-
-def _and(items: Sequence[str]) -> str:
-    items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
-
-
-def _qualifications(text: Any) -> list[dict[str, str]]:
-    """Split a qualification string into parts, each tagged with its kind and mark.
-
-    Parts are joined with "; " upstream, and a part may itself contain "; " ("... undefined);
-    interval from the rest"): a piece that names no kind stays with the piece before it.
-    """
-    out: list[dict[str, str]] = []
-    for part in (p.strip() for p in _s(text).split(";")):
-        if not part:
-            continue
-        kind, mark = "other", ""
-        for k, (m, _legend, key) in QUALIFICATIONS.items():
-            if key in part:
-                kind, mark = k, m
-                break
-        if kind == "other" and out:
-            out[-1]["text"] += "; " + part
-            continue
-        out.append({"kind": kind, "mark": mark, "text": part})
-    return out
-
-
 def _png_size(png: bytes) -> tuple[int, int] | None:
     if len(png) >= 24 and png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR":
         return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
@@ -173,65 +93,67 @@ def _png_size(png: bytes) -> tuple[int, int] | None:
 # --------------------------------------------------------------------------- matrix
 
 def _entry(r: dict[str, Any]) -> dict[str, Any]:
-    verdict = _s(r.get("verdict")) or "not assessed"
+    verdict = label_text(r.get("verdict")) or "not assessed"
     cls = VERDICTS.get(verdict, ("v-na", ""))[0]
-    change = _s(r.get("change"))
+    change = label_text(r.get("change"))
     defined = fmt.as_float(r.get("estimate")) is not None
     est = fmt.fmt_ci(r.get("estimate"), r.get("ci_low"), r.get("ci_high")) if defined else ""
     point = fmt.fmt_estimate(r.get("estimate")) if defined else ""
     interval = fmt.fmt_interval(r.get("ci_low"), r.get("ci_high")) if defined else ""
-    crit = _s(r.get("criterion"))
-    if _s(r.get("kind")) == "ranking":
-        what = f"{crit} difference ({_s(r.get('model')).replace(' vs ', ' - ')})"
+    crit = label_text(r.get("criterion"))
+    if label_text(r.get("kind")) == "ranking":
+        what = f"{crit} difference ({label_text(r.get('model')).replace(' vs ', ' - ')})"
     else:
         what = crit
-    quals = _qualifications(r.get("qualification"))
+    quals = split_qualifications(r.get("qualification"))
     marks = "".join(dict.fromkeys(q["mark"] for q in quals if q["mark"]))
     # degenerate replicates are common in small strata: named on the claim and in its details,
     # not on every badge
     cell_marks = "".join(m for m in marks if m != QUALIFICATIONS["degenerate"][0])
     label = " ".join(x for x in CHANGES.get(change, (change, "", ""))[:2] if x)
-    shown = _s(r.get("changed_to"))
+    shown = label_text(r.get("changed_to"))
     m = re.fullmatch(r"(.+) at (π=.+)", shown) if change == "r, π" else None
     if m:  # the criterion is the r column's; the cell names the prevalence
         shown = m.group(2)
     group = ""
     if change == "N" and ": " in shown:  # "cohort: negative group" -> grouped by cohort
         group, shown = shown.split(": ", 1)
-    head = f"{label}: {_s(r.get('changed_to'))}" if _s(r.get("changed_to")) else label
+    head = f"{label}: {label_text(r.get('changed_to'))}" if label_text(r.get("changed_to")) else label
     lines = [f"{head} → {verdict}"]
     if est:
         lines.append(f"{what}: {est}")
     lines += [f"• {q['text']}" for q in quals]
-    if _s(r.get("source_table")):
-        lines.append(f"from {_s(r.get('source_table'))}")
-    return {"change": change, "changed_to": _s(r.get("changed_to")), "shown": shown,
+    if label_text(r.get("source_table")):
+        lines.append(f"from {label_text(r.get('source_table'))}")
+    return {"change": change, "changed_to": label_text(r.get("changed_to")), "shown": shown,
             "group": group, "verdict": verdict, "cls": cls, "estimate": est, "point": point,
             "interval": interval, "what": what, "quals": quals, "marks": marks,
             "cell_marks": cell_marks,
-            "title": "\n".join(lines), "source": _s(r.get("source_table")),
+            "title": "\n".join(lines), "source": label_text(r.get("source_table")),
             "inline": bool(est) and change == "at E"}
 
 
 def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
     if claims is None or claims.empty:
         return {"columns": [], "rows": [], "n_claims": 0, "summary": []}
-    present = _unique(claims["change"])
+    present = unique_texts(claims["change"])
     order = [c for c in CHANGES if c in present] + [c for c in present if c not in CHANGES]
     columns = [{"key": c, "sym": CHANGES.get(c, (c, "", ""))[0], "word": CHANGES.get(c, (c, "", ""))[1],
                 "help": CHANGES.get(c, ("", "", c))[2]} for c in order]
     records = claims.to_dict("records")
     rows = []
-    for cid in _unique(claims["claim_id"]):
-        recs = [r for r in records if _s(r.get("claim_id")) == cid]
-        at_e = next((r for r in recs if _s(r.get("change")) == "at E"), recs[0])
+    for cid in unique_texts(claims["claim_id"]):
+        recs = [r for r in records if label_text(r.get("claim_id")) == cid]
+        at_e = next((r for r in recs if label_text(r.get("change")) == "at E"), recs[0])
         entries = [_entry(r) for r in recs]
         thr = fmt.as_float(at_e.get("threshold"))
-        e = [("m", "model", _s(at_e.get("model"))), ("p", "prompt", _s(at_e.get("prompt"))),
-             ("C", "cohort", _s(at_e.get("cohort"))), ("N", "negatives", _s(at_e.get("negatives"))),
-             ("π", "prevalence", _s(at_e.get("prevalence"))),
+        e = [("m", "model", label_text(at_e.get("model"))),
+             ("p", "prompt", label_text(at_e.get("prompt"))),
+             ("C", "cohort", label_text(at_e.get("cohort"))),
+             ("N", "negatives", label_text(at_e.get("negatives"))),
+             ("π", "prevalence", label_text(at_e.get("prevalence"))),
              ("τ", "threshold", "none" if thr is None else fmt.fmt_estimate(thr)),
-             ("r", "criterion", _s(at_e.get("criterion")))]
+             ("r", "criterion", label_text(at_e.get("criterion")))]
         verdict_e = next((x["verdict"] for x in entries if x["change"] == "at E"), "not assessed")
         others = [x["verdict"] for x in entries if x["change"] != "at E"]
         if verdict_e != "holds":
@@ -240,14 +162,14 @@ def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
             status = "changes"
         else:
             status = "survives"
-        rows.append({"id": cid, "claim": _s(at_e.get("claim")), "kind": _s(at_e.get("kind")),
+        rows.append({"id": cid, "claim": label_text(at_e.get("claim")), "kind": label_text(at_e.get("kind")),
                      "e": e, "status": status, "verdict_e": verdict_e,
                      "cells": [[x for x in entries if x["change"] == c] for c in order],
                      "entries": entries,
                      "marks": "".join(dict.fromkeys(m for x in entries for m in x["marks"]))})
     status = Counter(r["status"] for r in rows)
     at_e = Counter(r["verdict_e"] for r in rows)
-    summary = [f"{_plural(len(rows), 'claim')}; at E: "
+    summary = [f"{plural(len(rows), 'claim')}; at E: "
                + ", ".join(f"{n} {v}" for v, n in sorted(at_e.items(), key=lambda kv: (-kv[1], kv[0])))
                + "."]
     if at_e["holds"]:
@@ -297,26 +219,18 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _text(v: Any) -> str:
-    if isinstance(v, dict | list | tuple):
-        return json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    return _s(v) if not isinstance(v, str) else v
-
-
 def _families(outcome: Any) -> list[dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for block, res in outcome.results.items():
         for tname, df in res.tables.items():
             if "family" not in df.columns or df.empty:
                 continue
-            for fam, k in Counter(_s(v) for v in df["family"] if _s(v)).items():
+            for fam, k in Counter(label_text(v) for v in df["family"] if label_text(v)).items():
                 d = found.setdefault(fam, {"family": fam, "tables": [], "rows": 0, "adjusted": 0})
                 d["tables"].append(f"{block}.{tname}")
                 d["rows"] += k
                 if "pvalue_adj" in df.columns:
-                    sub = df[df["family"].map(_s) == fam]
+                    sub = df[df["family"].map(label_text) == fam]
                     d["adjusted"] += sum(fmt.as_float(v) is not None for v in sub["pvalue_adj"])
     return [found[k] for k in sorted(found)]
 
@@ -331,13 +245,13 @@ def _provenance(outcome: Any) -> dict[str, Any]:
     for k in sorted(inputs):
         v = inputs[k]
         if k == "scores_wide" and isinstance(v, list):
-            files += [{"path": _text(x.get("path")), "cohort": _text(x.get("cohort")),
-                       "sha256": _text(x.get("sha256"))} for x in v]
+            files += [{"path": plain_text(x.get("path")), "cohort": plain_text(x.get("cohort")),
+                       "sha256": plain_text(x.get("sha256"))} for x in v]
         else:
-            other_inputs.append((k, _text(v)))
+            other_inputs.append((k, plain_text(v)))
     if "scores" in inputs and "sha256" in inputs:
-        files.append({"path": _text(inputs["scores"]), "cohort": "all",
-                      "sha256": _text(inputs["sha256"])})
+        files.append({"path": plain_text(inputs["scores"]), "cohort": "all",
+                      "sha256": plain_text(inputs["sha256"])})
         other_inputs = [(k, v) for k, v in other_inputs if k not in ("scores", "sha256")]
     cohorts = []
     counts = prov.get("cohorts", {}) or {}
@@ -346,7 +260,7 @@ def _provenance(outcome: Any) -> dict[str, Any]:
         d = counts.get(c, {}) or {}
         groups = d.get("negative_groups") or {}
         cohorts.append({"cohort": c, "role": spec.cohorts[c].role if c in spec.cohorts else "",
-                        "design": _text(designs.get(c, "")), "n": fmt.fmt_int(d.get("n")),
+                        "design": plain_text(designs.get(c, "")), "n": fmt.fmt_int(d.get("n")),
                         "n_pos": fmt.fmt_int(d.get("n_pos")), "n_neg": fmt.fmt_int(d.get("n_neg")),
                         "groups": ", ".join(f"{g} {fmt.fmt_int(n)}" for g, n in sorted(groups.items()))})
     cards = [{"name": m.name, "checkpoint": m.checkpoint or "", "revision": m.revision or "",
@@ -354,41 +268,23 @@ def _provenance(outcome: Any) -> dict[str, Any]:
               "learned_scale": "" if m.learned_scale is None else fmt.fmt_grid(m.learned_scale),
               "exposure": [f"{c}: {note}" for c, note in sorted(m.exposure.items())]}
              for m in spec.models]
-    randomness = [(k, _text(prov[k])) for k in ("seed", "seed_derivation", "n_resamples",
+    randomness = [(k, plain_text(prov[k])) for k in ("seed", "seed_derivation", "n_resamples",
                                                 "n_permutations", "confidence_level", "ci_method")
                   if k in prov]
     known = {"spec", "inputs", "cohorts", "versions", "designs", "multiplicity", "seed",
              "seed_derivation", "n_resamples", "n_permutations", "confidence_level", "ci_method"}
     return {"files": files, "inputs": other_inputs, "cohorts": cohorts, "cards": cards,
-            "versions": sorted((k, _text(v)) for k, v in (prov.get("versions") or {}).items()),
+            "versions": sorted((k, plain_text(v)) for k, v in (prov.get("versions") or {}).items()),
             "randomness": randomness,
-            "multiplicity": sorted((k, _text(v) + (" (block not run in this audit)"
-                                                   if k in BLOCK_TITLES and k not in o.results else ""))
+            "multiplicity": sorted((k, plain_text(v) + (" (block not run in this audit)"
+                                                   if k in BLOCKS and k not in o.results else ""))
                                    for k, v in (prov.get("multiplicity") or {}).items()),
             "families": _families(outcome),
-            "other": [(k, _text(prov[k])) for k in sorted(prov) if k not in known],
+            "other": [(k, plain_text(prov[k])) for k in sorted(prov) if k not in known],
             "spec_json": _json(prov.get("spec", {}))}
 
 
-# --------------------------------------------------------------------------- checklist
-
-def _provenance_files(inputs: dict[str, Any]) -> list[str]:
-    out = []
-    for x in inputs.get("scores_wide") or []:
-        out.append(f"{_text(x.get('path'))} ({_text(x.get('cohort'))}; sha256 "
-                   f"{_text(x.get('sha256'))[:12]}…)")
-    if inputs.get("scores"):
-        out.append(f"{_text(inputs['scores'])} (sha256 {_text(inputs.get('sha256'))[:12]}…)")
-    return out
-
-
 # --------------------------------------------------------------------------- figures
-
-def _checklist_lazy(outcome: Any) -> list[dict[str, Any]]:
-    from medaudit.report.checklist import _checklist  # imports helpers from this module
-
-    return _checklist(outcome)
-
 
 def render_figures(outcome: Any) -> list[RenderedFigure]:
     """The audit's figures from :func:`medaudit.report.figures.render_all` ([] until it exists)."""
@@ -399,7 +295,7 @@ def render_figures(outcome: Any) -> list[RenderedFigure]:
             raise
         log.info("no figures: %s", exc)
         return []
-    return list(_figures.render_all(_tables(outcome)))
+    return list(_figures.render_all(outcome_tables(outcome)))
 
 
 def _figure_view(f: RenderedFigure) -> dict[str, Any]:
@@ -461,7 +357,7 @@ class Report:
         blocks = []
         for name, res in o.results.items():
             blocks.append({"name": name, "id": f"block-{_safe_id(name)}",
-                           "title": BLOCK_TITLES.get(name, name.replace("_", " ")),
+                           "title": BLOCKS[name].title if name in BLOCKS else name.replace("_", " "),
                            "notes": list(res.notes), "figures": figs.pop(name, []),
                            "tables": [_table_view(name, t, df, self.max_rows)
                                       for t, df in res.tables.items()]})
@@ -470,15 +366,15 @@ class Report:
         matrix = _matrix(o.claims)
         return {
             "name": o.spec.name, "simulated": bool(inputs.get("simulated")),
-            "generator": _text(inputs.get("generator", "")),
-            "generator_seed": _text(inputs.get("generator_seed", "")),
-            "medaudit_version": _text((prov.get("versions") or {}).get("medaudit", "")),
-            "seed": _text(prov.get("seed", "")), "n_resamples": _text(prov.get("n_resamples", "")),
+            "generator": plain_text(inputs.get("generator", "")),
+            "generator_seed": plain_text(inputs.get("generator_seed", "")),
+            "medaudit_version": plain_text((prov.get("versions") or {}).get("medaudit", "")),
+            "seed": plain_text(prov.get("seed", "")), "n_resamples": plain_text(prov.get("n_resamples", "")),
             "level": fmt.fmt_pct(prov.get("confidence_level"), 0),
             "matrix": matrix, "verdicts": [(v, c, d) for v, (c, d) in VERDICTS.items()],
             "qual_legend": [(m, d) for m, d, _k in QUALIFICATIONS.values()],
             "blocks": blocks, "orphan_figures": orphans,
-            "provenance": _provenance(o), "checklist": _checklist_lazy(o), "max_rows": self.max_rows,
+            "provenance": _provenance(o), "checklist": checklist(o), "max_rows": self.max_rows,
         }
 
     def render(self) -> str:
@@ -538,7 +434,7 @@ def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | No
     Without ``out``: ``report.html`` and ``figures/`` are rewritten inside ``directory``.
     With ``out``: only the self-contained page is written, to ``out``.
     """
-    from medaudit.audit.run import load_outcome
+    from medaudit.audit.outcome import load_outcome
 
     outcome = load_outcome(directory)
     if out is None:

@@ -33,6 +33,7 @@ from medaudit.stats.bootstrap import (
 )
 from medaudit.stats.calibration import brier_score, ece, log_loss, reliability_diagram
 from medaudit.stats.contingency import binomial_test, cmh_test, fisher_exact
+from medaudit.stats.decomposition import VarianceDecomposition, variance_decomposition
 from medaudit.stats.delong import (
     delong_ci,
     delong_placements,
@@ -73,4 +74,6 @@ __all__ = [
     "BootstrapResult", "PairedBootstrapResult", "AUCInterval", "PairedAUCTest", "TestResult",
     "MultipleTestResult", "PermutationResult", "ReliabilityBins", "RiskCoverageCurve",
     "OperatingPoint", "TransportResult",
+    # descriptive decompositions
+    "variance_decomposition", "VarianceDecomposition",
 ]

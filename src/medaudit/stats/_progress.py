@@ -1,22 +1,35 @@
-"""Per-batch progress of resampling loops, without threading a callback through every signature.
+"""Per-batch progress of resampling loops, on the one channel of :mod:`medaudit.progress`.
 
-A front end (the command line's progress bar) installs a listener for the duration of a
-run with :func:`replicate_progress`; the resampling engines call :func:`report` after each
-batch.  A :class:`contextvars.ContextVar` keeps the listener local to the calling thread
-or task, so library callers that install nothing pay one lookup per batch and the
-statistics stay pure functions of their inputs.
+The resampling engines call :func:`report` after each batch.  :func:`replicate_progress`
+installs a plain ``listener(kind, done, total)`` callable for code that wants replicate
+events only (tests, notebooks); a front end that wants every event uses
+:func:`medaudit.progress.listening`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+
+from medaudit import progress
 
 __all__ = ["replicate_progress", "report"]
 
-_LISTENER: ContextVar[Callable[[str, int, int], None] | None] = ContextVar(
-    "medaudit_replicate_progress", default=None)
+
+class _Replicates:
+    """Adapts a ``listener(kind, done, total)`` callable to :class:`medaudit.progress.Listener`."""
+
+    def __init__(self, listener: Callable[[str, int, int], None]):
+        self._listener = listener
+
+    def block(self, name: str) -> None:
+        pass
+
+    def step(self, text: str) -> None:
+        pass
+
+    def replicates(self, kind: str, done: int, total: int) -> None:
+        self._listener(kind, done, total)
 
 
 @contextmanager
@@ -26,15 +39,10 @@ def replicate_progress(listener: Callable[[str, int, int], None]) -> Iterator[No
     ``kind`` is ``"bootstrap"`` or ``"permutation"``; ``done`` counts replicates drawn so
     far out of ``total`` in the current resampling.
     """
-    token = _LISTENER.set(listener)
-    try:
+    with progress.listening(_Replicates(listener)):
         yield
-    finally:
-        _LISTENER.reset(token)
 
 
 def report(kind: str, done: int, total: int) -> None:
     """Tell the installed listener (if any) that ``done`` of ``total`` replicates are drawn."""
-    listener = _LISTENER.get()
-    if listener is not None:
-        listener(kind, done, total)
+    progress.replicates(kind, done, total)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from medaudit._versions import versions as _versions
 from medaudit.exceptions import MedauditError
 from medaudit.io.output import file_sha256
 from medaudit.train.data import ImageDataset, eval_transform, seed_worker, train_transform
@@ -44,17 +45,7 @@ class Env:
 
 def versions() -> dict[str, str]:
     """Versions of everything that can move a trained model's scores."""
-    import importlib
-
-    from medaudit import __version__
-
-    out = {"medaudit": __version__, "python": platform.python_version()}
-    for mod in ("torch", "torchvision", "numpy", "pandas", "scipy", "PIL"):
-        try:
-            out[mod] = importlib.import_module(mod).__version__
-        except (ImportError, AttributeError):  # pragma: no cover - optional
-            continue
-    return out
+    return _versions("torch", "torchvision", "numpy", "pandas", "scipy", "PIL")
 
 
 def make_env(spec, base_dir: Path) -> Env:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from medaudit.io._specbase import Strict as _Strict
+from medaudit.io.specfile import Strict as _Strict
 
 __all__ = ["ManifestSpec", "SourceSpec", "SupervisedSpec", "load_supervised_spec"]
 
@@ -167,6 +167,6 @@ class SupervisedSpec(_Strict):
 
 def load_supervised_spec(path: str | Path) -> tuple[SupervisedSpec, Path]:
     """Read and validate a YAML training spec; return it and its folder (for relative paths)."""
-    from medaudit.io.spec import load_yaml_model
+    from medaudit.io.specfile import load_yaml_model
 
     return load_yaml_model(path, SupervisedSpec, what="training spec")

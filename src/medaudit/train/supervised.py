@@ -42,10 +42,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit.blocks.retained import exclusion_card_entries
 from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.io.modelcard import ModelCard, exclusion_card_entries
 from medaudit.io.output import file_sha256, write_json
-from medaudit.io.spec import ModelCard
 from medaudit.stats import roc_auc
 from medaudit.train import _engine as eng
 from medaudit.train.data import apply_exclusion, load_exclusion, load_manifest, pos_weight, stratified_split

@@ -1,28 +1,26 @@
-"""Spec sections for reference agreement (paper 002): the judgment table and the error-structure block.
+"""The ``judgments:`` spec section (paper 002): where the judgment table comes from, the evaluable set.
 
-Owned by the judgment/error-structure work (issue 5); :class:`~medaudit.io.spec.AuditSpec` embeds these.
+The audit spec embeds it as ``judgments:``; the ``error_structure`` and ``agreement``
+blocks have their own sections.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from medaudit.io._specbase import Strict as _Strict
-from medaudit.io._specbase import fraction as _fraction
+from medaudit.io.specfile import Strict as _Strict
 
-__all__ = ["JudgmentsSpec", "ReadersSpec", "ErrorStructureSpec"]
+__all__ = ["JudgmentsSpec", "ReadersSpec", "READER_FINDINGS"]
 
 #: paper-002 findings that NIH ChestX-ray14 (all-findings readers) and VinDr-CXR both label
 READER_FINDINGS = ("atelectasis", "cardiomegaly", "consolidation", "pleural effusion",
                    "pneumothorax")
 
 
-
-
 class ReadersSpec(_Strict):
-    """Real judgment table from public per-reader labels (see :mod:`medaudit.agreement.readers`).
+    """Real judgment table from public per-reader labels (see :mod:`medaudit.datasets.readers`).
 
     Institutions NIH (ChestX-ray14, Google all-findings expert readers, 810 images x 5
     readers) and VinDr (VinDr-CXR training labels, 15,000 images x 3 radiologists, the copy
@@ -71,39 +69,4 @@ class JudgmentsSpec(_Strict):
                              f"{given or 'none'}")
         if len(set(self.protocols)) != len(self.protocols):
             raise ValueError(f"protocols repeat a name: {self.protocols}")
-        return self
-
-
-class ErrorStructureSpec(_Strict):
-    """Settings of the error-structure block (M2.9, M2.11)."""
-
-    #: study-clustered bootstrap replicates for rates and rate differences (paper: 10,000)
-    n_resamples: int = Field(10_000, ge=10)
-    #: BH false discovery rate, applied separately to the FPR and the FNR families
-    alpha: float = 0.05
-    #: protocol of the error-pattern analyses (rates, tests, bootstrap, Jaccard)
-    protocol: str = "narrative"
-    #: models in the BH families and the Jaccard overlap (None = every model); others are
-    #: reported as descriptive (paper 002 leaves the degenerate LLaVA-Med out)
-    family_models: list[str] | None = None
-    #: institution order (contrasts are earlier - later); None = sorted names
-    institutions: list[str] | None = None
-    #: continuity correction of the CMH statistic
-    cmh_correction: bool = True
-    #: protocols compared by the concordance table (a - b)
-    protocol_pair: list[str] = Field(default_factory=lambda: ["narrative", "binary"],
-                                     min_length=2, max_length=2)
-    #: repeat the BH families and Jaccard on the (study, finding) pairs every family model has
-    shared_cells: bool = True
-
-    @field_validator("alpha")
-    @classmethod
-    def _alpha(cls, v: float) -> float:
-        return _fraction(v, "alpha")
-
-    @model_validator(mode="after")
-    def _pair(self) -> ErrorStructureSpec:
-        if self.protocol_pair[0] == self.protocol_pair[1]:
-            raise ValueError(f"protocol_pair needs two different protocols; got "
-                             f"{self.protocol_pair}")
         return self

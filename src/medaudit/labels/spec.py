@@ -1,7 +1,7 @@
-"""Spec sections for uncertain labels (paper 001): raw annotations and the label-uncertainty block.
+"""The ``annotations:`` spec section (paper 001): where raw annotations are and how they become labels.
 
-Owned by the labels work (issue 4); :class:`~medaudit.io.spec.AuditSpec` embeds these as
-``annotations:`` and ``label_uncertainty:``.  Example::
+The audit spec embeds it as ``annotations:``; the ``label_uncertainty`` block has its own
+section.  Example::
 
     annotations:
       path: ratings.csv            # relative to the spec file
@@ -27,15 +27,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from medaudit.io._specbase import Strict as _Strict
-from medaudit.io._specbase import fraction as _fraction
+from medaudit.io.specfile import Strict as _Strict
 
-__all__ = ["AnnotationsSpec", "LabelUncertaintySpec", "RatingScaleSpec", "HEDGE_CODE"]
+__all__ = ["AnnotationsSpec", "RatingScaleSpec", "HEDGE_CODE"]
 
 #: the code value that marks a hedged / uncertain rating in ``scale.codes``
 HEDGE_CODE = "hedge"
-
-
 
 
 class RatingScaleSpec(_Strict):
@@ -107,9 +104,9 @@ class AnnotationsSpec(_Strict):
     #: folder under ../shared/data); relative to the spec file
     path: str | None = None
     #: "long": item_id, annotator, rating (+ cohort); "crowd": crowd-kit's task, worker, label;
-    #: "enhance" / "nih" / "lidc": the data set's reader (medaudit.labels.datasets.read_dataset)
+    #: "enhance" / "nih" / "lidc": the data set's reader (medaudit.datasets.read_dataset)
     format: Literal["long", "crowd", "enhance", "nih", "lidc"] = "long"
-    #: the reader's options for a data-set format (medaudit.labels.datasets.DATASET_OPTIONS)
+    #: the reader's options for a data-set format (medaudit.datasets.DATASET_OPTIONS)
     dataset: dict[str, Any] | None = None
     #: column names in the file; default by format (item_id/annotator/rating, task/worker/label)
     item_column: str | None = None
@@ -165,7 +162,7 @@ class AnnotationsSpec(_Strict):
         if self.soft != "mean" and self.format in ("enhance", "lidc"):
             raise ValueError(f"format: {self.format} has no annotator identities; crowd models "
                              "(soft: dawid_skene / glad) need them: use soft: mean")
-        from medaudit.labels.datasets import dataset_scale
+        from medaudit.datasets import dataset_scale
 
         try:
             lo, hi = dataset_scale(self.format, self.dataset)
@@ -205,49 +202,3 @@ class AnnotationsSpec(_Strict):
             "item_id", "annotator", "rating")
         return (self.item_column or d[0], self.annotator_column or d[1],
                 self.rating_column or d[2])
-
-
-class LabelUncertaintySpec(_Strict):
-    """Settings of the label-uncertainty block (paper 001, M1.4-M1.8)."""
-
-    #: cohorts to analyse (default: every cohort of the spec)
-    cohorts: list[str] | None = None
-    #: models to rank (default: every model in the table, at the primary prompt)
-    models: list[str] | None = None
-    prompt: str | None = None
-    #: annotation-bootstrap replicates (M1.7: 1,000)
-    n_resamples: int = Field(1000, ge=10)
-    #: model ranking per metric: min-rank (competition ranking, M1.5)
-    rank_ties: Literal["min"] = "min"
-    #: ordinary AP: "pooled" ties (scikit-learn, M1.4) or "individual" ranks (paper 000)
-    ap_ties: Literal["pooled", "individual"] = "pooled"
-    soft_variant: Literal["inclusive", "strict", "trapezoid"] = "inclusive"
-    soft_ties: Literal["stable", "grouped"] = "stable"
-    #: correlation the binomial test compares (M1.8 [AMBIG]: Spearman assumed)
-    test_correlation: Literal["spearman", "kendall"] = "spearman"
-    #: replicates where soft and ordinary correlations are equal: excluded (sign test) or failures
-    test_ties: Literal["exclude", "failure"] = "exclude"
-    alpha: float = 0.05
-    #: replicates per batch of the annotation bootstrap (memory bound; results do not depend on it)
-    batch: int | None = Field(None, ge=1)
-
-    @field_validator("alpha")
-    @classmethod
-    def _alpha(cls, v: float) -> float:
-        return _fraction(v, "alpha")
-
-    @model_validator(mode="after")
-    def _variant(self) -> LabelUncertaintySpec:
-        # grouped ties pool each tied block with the trapezoid: the variant does not apply,
-        # and a result id naming "strict" for a trapezoid value would mislead
-        if self.soft_ties == "grouped" and self.soft_variant != "inclusive":
-            raise ValueError(f"soft_variant: {self.soft_variant} applies to soft_ties: stable only; "
-                             "soft_ties: grouped uses the trapezoid inside tied blocks")
-        return self
-
-    @field_validator("models", "cohorts")
-    @classmethod
-    def _unique(cls, v):
-        if v is not None and len(set(v)) != len(v):
-            raise ValueError(f"names repeat: {v}")
-        return v

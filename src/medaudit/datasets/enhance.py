@@ -19,14 +19,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.labels.dataset_common import (
+from medaudit.datasets._common import (
     LoadedAnnotations,
     _check_scale,
     _numbers,
     _read_csv,
     _root,
 )
+from medaudit.exceptions import MedauditError, SchemaError
 
 __all__ = ["ENHANCE_ATTRIBUTES", "ENHANCE_STUDENT_SCALES", "ENHANCE_CROWD_SCALES",
            "read_enhance_students", "read_enhance_crowd", "read_enhance_automated",

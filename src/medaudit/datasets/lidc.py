@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.labels.dataset_common import (
+from medaudit.datasets._common import (
     LoadedAnnotations,
     _check_scale,
     _numbers,
     _read_csv,
     _root,
 )
+from medaudit.exceptions import MedauditError, SchemaError
 
 __all__ = ["LIDC_CHARACTERISTICS", "read_lidc"]
 

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from medaudit._validation import as_generator
+from medaudit._versions import versions
 from medaudit.exceptions import MedauditError, SchemaError
 
 __all__ = ["ProbeResult", "DEFAULT_FINDINGS", "EXTRACTORS", "load_nih_images", "majority_labels",
@@ -81,7 +82,7 @@ def load_nih_images(root: str | Path | None = None, image_ids: Sequence[str] | N
     """
     from PIL import Image
 
-    from medaudit.labels.dataset_common import _root
+    from medaudit.datasets._common import _root
 
     base = _root(root, "nih_cxr14_google_expert_readers") / "images_256"
     ids = sorted(image_ids) if image_ids is not None else sorted(p.name for p in base.glob("*.png"))
@@ -217,7 +218,7 @@ def nih_probe_scores(annotations: pd.DataFrame, *, root: str | Path | None = Non
     Parameters
     ----------
     annotations : DataFrame
-        The reader table of :func:`medaudit.labels.datasets.read_nih_readers` (``item_id,
+        The reader table of :func:`medaudit.datasets.annotations.read_nih_readers` (``item_id,
         annotator, rating, cohort, patient_id``); probes train on the majority labels.
     findings : sequence of str
         Cohorts to score; the folds are stratified on ``Abnormal`` when it is among them,
@@ -289,7 +290,8 @@ def nih_probe_scores(annotations: pd.DataFrame, *, root: str | Path | None = Non
                                                           "LogisticRegression(lbfgs)"},
                 "pixels": {"size": 16}, "hog": {"size": 64, "orientations": 9, "pixels_per_cell": 8,
                                                 "cells_per_block": 2},
-                "cnn": {"epochs": cnn_epochs, "input": 64, "threads": 1}, "versions": _versions()}
+                "cnn": {"epochs": cnn_epochs, "input": 64, "threads": 1},
+                "versions": versions("numpy", "sklearn", "skimage", "torch", "PIL", interpreter=False)}
     return ProbeResult(scores=scores, folds=pd.DataFrame({"image_id": ids, "patient_id": groups,
                                                           "fold": folds}), settings=settings)
 
@@ -313,15 +315,3 @@ def _cnn_features(images: np.ndarray, y: np.ndarray, folds: np.ndarray, seeds: l
     finally:
         torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(det)
-
-
-def _versions() -> dict[str, str]:
-    import importlib
-
-    out = {}
-    for mod in ("numpy", "sklearn", "skimage", "torch", "PIL"):
-        try:
-            out[mod] = importlib.import_module(mod).__version__
-        except (ImportError, AttributeError):  # pragma: no cover - optional
-            continue
-    return out

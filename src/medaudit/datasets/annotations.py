@@ -5,17 +5,17 @@ Each reader turns one on-disk layout into the long annotation table
 skipped and why; nothing is dropped silently and every error names the file, the row
 (``line`` = 1-based line of the file, header included) and the column.
 
-* **ENHANCE** (:mod:`~medaudit.labels.dataset_enhance`): student groups 2017-2020 and MTurk
+* **ENHANCE** (:mod:`~medaudit.datasets.enhance`): student groups 2017-2020 and MTurk
   crowd ratings of asymmetry, border and colour on ISIC images, plus the algorithmic
   scores in ``automated/`` used as real "models".
-* **NIH ChestX-ray14 expert readers** (:mod:`~medaudit.labels.dataset_nih`): the same 5
+* **NIH ChestX-ray14 expert readers** (:mod:`~medaudit.datasets.nih`): the same 5
   radiologists on 810 images, and the 4-finding YES/NO/HEDGE reads; cohort = finding.
-* **LIDC-IDRI** (:mod:`~medaudit.labels.dataset_lidc`): per-reader 1-5 ratings of a nodule
+* **LIDC-IDRI** (:mod:`~medaudit.datasets.lidc`): per-reader 1-5 ratings of a nodule
   characteristic as ordinal soft labels (no reader identity, no model scores).
 
 :func:`read_dataset` is the one entry point an audit spec uses (``annotations: format:
 enhance | nih | lidc``, options in ``annotations.dataset``), so no build step is needed
-for the annotations.  ``python -m medaudit.labels.datasets enhance OUT_DIR`` (or
+for the annotations.  ``python -m medaudit.datasets.annotations enhance OUT_DIR`` (or
 ``enhance_crowd``, ``lidc``) still writes the annotation and score tables to disk.
 """
 
@@ -28,15 +28,14 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from medaudit.exceptions import MedauditError
-from medaudit.labels.dataset_common import (
+from medaudit.datasets._common import (
     ANNOTATION_COLUMNS,
     LoadedAnnotations,
     _root,
     shared_data_dir,
     source_hashes,
 )
-from medaudit.labels.dataset_enhance import (
+from medaudit.datasets.enhance import (
     ENHANCE_ATTRIBUTES,
     ENHANCE_CROWD_SCALES,
     ENHANCE_STUDENT_SCALES,
@@ -47,14 +46,15 @@ from medaudit.labels.dataset_enhance import (
     read_enhance_crowd,
     read_enhance_students,
 )
-from medaudit.labels.dataset_lidc import LIDC_CHARACTERISTICS, read_lidc
-from medaudit.labels.dataset_nih import (
+from medaudit.datasets.lidc import LIDC_CHARACTERISTICS, read_lidc
+from medaudit.datasets.nih import (
     NIH_FINDINGS,
     NIH_FOUR_FINDINGS,
     read_nih_four_findings,
     read_nih_metadata,
     read_nih_readers,
 )
+from medaudit.exceptions import MedauditError
 
 __all__ = [
     "ANNOTATION_COLUMNS", "LoadedAnnotations", "ENHANCE_ATTRIBUTES", "ENHANCE_STUDENT_SCALES",
@@ -178,8 +178,8 @@ def dataset_scores(fmt: Literal["enhance"], root: str | Path | None = None, *,
                             "scores with examples/build_nih_scores.py; LIDC: label stability only).")
     o = _options(fmt, options)
     base = _root(root, DATASET_FOLDERS[fmt])
+    from medaudit.datasets.enhance import _AUTOMATED
     from medaudit.io import file_sha256
-    from medaudit.labels.dataset_enhance import _AUTOMATED
 
     scores, counts = enhance_scores(base, attributes=o["attributes"])
     files = sorted({f"0_data/automated/{f}" for f, *_ in _AUTOMATED})
@@ -210,5 +210,5 @@ def write_tables(dataset: Literal["enhance", "enhance_crowd", "lidc"], out: str 
 
 if __name__ == "__main__":  # pragma: no cover - thin command line
     if len(sys.argv) != 3:
-        sys.exit("usage: python -m medaudit.labels.datasets {enhance,enhance_crowd,lidc} OUT_DIR")
+        sys.exit("usage: python -m medaudit.datasets.annotations {enhance,enhance_crowd,lidc} OUT_DIR")
     print(write_tables(sys.argv[1], sys.argv[2], overwrite=True))  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ import numpy as np
 
 from medaudit._validation import as_generator
 
-__all__ = ["simulate_cohort", "SIMULATED_MODELS"]
+__all__ = ["simulate_cohort", "simulate_paper000", "SIMULATED_MODELS"]
 
 #: model -> (separation of TB from healthy, from sick, calibration shift) on the logit scale
 SIMULATED_MODELS: dict[str, tuple[float, float, float]] = {

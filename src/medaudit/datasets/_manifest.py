@@ -1,6 +1,6 @@
 """Shared pieces of the manifest builders: the :class:`Manifest` record and the step ledger.
 
-Split out of :mod:`medaudit.imaging.manifests` (which re-exports every public name) so that the
+Split out of :mod:`medaudit.datasets.manifests` (which re-exports every public name) so that the
 paper-000 and paper-002 builders share one ``_finish`` and one counting rule.
 """
 

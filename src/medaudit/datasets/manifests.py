@@ -10,8 +10,8 @@ Paper 000 (methods.md M0.2): Montgomery, Shenzhen, TBX11K (official labeled list
 Paper 002 (M2.1): MIMIC-CXR (CheXpert-labeler output), OpenI, PadChest (explicit mapping dictionary).
 Shared test data: the TBX11K TB-positive subset, Kermany paediatric test split, the NIH 810 images.
 
-The paper-002 builders live in :mod:`medaudit.imaging.manifests_paper002` and the shared record in
-:mod:`medaudit.imaging.manifests_base`; every public name is re-exported here.
+The paper-002 builders live in :mod:`medaudit.datasets.manifests_paper002` and the shared record in
+:mod:`medaudit.datasets._manifest`; every public name is re-exported here.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.imaging.manifests_base import (
+from medaudit.datasets._manifest import (
     KNOWN_OVERLAPS,
     MANIFEST_COLUMNS,
     Manifest,
@@ -37,7 +36,7 @@ from medaudit.imaging.manifests_base import (
     _root,
     _Steps,
 )
-from medaudit.imaging.manifests_paper002 import (
+from medaudit.datasets.manifests_paper002 import (
     FINDINGS,
     OPENI_MESH_MAPPING,
     PADCHEST_MAPPING,
@@ -46,6 +45,7 @@ from medaudit.imaging.manifests_paper002 import (
     openi_manifest,
     padchest_manifest,
 )
+from medaudit.exceptions import MedauditError, SchemaError
 
 __all__ = [
     "MANIFEST_COLUMNS", "FINDINGS", "PADCHEST_MAPPING", "PADCHEST_NEVER", "OPENI_MESH_MAPPING",

@@ -12,8 +12,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from medaudit.datasets._common import LoadedAnnotations, _numbers, _read_csv, _root
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.labels.dataset_common import LoadedAnnotations, _numbers, _read_csv, _root
 
 __all__ = ["NIH_FINDINGS", "NIH_FOUR_FINDINGS", "read_nih_readers", "read_nih_four_findings",
            "read_nih_metadata"]

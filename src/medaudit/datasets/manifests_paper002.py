@@ -1,6 +1,6 @@
 """Paper 002 cohorts (methods.md M2.1): MIMIC-CXR, OpenI and PadChest manifests.
 
-Re-exported by :mod:`medaudit.imaging.manifests`; import from there.
+Re-exported by :mod:`medaudit.datasets.manifests`; import from there.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from medaudit._validation import as_generator
+from medaudit.datasets._manifest import Manifest, _check_files, _find, _finish, _read_csv, _root, _Steps
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.imaging.manifests_base import Manifest, _check_files, _find, _finish, _read_csv, _root, _Steps
 
 __all__ = ["FINDINGS", "PADCHEST_MAPPING", "PADCHEST_NEVER", "OPENI_MESH_MAPPING", "mimic_manifest",
            "openi_manifest", "padchest_manifest"]

@@ -1,8 +1,8 @@
 """Shared pieces of the real-data readers: the loaded-table record, data-folder lookup and
 cell parsing whose errors name the file, the line (1-based, header included) and the column.
 
-Used by :mod:`medaudit.labels.dataset_enhance`, :mod:`medaudit.labels.dataset_nih` and
-:mod:`medaudit.labels.dataset_lidc`; :mod:`medaudit.labels.datasets` re-exports the public names.
+Used by :mod:`medaudit.datasets.enhance`, :mod:`medaudit.datasets.nih` and
+:mod:`medaudit.datasets.lidc`; :mod:`medaudit.datasets.annotations` re-exports the public names.
 """
 
 from __future__ import annotations

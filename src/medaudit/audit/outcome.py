@@ -1,0 +1,138 @@
+"""What an audit produced, and its files: the block tables and ``results.json``, written and read back.
+
+:class:`AuditOutcome` is the in-memory result of an audit (spec, block results, the
+portability matrix, provenance).  :func:`write_results` writes its tables (CSV and
+Parquet) and ``results.json``; :func:`load_outcome` rebuilds the outcome from
+``results.json`` without recomputing anything.  This module sits below both the runner
+(``medaudit.audit.run``) and the report (``medaudit.report``), which is how
+``medaudit report DIR`` re-renders a finished audit byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from medaudit.audit.spec import AuditSpec
+from medaudit.blocks.block import BlockResult
+from medaudit.blocks.claimkit import CLAIM_COLUMNS
+from medaudit.blocks.rows import E_COLUMNS, PROVENANCE_COLUMNS
+from medaudit.exceptions import SchemaError
+from medaudit.io.output import write_json
+
+__all__ = ["AuditOutcome", "write_results", "load_outcome", "to_parquet"]
+
+
+@dataclass(frozen=True, eq=False)
+class AuditOutcome:
+    """What an audit produced: spec, block results in run order, the matrix, provenance."""
+
+    spec: AuditSpec
+    results: Mapping[str, BlockResult]
+    #: the portability matrix in long form (one row per claim x changed element)
+    claims: pd.DataFrame
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def write_results(outcome: AuditOutcome, directory: Path) -> None:
+    """Write ``tables/`` (CSV + Parquet), ``portability.csv``/``.parquet`` and ``results.json``."""
+    (directory / "tables").mkdir()
+    blocks_json: dict[str, Any] = {}
+    for name, res in outcome.results.items():
+        blocks_json[name] = {"notes": list(res.notes), "tables": {},
+                             # JSON objects are written with sorted keys: keep the order
+                             "table_names": list(res.tables),
+                             "columns": {t: [str(c) for c in df.columns]
+                                         for t, df in res.tables.items()}}
+        if res.provenance:
+            blocks_json[name]["provenance"] = res.provenance
+        for tname, df in res.tables.items():
+            stem = f"{name}__{tname}"
+            df.to_csv(directory / "tables" / f"{stem}.csv", index=False, float_format="%.17g")
+            to_parquet(df, directory / "tables" / f"{stem}.parquet")
+            blocks_json[name]["tables"][tname] = df.to_dict("records")
+    outcome.claims.to_csv(directory / "portability.csv", index=False, float_format="%.17g")
+    to_parquet(outcome.claims, directory / "portability.parquet")
+    write_json(directory / "results.json", {"provenance": outcome.provenance, "blocks": blocks_json,
+                                            "portability": outcome.claims.to_dict("records"),
+                                            # sorted keys lose the spec's declared cohort order
+                                            "key_order": {"cohorts": list(outcome.spec.cohorts)}})
+
+
+def to_parquet(df: pd.DataFrame, path: Path) -> None:
+    """Write ``df`` as Parquet; mixed-type object columns (prevalence "observed" or 0.5) as text."""
+    safe = df.copy()
+    for c in safe.columns:
+        if safe[c].dtype == object:
+            kinds = {type(v) for v in safe[c] if v is not None and not (isinstance(v, float)
+                                                                          and v != v)}
+            if len(kinds) > 1 or (kinds and not kinds <= {str}):
+                safe[c] = safe[c].map(lambda v: None if v is None else str(v))
+    safe.to_parquet(path, index=False)
+
+
+_INF = {"inf": math.inf, "-inf": -math.inf}  # how write_json stores infinities
+
+
+def _records_frame(records: list[dict[str, Any]], columns: list[str] | None) -> pd.DataFrame:
+    """A DataFrame from ``results.json`` records (null -> NaN/None, "inf" -> float)."""
+    if columns is None:  # results.json written before column orders were recorded
+        seen = list(dict.fromkeys(k for r in records for k in r))
+        first = [c for c in (*E_COLUMNS, *PROVENANCE_COLUMNS) if c in seen]
+        columns = first + [c for c in seen if c not in first]
+    df = pd.DataFrame.from_records(records, columns=columns) if records else pd.DataFrame(
+        columns=columns)
+    for c in df.columns:
+        if df[c].dtype != object:
+            continue
+        vals = [v for v in df[c] if v is not None]
+        if vals and any(isinstance(v, str) and v in _INF for v in vals) and all(
+                (isinstance(v, str) and v in _INF)
+                or (isinstance(v, int | float) and not isinstance(v, bool)) for v in vals):
+            df[c] = [math.nan if v is None else (_INF[v] if isinstance(v, str) else float(v))
+                     for v in df[c]]
+    return df
+
+
+def load_outcome(directory: str | Path) -> AuditOutcome:
+    """Rebuild an :class:`AuditOutcome` (spec, block tables, claims, provenance) from results.json.
+
+    Nothing is recomputed: the tables are the records :func:`write_results` stored, in
+    their original block, table and column order.
+    """
+    directory = Path(directory)
+    path = directory / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{str(path)!r} does not exist; point at a directory written by "
+                                "`medaudit audit SPEC.yaml --out DIR`.")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    missing = [k for k in ("provenance", "blocks", "portability") if k not in data]
+    if missing or "spec" not in data.get("provenance", {}):
+        raise SchemaError(f"{path}: not the results of `medaudit audit` (it lacks "
+                          f"{missing or ['provenance.spec']}).")
+    prov = data["provenance"]
+    order = (data.get("key_order") or {}).get("cohorts") or []
+    cohorts = prov["spec"].get("cohorts") or {}
+    prov["spec"]["cohorts"] = {c: cohorts[c] for c in [*order, *cohorts] if c in cohorts}
+    spec = AuditSpec.model_validate(prov["spec"])
+    blocks = data["blocks"]
+    names = [b for b in spec.blocks if b in blocks] + sorted(b for b in blocks if b not in spec.blocks)
+    results: dict[str, BlockResult] = {}
+    for name in names:
+        b = blocks[name]
+        tables = b.get("tables", {})
+        tnames = [t for t in b.get("table_names", []) if t in tables]
+        tnames += sorted(t for t in tables if t not in tnames)
+        cols = b.get("columns", {})
+        results[name] = BlockResult(name=name,
+                                    tables={t: _records_frame(tables[t], cols.get(t)) for t in tnames},
+                                    notes=tuple(b.get("notes", ())),
+                                    provenance=dict(b.get("provenance") or {}))
+    claims = _records_frame(data["portability"], list(CLAIM_COLUMNS))
+    return AuditOutcome(spec, results, claims, prov)

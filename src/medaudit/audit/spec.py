@@ -1,0 +1,213 @@
+"""The audit specification (YAML), composed from the registered blocks' own sections.
+
+An :class:`AuditSpec` names the inputs (a score table, raw annotations, a judgment
+table), the cohorts and their roles, the primary prompt, the model cards, the
+resampling settings, which blocks to run and how claims are stated; every registered
+block adds its own section under its key (``prompts:``, ``spectrum: [...]``,
+``transport: [...]``, ``error_structure:``, ...; see :data:`medaudit.blocks.BLOCKS`), so
+the YAML surface of a block is defined next to the block.  Unknown keys are errors
+(with the closest valid key suggested), and every cohort, model, prompt and group the
+spec names must exist in the table (:func:`check_spec_against_table`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import Field, create_model, field_validator, model_validator
+
+from medaudit.agreement.spec import JudgmentsSpec
+from medaudit.backends import ExecutionSpec
+from medaudit.blocks import BLOCKS
+from medaudit.blocks.block import INPUTS
+from medaudit.blocks.checks import unknown
+from medaudit.blocks.context import CohortSpec, Resampling, Study
+from medaudit.exceptions import SchemaError
+from medaudit.io.modelcard import ModelCard
+from medaudit.io.specfile import Strict, fraction, load_yaml_model
+from medaudit.labels.spec import AnnotationsSpec
+
+__all__ = ["DEMO_SPEC", "AuditSpec", "ClaimsSpec", "CohortSpec", "ModelCard", "WideScoresSpec", "load_spec",
+           "check_spec_against_table", "BLOCK_NAMES", "SCORE_BLOCKS"]
+
+#: the embedded default audit (``medaudit demo``, ``make demo``): the seeded simulated
+#: paper-000 study; ``examples/paper000_simulated.yaml`` is the same file
+DEMO_SPEC = Path(__file__).with_name("paper000_simulated.yaml")
+#: every registered block, in run order
+BLOCK_NAMES = tuple(BLOCKS)
+#: blocks reading the score table (paper 000 style inputs)
+SCORE_BLOCKS = tuple(n for n, b in BLOCKS.items() if "scores" in b.requires)
+_SCORE_INPUTS = ("scores", "simulate", "scores_wide")
+
+
+class ClaimsSpec(Strict):
+    """How the portability matrix states its claims (rankings and thresholds always)."""
+
+    #: reliability claims "AUROC >= level" for every model x primary cohort reaching it
+    auroc_at_least: float | None = 0.90
+
+    @field_validator("auroc_at_least")
+    @classmethod
+    def _lvl(cls, v: float | None) -> float | None:
+        return None if v is None else fraction(v, "auroc_at_least")
+
+
+class WideScoresSpec(Strict):
+    """A wide prediction file: one row per image, one score column per model (and seed).
+
+    ``column_pattern`` is a regular expression with a named group ``model`` (and
+    optionally ``seed`` and ``prompt``) matched against the column names; columns
+    that do not match (other than the id and label columns) are an error, so
+    nothing is silently ignored.
+    """
+
+    path: str
+    cohort: str
+    id_column: str = "image_id"
+    #: None when the file has no label column (labels then come from ``annotations:``)
+    label_column: str | None = "label"
+    column_pattern: str = r"(?P<model>.+)"
+    model_prefix: str = ""
+    prompt: str = "none"
+
+
+class _AuditSpecBase(Strict):
+    """A whole audit: inputs, cohorts, analyses and resampling settings."""
+
+    name: str
+    scores: str | None = None  # path (relative to the spec file) to CSV/Parquet
+    simulate: Literal["paper000"] | None = None  # the embedded simulated study instead
+    scores_wide: list[WideScoresSpec] | None = None  # wide prediction files instead
+    simulate_scale: float = Field(1.0, gt=0.0, le=1.0)  # shrink the simulated study (quick runs)
+    score_scale: Literal["probabilities", "logits"] = "probabilities"
+    models: list[ModelCard] = Field(default_factory=list)
+    cohorts: dict[str, CohortSpec] = Field(default_factory=dict)
+    primary_prompt: str = "none"
+    seed: int = 2026
+    n_resamples: int = Field(2000, ge=10)
+    n_permutations: int = Field(10_000, ge=9)
+    confidence_level: float = 0.95
+    #: default: every block whose inputs the spec gives (``requires`` of each block), in
+    #: registry order
+    blocks: list[Literal[BLOCK_NAMES]] | None = None  # type: ignore[valid-type]
+    claims: ClaimsSpec = Field(default_factory=ClaimsSpec)
+    execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
+    annotations: AnnotationsSpec | None = None
+    judgments: JudgmentsSpec | None = None
+
+    @field_validator("confidence_level")
+    @classmethod
+    def _level(cls, v: float) -> float:
+        return fraction(v, "confidence_level")
+
+    @model_validator(mode="after")
+    def _inputs(self) -> _AuditSpecBase:
+        given = [k for k in _SCORE_INPUTS if getattr(self, k) is not None]
+        if len(given) > 1 or (not given and self.judgments is None):
+            raise ValueError("give exactly one of `scores:` (a long table), `scores_wide:` (wide "
+                             f"prediction files) or `simulate: paper000` (or only `judgments:`); "
+                             f"got {given or 'none'}")
+        if given and not self.cohorts:
+            raise ValueError("`cohorts:` must name at least one cohort of the score table")
+        if self.annotations is not None and (not given or given == ["simulate"]):
+            raise ValueError("`annotations:` label the items of a score table read from a file; "
+                             "give `scores:` or `scores_wide:` (a `simulate:` table has none)")
+        if not given:
+            # sections that only describe a score table would otherwise be silently ignored
+            unused = (["cohorts"] if self.cohorts else []) + [
+                b.key() for n, b in BLOCKS.items()
+                if n in SCORE_BLOCKS and getattr(self, b.key()) != b.default_config()]
+            if unused:
+                raise ValueError(f"{', '.join(f'`{k}:`' for k in unused)} describe(s) a score table, "
+                                 "but the spec gives none (`scores:`, `scores_wide:` or "
+                                 "`simulate:`); add one or remove the section(s)")
+        present = {"scores": bool(given), "annotations": self.annotations is not None,
+                   "judgments": self.judgments is not None}
+        if self.blocks is None:
+            object.__setattr__(self, "blocks", [n for n, b in BLOCKS.items()
+                                                if all(present[r] for r in b.requires)])
+        if len(set(self.blocks)) != len(self.blocks):
+            raise ValueError(f"blocks repeat a name: {self.blocks}")
+        for name in self.blocks:
+            for r in sorted(BLOCKS[name].requires, key=lambda r: r == "scores"):
+                if present[r]:
+                    continue
+                if r == "scores":
+                    raise ValueError(f"block {name!r} needs {INPUTS[r]}")
+                raise ValueError(f"block {name!r} needs {INPUTS[r]} in the spec")
+        return self
+
+    # -- what the rest of the package reads ---------------------------------------------
+    @property
+    def has_scores(self) -> bool:
+        """Whether the spec gives a score table (paper-000 style inputs)."""
+        return any(getattr(self, k) is not None for k in _SCORE_INPUTS)
+
+    def block_config(self, name: str) -> Any:
+        """The section of block ``name`` (its config, or the list of its entries)."""
+        return getattr(self, BLOCKS[name].key())
+
+    def card(self, model: str) -> ModelCard:
+        """The model card for ``model`` (an empty one when the spec gives none)."""
+        return self.study().card(model)
+
+    def cohorts_with_role(self, *roles: str) -> list[str]:
+        return [k for k, v in self.cohorts.items() if v.role in roles]
+
+    def study(self) -> Study:
+        """What the audit is about (cohorts, primary prompt, cards, score scale), for blocks."""
+        return Study(cohorts=dict(self.cohorts), primary_prompt=self.primary_prompt,
+                     cards=tuple(self.models), score_scale=self.score_scale,
+                     auroc_at_least=self.claims.auroc_at_least)
+
+    def resampling(self) -> Resampling:
+        """The run's seed, B, interval level and permutation count, for blocks."""
+        return Resampling(seed=self.seed, n_resamples=self.n_resamples,
+                          confidence_level=self.confidence_level,
+                          n_permutations=self.n_permutations)
+
+
+def _block_sections() -> dict[str, Any]:
+    """One field per registered block: its config (or list of entries), defaulted."""
+    fields: dict[str, Any] = {}
+    for b in BLOCKS.values():
+        if b.many:
+            fields[b.key()] = (list[b.config], Field(default_factory=list))
+        else:
+            fields[b.key()] = (b.config, Field(default_factory=b.config))
+    return fields
+
+
+#: the audit spec: the inputs and settings above plus one section per registered block
+AuditSpec = create_model("AuditSpec", __base__=_AuditSpecBase, __module__=__name__,
+                         **_block_sections())
+AuditSpec.__doc__ = _AuditSpecBase.__doc__
+
+
+def load_spec(path: str | Path) -> tuple[AuditSpec, Path]:
+    """Read and validate a YAML audit spec; return it and its directory (for relative paths)."""
+    return load_yaml_model(path, AuditSpec, what="audit spec")
+
+
+def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: str) -> None:
+    """Raise :class:`SchemaError` listing every name in the spec that the table lacks."""
+    cohorts = set(table["cohort"].unique())
+    models = set(table["model"].unique())
+    prompts = set(table["prompt"].unique())
+    errs: list[str] = []
+    errs += unknown("cohort", spec.cohorts, cohorts, "cohorts")
+    errs += unknown("prompt", [spec.primary_prompt], prompts, "primary_prompt")
+    errs += unknown("model", [c.name for c in spec.models], models, "models")
+    for name in SCORE_BLOCKS:
+        errs += BLOCKS[name].check(spec.block_config(name), table, list(spec.cohorts))
+    if errs:
+        raise SchemaError(f"{source}: the spec names things the score table lacks:\n"
+                          + "\n".join(errs))
+    # every declared cohort needs both classes, and every declared group must be non-empty
+    for c in spec.cohorts:
+        g = table[table["cohort"] == c]
+        if g["label"].nunique() < 2:
+            raise SchemaError(f"{source}: cohort {c!r} has only label {int(g['label'].iloc[0])}; "
+                              "every audited cohort needs positives and negatives.")

@@ -1,0 +1,167 @@
+"""Typed analysis cells: one paired bootstrap, its soft-label twin, and the one function that runs it.
+
+A block describes each independent resampling as a frozen :class:`BootstrapCell`
+(aligned arrays and options, never a context or a table) and hands a list of them to
+:meth:`AuditContext.map_cells`, which runs :func:`run_cell` in process or on a backend
+such as Ray.  ``run_cell`` builds the cell's generator in the worker from the run seed
+and the cell's key (:func:`~medaudit.blocks.context.cell_rng`), so the outcome does not
+depend on the backend, on the order of cells or on which other cells ran; and it keeps
+the degenerate-replicate bookkeeping in one place: replicates on which a metric is
+undefined are counted in each result's ``n_degenerate`` (the rows qualify them), not
+warned about once per cell.
+
+The soft twin (paper 001).  When a cell carries ``label_soft``, ``run_cell`` also runs
+the soft-label metrics on the *same* resampled images: same key (so the same
+generator), B, level and contrasts, with the soft labels and soft metric ids.  Under
+``within_label`` the strata are the *hard* labels of the cell (the cohort's sampling
+classes), not ``label_soft > 0.5`` as the stats layer would take for soft labels: the
+ordinary design with ``strata=label`` compiles to exactly the within-label plan, and the
+twin's results are renamed to the design whose draws they reproduce.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from medaudit.blocks.context import Resampling, cell_rng
+from medaudit.exceptions import DegenerateDataWarning
+from medaudit.stats import delong_test, paired_bootstrap
+from medaudit.stats.bootstrap import PairedBootstrapResult
+
+__all__ = ["SOFT_METRICS", "BootstrapCell", "CellResult", "DeLongCell", "run_cell", "run_cells",
+           "run_delong", "run_delong_cells"]
+
+#: the soft-label metrics a twin reports by default (paper 001)
+SOFT_METRICS = ("soft_roc_auc", "soft_average_precision")
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapCell:
+    """One paired bootstrap of several score vectors on the same images.
+
+    Parameters
+    ----------
+    key : tuple
+        The cell's name; with the run seed it fixes the generator (``cell_rng``).
+    label : ndarray of shape (n,)
+        Hard 0/1 labels shared by every score vector.
+    scores : mapping of str to ndarray of shape (n,)
+        Score vectors by name (models, prompt families, an ensemble).
+    metrics : sequence
+        Metric ids or ``(name, options)`` pairs (see ``medaudit.stats.paired_bootstrap``);
+        empty when only the soft twin is wanted.
+    design : {"ordinary", "within_label"}, default="ordinary"
+    contrasts : sequence of (a, b), optional
+        Differences to report; default every pair in order.
+    label_soft : ndarray of shape (n,), optional
+        Soft labels: the twin reports ``soft_metrics`` from the same draws.
+    soft_metrics : sequence, default=SOFT_METRICS
+    n_resamples : int, optional
+        The block's own B (default: the run's).
+    """
+
+    key: tuple[Any, ...]
+    label: np.ndarray
+    scores: Mapping[str, np.ndarray]
+    metrics: tuple[Any, ...]
+    design: str = "ordinary"
+    contrasts: tuple[tuple[str, str], ...] | None = None
+    label_soft: np.ndarray | None = None
+    soft_metrics: tuple[Any, ...] = SOFT_METRICS
+    n_resamples: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class CellResult:
+    """What :func:`run_cell` returns: the ordinary results, the soft twin's, seed and key."""
+
+    key: tuple[Any, ...]
+    #: the run seed the cell's generator was derived from
+    seed: int
+    #: the ordinary results (None when the cell asked for soft metrics only)
+    hard: PairedBootstrapResult | None
+    soft: PairedBootstrapResult | None = None
+    #: every (name, metric id) -> result, ordinary then soft
+    marginal: dict[tuple[str, str], Any] = field(default_factory=dict)
+    #: every (a, b, metric id) -> result, ordinary then soft
+    differences: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+
+    @property
+    def metric_ids(self) -> list[str]:
+        """The ordinary metric ids, in the order asked for."""
+        return [] if self.hard is None else list(self.hard.options["metrics"])
+
+
+def _paired(cell: BootstrapCell, label: np.ndarray, metrics: Sequence[Any], design: str,
+            strata: np.ndarray | None, resampling: Resampling) -> PairedBootstrapResult:
+    with warnings.catch_warnings():
+        # counted in n_degenerate and qualified in the rows instead
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        return paired_bootstrap(label, dict(cell.scores), metrics=list(metrics),
+                                contrasts=None if cell.contrasts is None else list(cell.contrasts),
+                                design=design, strata=strata,
+                                n_resamples=cell.n_resamples or resampling.n_resamples,
+                                confidence_level=resampling.confidence_level,
+                                rng=cell_rng(resampling.seed, *cell.key))
+
+
+def _renamed(res: PairedBootstrapResult, design: str) -> PairedBootstrapResult:
+    return dataclasses.replace(
+        res, design=design,
+        marginal={k: dataclasses.replace(r, design=design) for k, r in res.marginal.items()},
+        differences={k: dataclasses.replace(r, design=design) for k, r in res.differences.items()})
+
+
+def run_cell(cell: BootstrapCell, resampling: Resampling) -> CellResult:
+    """Run one cell (and its soft twin) with the generator of its key.
+
+    Module level, so a backend can ship it to a worker; it draws only from
+    ``cell_rng(resampling.seed, *cell.key)``.
+    """
+    hard = _paired(cell, cell.label, cell.metrics, cell.design, None, resampling) if cell.metrics \
+        else None
+    soft = None
+    if cell.label_soft is not None:
+        soft_label = np.asarray(cell.label_soft, dtype=np.float64)
+        if cell.design == "within_label":
+            soft = _renamed(_paired(cell, soft_label, cell.soft_metrics, "ordinary",
+                                    np.asarray(cell.label), resampling), "within_label+paired")
+        else:
+            soft = _paired(cell, soft_label, cell.soft_metrics, cell.design, None, resampling)
+    parts = [r for r in (hard, soft) if r is not None]
+    marginal = {k: v for r in parts for k, v in r.marginal.items()}
+    differences = {k: v for r in parts for k, v in r.differences.items()}
+    return CellResult(key=cell.key, seed=resampling.seed, hard=hard, soft=soft, marginal=marginal,
+                      differences=differences)
+
+
+def run_cells(ctx: Any, cells: Sequence[BootstrapCell]) -> list[CellResult]:
+    """Run ``cells`` through ``ctx.map`` with the context's resampling settings."""
+    return ctx.map(functools.partial(run_cell, resampling=ctx.resampling), cells)
+
+
+@dataclass(frozen=True, eq=False)
+class DeLongCell:
+    """Paired DeLong tests of score-vector pairs on the same images (``a`` minus ``b``)."""
+
+    label: np.ndarray
+    scores: Mapping[str, np.ndarray]
+    pairs: tuple[tuple[str, str], ...]
+
+
+def run_delong(cell: DeLongCell, resampling: Resampling) -> list[Any]:
+    """The paired DeLong test of every pair of ``cell``, at the run's interval level."""
+    return [delong_test(cell.label, cell.scores[a], cell.scores[b],
+                        confidence_level=resampling.confidence_level) for a, b in cell.pairs]
+
+
+def run_delong_cells(ctx: Any, cells: Sequence[DeLongCell]) -> list[list[Any]]:
+    """Run DeLong ``cells`` through ``ctx.map`` (one list of tests per cell)."""
+    return ctx.map(functools.partial(run_delong, resampling=ctx.resampling), cells)

@@ -1,0 +1,64 @@
+"""The qualifications and notes every block writes, with one argument order.
+
+A row's ``qualification`` joins short caveats with "; " (the report splits them again):
+documented exposure of a model to a cohort, degenerate bootstrap replicates, small
+groups.  Each caveat has one builder here, so every block words it the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["join", "exposure_note", "degenerate_note", "degenerate_cells_note", "count_degenerate",
+           "tied_items"]
+
+
+def join(*parts: str) -> str:
+    """Join the non-empty caveats with "; "."""
+    return "; ".join(p for p in parts if p)
+
+
+def exposure_note(ctx: Any, models: str | Sequence[str], cohorts: str | Sequence[str], *,
+                  label: str = "exposure ({model}): ") -> str:
+    """Documented exposure of ``models`` to ``cohorts``, one caveat per (model, cohort) ('' if none).
+
+    ``label`` is prefixed to each note, with ``{model}`` and ``{cohort}`` filled in: a row
+    about several models or cohorts says whose exposure it is (``"{model}: "``,
+    ``"{cohort}: "``); a row about one model may give the bare note (``""``).
+    """
+    models = [models] if isinstance(models, str) else list(dict.fromkeys(models))
+    cohorts = [cohorts] if isinstance(cohorts, str) else list(dict.fromkeys(cohorts))
+    return join(*(label.format(model=m, cohort=c) + e for m in models for c in cohorts
+                  if (e := ctx.exposure(m, c))))
+
+
+def degenerate_note(n_degenerate: int, n_resamples: int, *, noun: str = "bootstrap replicates"
+                    ) -> str:
+    """How many replicates were degenerate ('' when none)."""
+    return (f"{n_degenerate} of {n_resamples} {noun} degenerate (metric undefined); "
+            "interval from the rest") if n_degenerate else ""
+
+
+def degenerate_cells_note(n_cells: int) -> list[str]:
+    """The block note counting cells with degenerate replicates ([] when none)."""
+    return ([f"{n_cells} cell(s) had degenerate bootstrap replicates; see n_degenerate and "
+             "qualification."] if n_cells else [])
+
+
+def count_degenerate(results: Iterable[Any]) -> int:
+    """The number of results with at least one degenerate replicate."""
+    return sum(r.n_degenerate > 0 for r in results)
+
+
+def tied_items(scores: dict[str, np.ndarray]) -> dict[str, int]:
+    """Per model, the number of items whose score another item shares (0 omitted)."""
+    out = {}
+    for m, s in scores.items():
+        _, inv, cnt = np.unique(s, return_inverse=True, return_counts=True)
+        n = int((cnt[inv] > 1).sum())
+        if n:
+            out[m] = n
+    return out

@@ -1,0 +1,92 @@
+"""What every YAML spec shares: strict frozen models, the (0, 1) check, loading and errors.
+
+Every spec file the project reads (the audit spec, the training spec) is validated by a
+pydantic model built on :class:`Strict` and loaded by :func:`load_yaml_model`, so each
+gets the same "did you mean" for unknown keys and the same one-line-per-error report.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from medaudit.exceptions import SchemaError
+
+__all__ = ["Strict", "fraction", "format_validation_error", "load_yaml_model", "read_yaml_mapping",
+           "validate_model"]
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors (with a suggestion); a validated spec never changes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def fraction(v: float, name: str) -> float:
+    """``v`` as a float strictly between 0 and 1, or a ValueError naming ``name``."""
+    if not 0.0 < float(v) < 1.0:
+        raise ValueError(f"{name} must lie strictly between 0 and 1; got {v!r}")
+    return float(v)
+
+
+def format_validation_error(exc: ValidationError, source: str, *, root: type[BaseModel],
+                            what: str = "audit spec") -> str:
+    """One line per pydantic error, naming the key path; unknown keys get a "did you mean".
+
+    ``root`` is the model validated; the suggestion walks its
+    field annotations down the error's key path to the sub-model that owns the key.
+    """
+    lines = []
+    for err in exc.errors():
+        # a model-level check (a combination of sections) has no key path
+        loc = ".".join(str(x) for x in err["loc"]) or "(whole spec)"
+        msg = err["msg"].removeprefix("Value error, ") if err["type"] == "value_error" else err["msg"]
+        if err["type"] == "extra_forbidden":
+            parent = root
+            for part in err["loc"][:-1]:
+                fld = getattr(parent, "model_fields", {}).get(part) if isinstance(part, str) else None
+                ann = getattr(fld, "annotation", None) if fld else None
+                parent = next((a for a in getattr(ann, "__args__", (ann,)) if hasattr(a, "model_fields")),
+                              parent)
+            close = difflib.get_close_matches(str(err["loc"][-1]), list(parent.model_fields), n=1)
+            msg = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
+        lines.append(f"  - {loc}: {msg}")
+    return f"{source}: the {what} is invalid:\n" + "\n".join(lines)
+
+
+def read_yaml_mapping(path: str | Path, *, what: str) -> dict[str, Any]:
+    """Read a YAML file that must hold a mapping; every failure is one error naming the file."""
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist.")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise SchemaError(f"{path}: malformed YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise SchemaError(f"{path}: the {what} must be a YAML mapping (key: value), "
+                          f"not {type(raw).__name__}.")
+    return raw
+
+
+def validate_model(raw: dict[str, Any], model: type[BaseModel], *, source: str, what: str) -> Any:
+    """``model.model_validate(raw)``; an invalid mapping is one error naming ``source``."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise SchemaError(format_validation_error(exc, source, root=model, what=what)) from None
+
+
+def load_yaml_model(path: str | Path, model: type[BaseModel], *, what: str) -> tuple[Any, Path]:
+    """Read a YAML mapping and validate it as ``model``; return it and the file's folder.
+
+    Every failure (missing file, malformed YAML, not a mapping, invalid keys or values)
+    is one clear error naming the file.
+    """
+    raw = read_yaml_mapping(path, what=what)
+    return validate_model(raw, model, source=str(path), what=what), Path(path).parent
