@@ -54,18 +54,26 @@ def _judged(text, **config):
     return parse_report(text, parser=parser).judgments
 
 
+def _expect(want):
+    """The verdict of every finding: those named in ``want``, "unparsed" for the rest."""
+    return {f: want.get(f, U) for f in FINDINGS}
+
+
+def _negated_list(data, words, *, joins, prefixes, first=("",)):
+    """A negation cue, then ``words`` joined by ``joins``, each after one of ``prefixes``."""
+    text = f"{data.draw(st.sampled_from(NEGATIONS))} {data.draw(st.sampled_from(first))}{words[0]}"
+    for w in words[1:]:
+        text += data.draw(st.sampled_from(joins)) + data.draw(st.sampled_from(prefixes)) + w
+    return text
+
+
 @given(fs=findings, data=st.data())
 def test_a_bare_list_is_negated_throughout(fs, data):
-    cue = data.draw(st.sampled_from(NEGATIONS))
-    words = data.draw(names(fs))
-    text = f"{cue} {data.draw(st.sampled_from(ANY_PREFIX))}{words[0]}"
-    for w in words[1:]:
-        text += data.draw(st.sampled_from(LIST_JOINS)) + data.draw(st.sampled_from(NEUTRAL)) + w
+    text = _negated_list(data, data.draw(names(fs)), joins=LIST_JOINS, prefixes=NEUTRAL, first=ANY_PREFIX)
     prefix = data.draw(st.sampled_from(("", "There is ", "Lungs are clear. ")))
     # the predicate of a one-phrase negation is negated with it ("no effusion is seen")
     end = data.draw(st.sampled_from((".", " is seen.", " is identified.", "") if len(fs) == 1 else (".", "")))
-    got = _judged(prefix + text + end)
-    assert got == {f: (A if f in fs else U) for f in FINDINGS}, text
+    assert _judged(prefix + text + end) == _expect(dict.fromkeys(fs, A)), text
 
 
 @given(fs=st.lists(st.sampled_from(FINDINGS), min_size=2, max_size=6, unique=True), data=st.data())
@@ -82,7 +90,7 @@ def test_an_asserted_item_ends_the_list(fs, data):
             text += data.draw(st.sampled_from(LIST_JOINS if i < k else AFTER_BREAK_JOINS)) + w
     got = _judged(text + ".")
     want = {f: (A if i < k else P) for i, f in enumerate(fs)}
-    assert got == {f: want.get(f, U) for f in FINDINGS}, text
+    assert got == _expect(want), text
 
 
 @given(fs=st.lists(st.sampled_from(FINDINGS), min_size=2, max_size=6, unique=True), data=st.data())
@@ -93,22 +101,16 @@ def test_a_predicate_after_a_separator_asserts_the_last_item(fs, data):
     pred = data.draw(st.sampled_from((" is seen", " is present", " is noted", " is again seen")))
     got = _judged(head + data.draw(st.sampled_from((", ", " and "))) + words[-1] + pred + ".")
     want = {**dict.fromkeys(fs[:-1], A), fs[-1]: P}
-    assert got == {f: want.get(f, U) for f in FINDINGS}
+    assert got == _expect(want)
     # joined by "or", the same predicate is the negated one: "no edema or effusion is seen"
     got = _judged(head + data.draw(st.sampled_from(OR_JOINS)) + words[-1] + pred + ".")
-    assert got == {f: (A if f in fs else U) for f in FINDINGS}
+    assert got == _expect(dict.fromkeys(fs, A))
 
 
 @given(fs=findings, data=st.data())
 def test_or_and_nor_carry_the_negation_over_modifiers(fs, data):
-    cue = data.draw(st.sampled_from(NEGATIONS))
-    words = data.draw(names(fs))
-    text = f"{cue} {words[0]}"
-    for w in words[1:]:
-        text += (data.draw(st.sampled_from(OR_JOINS)) + data.draw(st.sampled_from(ANY_PREFIX))
-                 + w)
-    got = _judged(text + ".")
-    assert got == {f: (A if f in fs else U) for f in FINDINGS}, text
+    text = _negated_list(data, data.draw(names(fs)), joins=OR_JOINS, prefixes=ANY_PREFIX)
+    assert _judged(text + ".") == _expect(dict.fromkeys(fs, A)), text
 
 
 @given(fs=st.lists(st.sampled_from(FINDINGS), min_size=2, max_size=6, unique=True), data=st.data())
@@ -121,7 +123,7 @@ def test_a_boundary_ends_the_reach_whatever_the_list(fs, data):
     rest = data.draw(st.sampled_from((", ", " and "))).join(words[k:])
     got = _judged(first + boundary + rest + ".")
     want = {f: (A if i < k else P) for i, f in enumerate(fs)}
-    assert got == {f: want.get(f, U) for f in FINDINGS}, first + boundary + rest
+    assert got == _expect(want), first + boundary + rest
 
 
 @given(fs=st.lists(st.sampled_from(FINDINGS), min_size=2, max_size=6, unique=True), data=st.data())
@@ -134,7 +136,7 @@ def test_a_hedge_has_the_same_reach(fs, data):
     # hedged mentions take the configured verdict; "absent" makes them visible here
     got = _judged(text + ".", uncertain_as="absent")
     want = {f: (A if i < k else P) for i, f in enumerate(fs)}
-    assert got == {f: want.get(f, U) for f in FINDINGS}, text
+    assert got == _expect(want), text
 
 
 @given(st.lists(st.sampled_from(["no", "not", "or", "nor", "and", ",", "large", "small", "is", "seen",

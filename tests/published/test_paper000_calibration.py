@@ -46,7 +46,7 @@ def test_table12_rows_are_lines_that_meet_table4_at_the_observed_prevalence():
 
 def _class_errors(pi, bs, brier, pi_obs):
     """(B_N, B_P) deepest inside every rounding interval: max t with |BS(pi_j) - v_j| <= h - t."""
-    pts = [*zip(pi, bs), (pi_obs, brier)]
+    pts = [*zip(pi, bs, strict=True), (pi_obs, brier)]
     a_ub, b_ub = [], []
     for p, v in pts:
         a_ub += [[1 - p, p, 1.0], [-(1 - p), -p, 1.0]]

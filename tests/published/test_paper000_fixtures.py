@@ -27,8 +27,8 @@ def test_table4_table12_table5_table7_table9_table11():
     t4 = load("paper000_table4_clinical.csv")
     cols = ["auroc", "auroc_low", "auroc_high", "auprc", "brier", "ece15", "aurc"]
     moved = cols[3:] + cols[:3]  # VinDr-CXR/OpenCLIP: the AUROC cell is printed last
-    vals = [v for r in t4.itertuples()
-            for v in (getattr(r, c) for c in (moved if (r.cohort, r.model) == ("vindr", "OpenCLIP") else cols))]
+    vals = [getattr(r, c) for r in t4.itertuples()
+            for c in (moved if (r.cohort, r.model) == ("vindr", "OpenCLIP") else cols)]
     _same(seed_numbers("000", "Table 4: Primary clinical-prompt", "Lower Brier, ECE"), vals)
     _same(seed_numbers("000", "Table 12: Brier scores standardized", "The final three columns"),
           load("paper000_table12_brier_pi.csv")["bs_pi"])
@@ -52,7 +52,8 @@ def test_table6_and_figure2():
     order = {c: i for i, c in enumerate(["montgomery", "shenzhen", "tbx11k-val", "vindr", "tbx11k-train"])}
     models = {m: i for i, m in enumerate(["CheXficient", "MedSigLIP", "BioMedCLIP", "OpenCLIP"])}
     prompts = {p: i for i, p in enumerate(["clinical", "photo", "report", "presence", "normal"])}
-    t6 = t6.assign(k=t6.cohort.map(order) * 100 + t6.model.map(models) * 10 + t6.prompt.map(prompts)).sort_values("k")
+    key = t6.cohort.map(order) * 100 + t6.model.map(models) * 10 + t6.prompt.map(prompts)
+    t6 = t6.assign(k=key).sort_values("k")
     _same(seed_numbers("000", "Table 6: Complete AUROC matrix", "Clinical is the primary"), t6["auroc"])
     # Figure 2: the cell values with their stars; the extraction moves panel (a)'s first cell
     # (CheXficient, Photo, +0.009) behind the panel's axis label
@@ -79,7 +80,8 @@ def test_tables14_to_20():
     _same(seed_numbers("000", "Table 17: Secondary transport", "The threshold remains"),
           t[t.table == 17][["se", "sp"]].to_numpy().ravel())
     ex = load("paper000_tables19_20_exclusion.csv")
-    _same(seed_numbers("000", "Table 20: Retraining after", "The paired interval")[:15], ex[ex.table == 20].value)
+    _same(seed_numbers("000", "Table 20: Retraining after", "The paired interval")[:15],
+          ex[ex.table == 20].value)
     text = seed_text("000")
     block = text[text.index("Table 19: Conservative removal"):text.index("The screen produces")]
     counts = [int(x) for x in re.findall(r"(?<![\w.])\d+(?![\w.])", block.split("Non-TB retained", 1)[1])]

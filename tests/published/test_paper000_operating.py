@@ -86,12 +86,14 @@ def test_transport_values_and_interval_ends_are_counts_of_the_target():
                 assert _counts(v, n), (r.source, col, v, n)
     # Table 14's source constraints: 570 of 600 positives (ceil(0.95 x 600)), 5,700 of 6,000 negatives
     t14 = TRANSPORT[TRANSPORT.table == 14]
-    assert (t14.loc[t14.rule == "se95", "se"] == 0.950).all() and (t14.loc[t14.rule == "sp95", "sp"] == 0.950).all()
+    assert (t14.loc[t14.rule == "se95", "se"] == 0.950).all()
+    assert (t14.loc[t14.rule == "sp95", "sp"] == 0.950).all()
     assert _counts(0.950, 600) == [math.ceil(round(0.95 * 600, 9))] and 5700 in _counts(0.950, 6000)
 
 
 def test_the_reordered_vindr_openclip_row_is_the_only_count_consistent_one():
-    r = TRANSPORT[(TRANSPORT.table == 15) & (TRANSPORT.target == "vindr") & (TRANSPORT.model == "OpenCLIP")].iloc[0]
+    t15 = TRANSPORT[TRANSPORT.table == 15]
+    r = t15[(t15.target == "vindr") & (t15.model == "OpenCLIP")].iloc[0]
     n_tb, n_non = _sizes("vindr")
     assert _counts(r.se, n_tb) == [153] and 281 in _counts(r.sp, n_non)  # 0.933 x 164, 0.099 x 2,836
     assert not _counts(r.sp, n_tb)  # as printed (0.099 first) it would be a sensitivity: 16.2 of 164
@@ -102,7 +104,8 @@ def test_retention_counts_use_point_estimates():
     assert ((t15.se >= 0.95) == (t15.retains == "Yes")).all()
     assert ((t17.sp >= 0.95) == (t17.retains == "Yes")).all()
     assert len(t15) == _text("n_se_transports") and (t15.se >= 0.95).sum() == _text("n_se_retained") == 4
-    assert len(t16) == _text("n_shenzhen_transports") and (t16.se >= 0.95).sum() == _text("n_shenzhen_retained")
+    assert len(t16) == _text("n_shenzhen_transports")
+    assert (t16.se >= 0.95).sum() == _text("n_shenzhen_retained")
     assert (t17.sp >= 0.95).sum() == _text("n_sp_retained") == 11
     assert (t17.se.min(), t17.se.max()) == (_text("sp_rule_se_min"), _text("sp_rule_se_max"))
     # a lower-confidence-bound rule would retain two, not four (Section 2.8: it is not the rule)

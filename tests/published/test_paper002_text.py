@@ -51,7 +51,8 @@ def test_bh_counts_and_the_jaccard_overlap_agree():
 
 def test_decisions_and_selection_counts():
     n_inst, n_models = 3, int(T["n_primary_models"])
-    assert n_inst * n_models == T["n_deployments"] and T["n_deployments"] * T["n_budgets_nonzero"] == T["n_settings"]
+    assert n_inst * n_models == T["n_deployments"]
+    assert T["n_deployments"] * T["n_budgets_nonzero"] == T["n_settings"]
     assert n_inst * n_models * T["n_budgets_nonzero"] * T["n_repetitions"] == T["n_decisions"] == 240
     picks = T[T.index.str.startswith("selected_")]
     assert picks.sum() == T["n_decisions"]  # every decision selects one of the seven
