@@ -75,6 +75,34 @@ CATALOGUE = [
     ("Heart size within normal limits. Bibasilar atelectasis.", {CAR: A, ATL: P}),
     ("The osseous structures are unremarkable. Small effusion.", {EFF: P}),
     ("Normal chest radiograph. Pneumothorax cannot be excluded.", {**dict.fromkeys(FINDINGS, A), PTX: U}),
+    # a negation reaches over a list of bare findings (commas, and, or, nor) ...
+    ("No consolidation, effusion, or pneumothorax.", {CON: A, EFF: A, PTX: A}),
+    ("No focal consolidation, pleural effusion or pneumothorax.", {CON: A, EFF: A, PTX: A}),
+    ("No pleural effusion, focal consolidation, or pneumothorax.", {CON: A, EFF: A, PTX: A}),
+    ("Without edema, effusion and atelectasis.", {EDE: A, EFF: A, ATL: A}),
+    ("No consolidation, mass, or effusion.", {CON: A, EFF: A}),  # a non-finding item keeps the list
+    ("No large effusion.", {EFF: A}),  # a modifier inside the negated phrase is negated with it
+    ("No pleural effusion is seen.", {EFF: A}),  # so is the phrase's predicate
+    ("No pneumothorax is identified.", {PTX: A}),
+    ("No edema or effusion is seen.", {EDE: A, EFF: A}),
+    ("No edema or large effusion.", {EDE: A, EFF: A}),  # or/nor distribute the negation
+    ("Neither edema nor large effusion.", {EDE: A, EFF: A}),
+    # ... and stops at a finding that carries its own assertion, or at a clause boundary
+    ("No edema and large effusion.", {EDE: A, EFF: P}),
+    ("No edema, large effusion.", {EDE: A, EFF: P}),
+    ("No edema. Large effusion.", {EDE: A, EFF: P}),
+    ("No edema, but large effusion.", {EDE: A, EFF: P}),
+    ("No edema, effusion is seen.", {EDE: A, EFF: P}),
+    ("No edema, small effusion and pneumothorax.", {EDE: A, EFF: P, PTX: P}),
+    ("No pneumothorax, new consolidation.", {PTX: A, CON: P}),
+    ("No edema, increased bibasilar atelectasis.", {EDE: A, ATL: P}),
+    ("No evidence of edema, and a moderate effusion.", {EDE: A, EFF: P}),
+    ("No effusion and bilateral atelectasis.", {EFF: A, ATL: P}),
+    ("No edema, heart is enlarged.", {EDE: A, CAR: P}),  # a synonym that is itself a clause
+    ("No edema; effusion.", {EDE: A, EFF: P}),
+    # hedges have the same reach
+    ("Possible consolidation and large effusion.", {CON: U, EFF: P}),
+    ("Possible consolidation or effusion.", {CON: U, EFF: U}),
 ]
 
 

@@ -6,6 +6,17 @@ findings it does not otherwise mention to *absent*).  A study is evaluable when 
 ``min_parsed`` (paper 002: 4 of 6) of its findings parsed.  The parser rules are not given
 by the paper ([MISSING]); everything here is a configurable default (:class:`ParserConfig`).
 
+Scope of a negation or hedge cue.  A cue reaches forward over a *list*: the phrase it heads
+("no large effusion") and further items joined by commas, "and", "or", "nor" or "with"
+("no consolidation, effusion, or pneumothorax": all three absent).  The list, and the cue's
+reach, ends at an item that carries its own assertion -- a modifier such as "large", "small",
+"moderate", "new", "increased", or a predicate such as "is seen" -- so "no edema and large
+effusion" and "no edema, effusion is seen" read the effusion as present.  After "or"/"nor"
+the negation carries on even over a modifier ("no edema or large effusion": both absent),
+because English distributes a negation over a disjunction.  Inside the phrase the cue heads,
+modifiers and predicates are negated with it ("no pleural effusion is seen": absent).
+Terminators ("but", "there is", ...), a colon and a sentence boundary end every scope.
+
 Re-exported by :mod:`medaudit.adapters.vlm`; import from there.
 """
 
@@ -57,6 +68,15 @@ class ParserConfig:
         scope (hedge or negation) decides.
     terminators : tuple of str
         Words that end a negation or hedge scope inside a sentence ("but", "however").
+    list_conjunctions : tuple of str
+        Words that join the items of a list a cue reaches over (a comma always does).
+    distributive_conjunctions : tuple of str
+        Of those, the ones after which a cue carries on even over an item with its own
+        assertion ("no edema or large effusion").
+    assertion_modifiers : tuple of str
+        Words that give a list item its own assertion ("no edema, *large* effusion"): size,
+        severity, change and side.  They end a cue's reach when they follow a list separator;
+        right after the cue they are negated with it ("no large effusion").
     global_normal : tuple of str
         Phrases asserting overall normality (the fallback).  Phrases that describe one
         structure ("the bones are unremarkable", "heart size within normal limits") are
@@ -99,7 +119,9 @@ class ParserConfig:
                                            "not demonstrated", "not visualized", "not evident",
                                            "not detected", "resolved", "no longer seen",
                                            "no longer present")
-    post_affirmation_cues: tuple[str, ...] = ("present", "seen", "identified", "noted")
+    post_affirmation_cues: tuple[str, ...] = ("present", "seen", "again seen", "identified", "noted",
+                                              "demonstrated", "visualized", "evident", "persists",
+                                              "unchanged", "increased")
     post_negation_answers: tuple[str, ...] = ("no", "negative")
     post_affirmation_answers: tuple[str, ...] = ("yes", "positive")
     uncertainty_cues: tuple[str, ...] = ("cannot be excluded", "can not be excluded",
@@ -110,6 +132,15 @@ class ParserConfig:
                                          "concerning for", "suggestive of", "versus", "vs")
     terminators: tuple[str, ...] = ("but", "however", "although", "though", "except", "whereas",
                                     "there is", "there are", "which", "while", "yet")
+    list_conjunctions: tuple[str, ...] = ("and", "or", "nor", "with", "as well as")
+    distributive_conjunctions: tuple[str, ...] = ("or", "nor")
+    assertion_modifiers: tuple[str, ...] = (
+        "small", "large", "moderate", "mild", "severe", "trace", "tiny", "minimal", "massive",
+        "extensive", "moderate-sized", "small-to-moderate", "new", "increased", "increasing",
+        "decreased", "decreasing", "worsening", "worsened", "improved", "improving", "enlarging",
+        "persistent", "residual", "stable", "unchanged", "redemonstrated", "developing",
+        "progressive", "recurrent", "left", "right", "bilateral", "bibasilar", "bibasal",
+        "left-sided", "right-sided")
     global_normal: tuple[str, ...] = ("no acute cardiopulmonary", "normal chest",
                                       "unremarkable chest", "unremarkable study",
                                       "unremarkable radiograph", "unremarkable examination",
@@ -181,6 +212,7 @@ class NarrativeParser:
     """Deterministic rule-based parser; build once per :class:`ParserConfig` and call on texts."""
 
     _SENTENCE = re.compile(r"[.;!?\n\r]+(?:\s|$)|\n")
+    _COPULA = re.compile(r"\s(?:is|are)\s")
 
     def __init__(self, config: ParserConfig | None = None):
         self.config = c = config or ParserConfig()
@@ -191,6 +223,11 @@ class NarrativeParser:
         self._neg = _words(c.negation_cues)
         self._unc = _words(c.uncertainty_cues)
         self._term = _words(c.terminators)
+        self._modifier = _words(c.assertion_modifiers)
+        # list separators, captured so that each item knows the separator before it
+        self._separator = re.compile(rf"(,|(?<![\w-])(?:{_alt(c.list_conjunctions)})(?![\w-]))")
+        self._distributive = {" ".join(w.lower().split()) for w in c.distributive_conjunctions}
+        self._affirmed = _words(c.post_affirmation_cues)
         self._normal = _words(c.global_normal)
         # right after a mention: optional separator (never a comma), optional verb, the cue
         lead = r"^\s*(?:[:=\-–—(]\s*)?(?:(?:is|are|was|were|has|have|had)\s+(?:been\s+)?)?"
@@ -207,26 +244,43 @@ class NarrativeParser:
     def _mask(text: str, pattern: re.Pattern[str]) -> str:
         return pattern.sub(lambda m: " " * len(m.group(0)), text)
 
-    def _mention_verdict(self, clause: str, start: int, end: int, next_start: int) -> str:
+    def _reaches(self, scope: str, blank_scope: str, affirmed_after: bool) -> bool:
+        """Whether a cue reaches the mention that ends ``scope`` (the text from the cue to it).
+
+        ``blank_scope`` is the same text with every finding mention blanked, so that a
+        synonym's own words ("enlarged heart") are never read as a modifier.
+        """
+        if ":" in scope or self._term.search(scope):
+            return False
+        parts = self._separator.split(blank_scope)  # [head, sep, item, sep, item, ...]
+        # the phrase the cue heads ("no large effusion is seen") is negated whole
+        for k in range(1, len(parts), 2):
+            sep, item = " ".join(parts[k].split()), parts[k + 1]
+            if sep in self._distributive:
+                continue  # "no edema or large effusion": the negation distributes
+            last = k + 2 >= len(parts)
+            if self._modifier.search(item) or self._affirmed.search(item) or (last and affirmed_after):
+                return False  # an item with its own assertion ends the list
+        return True
+
+    def _mention_verdict(self, clause: str, blank: str, start: int, end: int, next_start: int) -> str:
         """present / absent / uncertain for one mention inside one clause."""
         after = clause[end:next_start]
         if self._post_neg.match(after):
             return "absent"
         if self._post_unc.match(after):  # "pneumothorax cannot be excluded", "is possible"
             return "uncertain"
-        # before the mention the nearest cue decides, if no terminator or colon closes its scope
+        # "effusion is present", or a synonym that is itself a clause ("heart is enlarged")
+        affirmed = bool(self._post_aff.match(after) or self._COPULA.search(clause[start:end]))
+        # before the mention the nearest cue decides, if its scope reaches the mention
         before = clause[:start]
         cues = [(m.end(), 1, "absent") for m in self._neg.finditer(before)]
         cues += [(m.end(), 2, "uncertain") for m in self._unc.finditer(before)]
-        cue = None
         if cues:
             pos, _, kind = max(cues)  # a hedge ending where a negation ends ("not excluded") wins
-            scope = before[pos:]
-            if ":" not in scope and not self._term.search(scope):
-                cue = kind
-        if self._post_aff.match(after):  # "effusion is present" overrides an earlier negation
-            return "uncertain" if cue == "uncertain" else "present"
-        return cue or "present"
+            if self._reaches(before[pos:], blank[pos:start], affirmed):
+                return kind
+        return "present"
 
     def __call__(self, text: str) -> ParsedReport:
         if not isinstance(text, str):
@@ -249,9 +303,13 @@ class NarrativeParser:
                     evidence[f].append(m.group(0))
             spans = sorted((m.start(), m.end(), f) for f, pat in self._mention.items()
                            for m in pat.finditer(sentence))
+            blank = list(sentence)
+            for s, e, _ in spans:
+                blank[s:e] = " " * (e - s)
+            blank_sentence = "".join(blank)
             for k, (s, e, f) in enumerate(spans):
                 nxt = next((s2 for s2, _, _ in spans[k + 1:] if s2 >= e), len(sentence))
-                v = self._mention_verdict(sentence, s, e, nxt)
+                v = self._mention_verdict(sentence, blank_sentence, s, e, nxt)
                 votes[f].append(v)
                 evidence[f].append(sentence.strip())
         judgments: dict[str, Verdict] = {}
@@ -275,7 +333,33 @@ _DEFAULT_PARSER: NarrativeParser | None = None
 
 
 def parse_report(text: str, *, parser: NarrativeParser | None = None) -> ParsedReport:
-    """Parse one report with ``parser`` (default rules when omitted)."""
+    """Parse one report with ``parser`` (default rules when omitted).
+
+    Parameters
+    ----------
+    text : str
+        The free-text report.
+    parser : NarrativeParser, optional
+        The rules to use; default :class:`ParserConfig` when omitted.
+
+    Returns
+    -------
+    ParsedReport
+        A verdict per finding, the phrases that decided it and the global-normal flag.
+
+    Examples
+    --------
+    A negation reaches over a list of bare findings, and stops at one with its own assertion:
+
+    >>> j = parse_report("No consolidation, effusion, or pneumothorax.").judgments
+    >>> j["consolidation"], j["pleural effusion"], j["pneumothorax"]
+    ('absent', 'absent', 'absent')
+    >>> j = parse_report("No edema and large effusion.").judgments
+    >>> j["edema"], j["pleural effusion"]
+    ('absent', 'present')
+    >>> parse_report("No pleural effusion is seen.").judgments["pleural effusion"]
+    'absent'
+    """
     global _DEFAULT_PARSER
     if parser is None:
         if _DEFAULT_PARSER is None:
