@@ -22,6 +22,7 @@ comparisons use the relative guard ``1e-12`` of :mod:`~medaudit.stats._kernels`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -230,6 +231,65 @@ def se_at_sp_grid(cols: Cols, r: K.Ranked, wp_tot, wn_tot, specificity: NDArray[
     h = _with_prefix(cols, r, f_max, fn)
     out = K._safe_div(h, np.broadcast_to(wp_tot[:, None], h.shape))
     return np.where((wn_tot > 0)[:, None], out, np.nan)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitOrder:
+    """Negatives then positives, each in descending score order, for curves whose tie
+    blocks never mix the classes (every segment vertical or horizontal).
+
+    ``position`` maps an item to its column (negatives ``0..n_neg-1``, positives after);
+    ``pos_above[j]`` counts the positives ranked above negative ``j`` (``n_pos`` appended).
+    """
+
+    position: NDArray[np.intp]
+    n_neg: int
+    pos_above: NDArray[np.intp]
+
+
+def split_order(y: NDArray[np.float64], s: NDArray[np.float64]) -> SplitOrder | None:
+    """:class:`SplitOrder` of a labelled score vector, or None when a positive ties a negative."""
+    neg = np.flatnonzero(y == 0.0)
+    pos = np.flatnonzero(y == 1.0)
+    sn = np.sort(s[neg])
+    sp_ = np.sort(s[pos])
+    if np.intersect1d(sn, sp_).size:
+        return None
+    neg_desc = neg[np.argsort(-s[neg], kind="stable")]
+    pos_desc = pos[np.argsort(-s[pos], kind="stable")]
+    position = np.empty(y.size, dtype=np.intp)
+    position[neg_desc] = np.arange(neg.size)
+    position[pos_desc] = neg.size + np.arange(pos.size)
+    # positives strictly above each negative (no score is shared across the classes)
+    above = pos.size - np.searchsorted(sp_, s[neg_desc], side="right")
+    return SplitOrder(position, int(neg.size), np.r_[above, pos.size].astype(np.intp))
+
+
+def se_at_sp_split(counts: NDArray, so: SplitOrder, specificity: NDArray[np.float64]
+                   ) -> NDArray[np.float64]:
+    """:func:`se_at_sp_grid` for integer counts laid out by :class:`SplitOrder`.
+
+    Without mixed ties the curve is a staircase: over the FPR-count interval
+    ``(c - 1, c)`` it sits at the positives above the negative holding copy ``c``, and at
+    an integer count it takes the top of the vertical step, i.e. copy ``c + 1``.  So the
+    height at ``t`` is the positive count above the negative holding copy
+    ``floor(t) + 1`` — one cumulative sum per class instead of a curve per row.
+    """
+    b = counts.shape[0]
+    cn = np.cumsum(counts[:, :so.n_neg], axis=1)
+    cp = np.zeros((b, counts.shape[1] - so.n_neg + 1), dtype=cn.dtype)
+    np.cumsum(counts[:, so.n_neg:], axis=1, out=cp[:, 1:])
+    wn = cn[:, -1].astype(np.float64) if so.n_neg else np.zeros(b)
+    wp = cp[:, -1].astype(np.float64)
+    t = (1.0 - specificity)[None, :] * wn[:, None]
+    copy = np.floor(t + _TOL * np.maximum(t, 1.0)) + 1.0
+    span = float(wn.max(initial=0.0)) + 2.0
+    off = np.arange(b, dtype=np.float64)[:, None] * span
+    j = np.searchsorted((cn + off).ravel(), (copy + off).ravel(), side="left").reshape(t.shape)
+    j = np.minimum(j - np.arange(b)[:, None] * so.n_neg, so.n_neg)  # past the last: all positives
+    h = np.take_along_axis(cp, so.pos_above[j], axis=1).astype(np.float64)
+    out = K._safe_div(h, np.broadcast_to(wp[:, None], h.shape))
+    return np.where((wn > 0)[:, None], out, np.nan)
 
 
 # ------------------------------------------------------------------------ cut-points

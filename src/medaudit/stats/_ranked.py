@@ -34,6 +34,15 @@ def ranked_batches(plan: WeightPlan, order: NDArray[np.intp], n_resamples: int,
             yield np.take(w, order, axis=1)
 
 
+def columns_batches(plan: WeightPlan, position: NDArray[np.intp], n_resamples: int,
+                    rng: np.random.Generator, batch: int | None) -> Iterator[NDArray] | None:
+    """Replicate counts with item ``i`` counted into column ``position[i]`` (a permutation),
+    or None for a cluster design (clusters, not items, are drawn)."""
+    if plan.unit_of_item is not None:
+        return None
+    return plan.batches(n_resamples, rng, batch, columns=position)
+
+
 def bootstrap_plan(design: str, y: NDArray[np.float64], *, cluster: Any = None,
                    strata: Any = None) -> WeightPlan:
     """:func:`~medaudit.stats.designs.make_plan` for the single-score designs."""
