@@ -109,8 +109,8 @@ def partial_roc_auc(
     0.9375
     >>> partial_roc_auc(y, s, bounds=(0.75, 1))  # Se = 3/4 over Sp in [0.75, 1]
     0.1875
-    >>> partial_roc_auc(y, s, bounds=(0.75, 1), correct=True)
-    0.9285714285714286
+    >>> partial_roc_auc(y, s, bounds=(0.75, 1), correct=True)  # (1 + (3/16 - 1/32)/(7/32))/2
+    0.8571428571428572
     """
     name, opts = pauc_metric(bounds, focus=focus, correct=correct)
     f, lo, hi, corr = KX.pauc_options(opts)
