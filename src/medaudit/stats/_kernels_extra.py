@@ -364,11 +364,10 @@ def rates(tp, fp, fn, tn, prevalence: float | None = None) -> dict[str, NDArray[
         pi = prevalence
         out["ppv"] = sd(se * pi, se * pi + (1.0 - sp) * (1.0 - pi))
         out["npv"] = sd(sp * (1.0 - pi), sp * (1.0 - pi) + (1.0 - se) * pi)
-    out["lr_positive"] = sd(se, 1.0 - sp)
-    out["lr_negative"] = sd(1.0 - se, sp)
-    # a ratio is undefined when its denominator rate is 0 (sklearn's class_likelihood_ratios)
-    out["lr_positive"] = np.where(fp > 0, out["lr_positive"], np.nan)
-    out["lr_negative"] = np.where(tn > 0, out["lr_negative"], np.nan)
+    # from the cells, tp (fp + tn) / (fp (tp + fn)), as scikit-learn's class_likelihood_ratios
+    # (fewer roundings than Se / (1 - Sp)); undefined when the denominator rate is 0
+    out["lr_positive"] = np.where(fp > 0, sd(tp * (fp + tn), fp * (tp + fn)), np.nan)
+    out["lr_negative"] = np.where(tn > 0, sd(fn * (fp + tn), tn * (tp + fn)), np.nan)
     out["f1"] = sd(2.0 * tp, 2.0 * tp + fp + fn)
     out["accuracy"] = sd(tp + tn, tp + fp + fn + tn)
     out["balanced_accuracy"] = 0.5 * (se + sp)
