@@ -374,6 +374,98 @@ def rates(tp, fp, fn, tn, prevalence: float | None = None) -> dict[str, NDArray[
     return out
 
 
+# ---------------------------------------------------------------- binned calibration
+CE_BINNINGS = ("auto", "equal_mass", "discrete")
+
+
+def _item_at_copy(cum: NDArray, k: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Per row, the item holding copy ``k`` (1-based): the first ``j`` with ``cum[j] >= k``."""
+    b, n = cum.shape
+    span = float(cum[:, -1].max(initial=0)) + 2.0
+    off = np.arange(b, dtype=np.float64)[:, None] * span
+    j = np.searchsorted((cum + off).ravel(), (k + off).ravel(), side="left").reshape(k.shape)
+    return np.clip(j - np.arange(b)[:, None] * n, 0, n - 1)
+
+
+def equal_mass_bounds(c_asc: NDArray, p_asc: NDArray[np.float64], n_bins: int
+                      ) -> NDArray[np.float64]:
+    """Upper bin boundaries of the equal-mass bins of Kumar et al.'s ``get_equal_bins``, per row.
+
+    The sorted values (each item repeated by its count) are split as
+    ``numpy.array_split`` splits them (package version 0.1.4): ``min(n_bins, N)``
+    consecutive parts, the first ``N mod parts`` of them one value longer; a boundary is
+    the midpoint between the last value of a part and the first of the next; the
+    missing parts when ``N < n_bins`` give boundary 1.0 (an empty bin).  A value equal
+    to a boundary belongs to the lower bin.
+    """
+    cum = np.cumsum(c_asc, axis=1)
+    tot = cum[:, -1].astype(np.float64)
+    parts = np.minimum(float(n_bins), tot)
+    q = np.floor(tot / np.maximum(parts, 1.0))
+    rem = tot - q * parts
+    i = np.arange(1, n_bins, dtype=np.float64)[None, :]
+    k_last = i * q[:, None] + np.minimum(i, rem[:, None])  # last copy of part i - 1
+    valid = i < parts[:, None]
+    k_last = np.where(valid, k_last, 1.0)
+    a = p_asc[_item_at_copy(cum, k_last)]
+    b = p_asc[_item_at_copy(cum, k_last + 1.0)]
+    return np.where(valid, (a + b) / 2.0, 1.0)
+
+
+def discrete_bounds(p_asc: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Kumar et al.'s ``get_discrete_bins``: midpoints between consecutive distinct values."""
+    u = np.unique(p_asc)
+    return (u[:-1] + u[1:]) / 2.0
+
+
+def is_discrete(p: NDArray[np.float64]) -> bool:
+    """Kumar et al.'s heuristic: fewer than n / 4 distinct values."""
+    return np.unique(p).size < p.size / 4.0
+
+
+def binned_calibration(c_asc: NDArray, p_asc: NDArray[np.float64], y_asc: NDArray[np.float64],
+                       bounds: NDArray[np.float64], kind: str) -> NDArray[np.float64]:
+    """Binned calibration error per row from upper boundaries ``bounds`` (``(B, m)`` or ``(m,)``).
+
+    ``kind="l1"``: :math:`\sum_b |\sum_{i \in b} (p_i - y_i)| / N`, the ECE.
+    ``kind="debiased_l2"``: :math:`\sqrt{\max(0, \sum_b \frac{n_b}{N}[(\bar p_b -
+    \bar y_b)^2 - \bar y_b(1 - \bar y_b)/(n_b - 1)])}` with bins of fewer than two
+    values contributing 0 (Kumar et al. 2019, ``unbiased_l2_ce``).
+    """
+    c2 = np.atleast_2d(c_asc)
+    bsz = c2.shape[0]
+    bnd = np.broadcast_to(np.atleast_2d(bounds), (bsz, np.shape(bounds)[-1]))
+    ends = np.concatenate([np.searchsorted(p_asc, bnd, side="right"),
+                           np.full((bsz, 1), p_asc.size)], axis=1)
+    ends = np.maximum.accumulate(ends, axis=1)
+
+    def binsum(v):
+        acc = np.zeros((bsz, p_asc.size + 1))
+        np.cumsum(v, axis=1, out=acc[:, 1:])
+        return np.diff(np.take_along_axis(acc, ends, axis=1), axis=1, prepend=0.0)
+
+    nb = binsum(c2)
+    sp = binsum(c2 * p_asc)
+    sy = binsum(c2 * y_asc)
+    tot = nb.sum(axis=1)
+    if kind == "l1":
+        return K._safe_div(np.abs(sp - sy).sum(axis=1), tot)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ybar = sy / nb
+        term = (nb / tot[:, None]) * ((sp / nb - ybar) ** 2 - ybar * (1.0 - ybar) / (nb - 1.0))
+    sq = np.where(nb >= 2, term, 0.0).sum(axis=1)
+    return np.where(tot > 0, np.sqrt(np.maximum(sq, 0.0)), np.nan)
+
+
+def calibration_bounds(c_asc, p_asc, *, binning: str, n_bins: int, full_p):
+    """Boundaries of the named binning for each row (``auto`` decided on the full sample)."""
+    if binning == "auto":
+        binning = "discrete" if is_discrete(full_p) else "equal_mass"
+    if binning == "discrete":
+        return discrete_bounds(full_p)
+    return equal_mass_bounds(c_asc, p_asc, n_bins)
+
+
 # ------------------------------------------------------------------------ engine glue
 RATE_METRICS = ("ppv", "npv", "lr_positive", "lr_negative", "f1", "accuracy", "balanced_accuracy")
 
@@ -446,6 +538,13 @@ def _engine_cutpoint(part):
     return kernel
 
 
+def _engine_ce(p, wr, kind, binning, n_bins):
+    c_asc = np.atleast_2d(wr())[:, ::-1]  # ascending probability: the rank order reversed
+    p_asc, y_asc = p.ranked.score[::-1], p.ranked.label[::-1]
+    bounds = calibration_bounds(c_asc, p_asc, binning=binning, n_bins=n_bins, full_p=p.s)
+    return binned_calibration(c_asc, p_asc, y_asc, bounds, kind)
+
+
 #: name -> (needs probabilities, needs confidence sort, allowed options, kernel), as in
 #: ``_metricspec.REGISTRY``; merged there.
 REGISTRY_EXTRA = {
@@ -456,6 +555,12 @@ REGISTRY_EXTRA = {
     "cutpoint_sensitivity": (False, False, ("method", "cost", "prevalence"), _engine_cutpoint(1)),
     "cutpoint_specificity": (False, False, ("method", "cost", "prevalence"), _engine_cutpoint(2)),
 }
+REGISTRY_EXTRA.update({
+    "ece_equal_mass": (True, False, ("n_bins",), lambda p, w, wr, wc, o, c: _engine_ce(
+        p, wr, "l1", "equal_mass", int(o.get("n_bins", 10)))),
+    "debiased_l2_ce": (True, False, ("n_bins", "binning"), lambda p, w, wr, wc, o, c: _engine_ce(
+        p, wr, "debiased_l2", o.get("binning", "auto"), int(o.get("n_bins", 15)))),
+})
 REQUIRED_EXTRA = {m: ("threshold",) for m in RATE_METRICS}
 
 
@@ -467,6 +572,8 @@ def check_values(spec) -> None:
     o = spec.options
     if spec.name == "pauc":
         pauc_options(o)
+    if "binning" in o:
+        check_option(o["binning"], CE_BINNINGS, name=f"{spec.name} binning")
     if spec.name.startswith("cutpoint_"):
         check_option(o.get("method", "youden"), CUTPOINT_METHODS, name=f"{spec.name} method")
         check_fraction(o.get("prevalence", 0.5), name=f"{spec.name} prevalence")
