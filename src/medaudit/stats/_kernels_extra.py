@@ -425,7 +425,7 @@ def is_discrete(p: NDArray[np.float64]) -> bool:
 
 def binned_calibration(c_asc: NDArray, p_asc: NDArray[np.float64], y_asc: NDArray[np.float64],
                        bounds: NDArray[np.float64], kind: str) -> NDArray[np.float64]:
-    """Binned calibration error per row from upper boundaries ``bounds`` (``(B, m)`` or ``(m,)``).
+    r"""Binned calibration error per row from upper boundaries ``bounds`` (``(B, m)`` or ``(m,)``).
 
     ``kind="l1"``: :math:`\sum_b |\sum_{i \in b} (p_i - y_i)| / N`, the ECE.
     ``kind="debiased_l2"``: :math:`\sqrt{\max(0, \sum_b \frac{n_b}{N}[(\bar p_b -
