@@ -272,9 +272,12 @@ def krippendorff_alpha(
 
     Examples
     --------
+    Four items, two readers, one disagreement: ``1 - (n - 1) * 2 / 42 = 2/3`` with the
+    marginals 3, 3, 2 of the 8 pairable values.
+
     >>> r = krippendorff_alpha([[1, 1], [2, 2], [1, 2], [3, 3]], n_resamples=0)
     >>> round(r.estimate, 6)
-    0.6
+    0.666667
     """
     level = check_option(level, ALPHA_LEVELS, name="level")
     r = _ratings(ratings)
