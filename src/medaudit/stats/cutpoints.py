@@ -15,7 +15,11 @@ Ties (two thresholds with the same criterion, within a relative 1e-12): pROC ret
 of them; medaudit returns the *highest* threshold — the one with the highest
 specificity, the convention of :func:`~medaudit.stats.threshold_for_specificity` — and
 lists every tied threshold in ``tied_thresholds``.  On ``y = [0, 1, 0, 1]``, ``s = [1, 2,
-3, 4]`` J is 1.5 at thresholds 4 and 2; 4 is returned (pROC: 3.5 and 1.5).
+3, 4]`` J is 1.5 at thresholds 4 and 2; 4 is returned (pROC: 3.5 and 1.5).  pROC compares
+the criteria with ``==``, so a tie that is exact in rational arithmetic but differs in the
+last bit of the floating-point sums (e.g. ``Se + 0.5 Sp`` with 80 positives and 120
+negatives: ``(3 tp + tn) / 240``) is one here and may be missing from pROC's list; the
+reference tests check that every such extra tie is exact.
 """
 
 from __future__ import annotations
