@@ -134,10 +134,12 @@ def debiased_l2_calibration_error(y_true: ArrayLike, y_prob: ArrayLike, *, n_bin
 
     Examples
     --------
-    >>> y = [0, 0, 1, 1, 0, 1, 1, 1]
-    >>> p = [0.2, 0.2, 0.2, 0.2, 0.8, 0.8, 0.8, 0.8]
+    Two values, four cases each; in both bins ``(0.65)^2 - 0.75 * 0.25 / 3 = 0.36``:
+
+    >>> y = [1, 1, 1, 0, 0, 0, 0, 1]
+    >>> p = [0.1, 0.1, 0.1, 0.1, 0.9, 0.9, 0.9, 0.9]
     >>> round(debiased_l2_calibration_error(y, p, binning="discrete"), 12)
-    0.25
+    0.6
     """
     nb = _n_bins(n_bins)
     binning = check_option(binning, KX.CE_BINNINGS, name="binning")
