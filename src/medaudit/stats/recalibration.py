@@ -158,9 +158,12 @@ def calibration_slope_intercept(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", PerfectSeparationWarning)
+            # IRLS to a tight deviance tolerance: the default 1e-8 leaves standard errors off
+            # R's glm in the sixth digit
             joint = sm.GLM(y, np.column_stack([np.ones(y.size), x]), family=fam,
-                           freq_weights=w).fit()
-            large = sm.GLM(y, np.ones((y.size, 1)), family=fam, offset=x, freq_weights=w).fit()
+                           freq_weights=w).fit(tol=1e-13, maxiter=200)
+            large = sm.GLM(y, np.ones((y.size, 1)), family=fam, offset=x,
+                           freq_weights=w).fit(tol=1e-13, maxiter=200)
     except (PerfectSeparationError, PerfectSeparationWarning, np.linalg.LinAlgError):
         warnings.warn("calibration_slope_intercept: logit(p) separates the classes completely; "
                       "the recalibration model has no finite fit, returning nan.",
