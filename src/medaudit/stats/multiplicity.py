@@ -104,7 +104,10 @@ def adjust_pvalues(
     m = int(defined.size + (nan.sum() if nan_policy == "count" else 0))
     if defined.size:
         padded = np.r_[defined, np.ones(m - defined.size)]
-        r, pa, _, _ = multipletests(padded, alpha=alpha, method=MULTIPLICITY_METHODS[method])
+        # Sidak-type methods take log1p(-p), which is -inf at p = 1 (also the padding of
+        # nan_policy="count"); the adjusted value that comes out, 1, is the right one
+        with np.errstate(divide="ignore"):
+            r, pa, _, _ = multipletests(padded, alpha=alpha, method=MULTIPLICITY_METHODS[method])
         adj[~nan] = pa[: defined.size]
         rej[~nan] = r[: defined.size]
     return MultipleTestResult(pvalues=p, pvalues_adjusted=adj, reject=rej, method=method,
