@@ -112,14 +112,15 @@ def _locate(cn: NDArray[np.float64], t: NDArray[np.float64]
     return idx, (t - at) <= guard
 
 
-def height_at(cp, cn, t) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+def height_at(cp, cn, t, located=None) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Positive weight on the curve at negative weight ``t`` (``(B, G)`` queries).
 
     Top of a vertical segment when ``t`` is (within the guard) a vertex; otherwise
     linear interpolation inside the segment holding ``t``.  The second array flags
     queries beyond the last vertex given (a prefix too short; the caller widens it).
+    ``located`` passes on a :func:`_locate` already done for these queries.
     """
-    idx, exact = _locate(cn, t)
+    idx, exact = _locate(cn, t) if located is None else located
     last = cn.shape[1] - 1
     beyond = ~exact & (idx >= last)
     nxt = np.minimum(idx + 1, last)
@@ -132,15 +133,22 @@ def height_at(cp, cn, t) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     return np.where(exact | beyond, p0, h), beyond
 
 
-def area_to(cp, cn, t) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """Area under the curve (in weight units) from negative weight 0 to ``t``, per query."""
-    seg = np.diff(cn, axis=1) * (cp[:, 1:] + cp[:, :-1]) * 0.5
+def area_to(cp, cn, t, *, tied: bool = True) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Area under the curve (in weight units) from negative weight 0 to ``t``, per query.
+
+    ``tied=False`` promises one item per vertex (no tie blocks), so every segment is
+    vertical or horizontal and its trapezoid is just ``dcn * cp``: one product fewer.
+    """
     acc = np.zeros_like(cn)
+    if tied:
+        seg = np.diff(cn, axis=1) * (cp[:, 1:] + cp[:, :-1]) * 0.5
+    else:
+        seg = np.diff(cn, axis=1) * cp[:, 1:]
     np.cumsum(seg, axis=1, out=acc[:, 1:])
-    idx, exact = _locate(cn, t)
+    idx, exact = located = _locate(cn, t)
     last = cn.shape[1] - 1
     beyond = ~exact & (idx >= last)
-    h, _ = height_at(cp, cn, t)
+    h, _ = height_at(cp, cn, t, located)
     c0 = np.take_along_axis(cn, idx, axis=1)
     p0 = np.take_along_axis(cp, idx, axis=1)
     d = np.where(exact | beyond, 0.0, t - c0)
@@ -181,9 +189,12 @@ def pauc_fpr(cols: Cols, r: K.Ranked, wp_tot, wn_tot, f_lo: float, f_hi: float
     wn_tot = np.atleast_1d(wn_tot).astype(np.float64)
     t = np.stack([f_lo * wn_tot, f_hi * wn_tot], axis=1)
 
+    if f_lo == 0.0:  # the area from FPR 0 to 0 is 0: ask only for the upper bound
+        t = t[:, 1:]
+
     def fn(cp, cn):
-        a, beyond = area_to(cp, cn, t)
-        return a[:, 1] - a[:, 0], beyond.any(axis=1)
+        a, beyond = area_to(cp, cn, t, tied=r.has_ties)
+        return (a[:, -1] - a[:, 0] if a.shape[1] == 2 else a[:, 0]), beyond.any(axis=1)
 
     area = _with_prefix(cols, r, f_hi, fn)
     return K._safe_div(area, wp_tot * wn_tot)
@@ -202,7 +213,8 @@ def mcclish(area: NDArray[np.float64], lo: float, hi: float) -> NDArray[np.float
 
 
 def pauc(cols_fwd: Cols, cols_dual: Cols | None, r: K.Ranked, wp_tot, wn_tot, *, focus: str,
-         lo: float, hi: float, correct: bool) -> NDArray[np.float64]:
+         lo: float, hi: float, correct: bool, r_dual: K.Ranked | None = None
+         ) -> NDArray[np.float64]:
     """Partial AUC over a specificity (``focus="sp"``) or sensitivity range, per row.
 
     Specificity range ``[lo, hi]`` is the FPR range ``[1 - hi, 1 - lo]``; a sensitivity
@@ -212,7 +224,8 @@ def pauc(cols_fwd: Cols, cols_dual: Cols | None, r: K.Ranked, wp_tot, wn_tot, *,
     if focus == "sp":
         area = pauc_fpr(cols_fwd, r, wp_tot, wn_tot, 1.0 - hi, 1.0 - lo)
     else:
-        area = pauc_fpr(cols_dual, dual(r), wn_tot, wp_tot, 1.0 - hi, 1.0 - lo)
+        area = pauc_fpr(cols_dual, dual(r) if r_dual is None else r_dual, wn_tot, wp_tot,
+                        1.0 - hi, 1.0 - lo)
     return mcclish(area, lo, hi) if correct else area
 
 
@@ -282,9 +295,11 @@ def se_at_sp_split(counts: NDArray, so: SplitOrder, specificity: NDArray[np.floa
     wn = cn[:, -1].astype(np.float64) if so.n_neg else np.zeros(b)
     wp = cp[:, -1].astype(np.float64)
     t = (1.0 - specificity)[None, :] * wn[:, None]
-    copy = np.floor(t + _TOL * np.maximum(t, 1.0)) + 1.0
-    span = float(wn.max(initial=0.0)) + 2.0
-    off = np.arange(b, dtype=np.float64)[:, None] * span
+    # integer counts and integer queries: the search runs on the counts' own dtype, with
+    # no float copy of the (B, n_neg) matrix
+    copy = (np.floor(t + _TOL * np.maximum(t, 1.0)) + 1.0).astype(cn.dtype)
+    span = int(wn.max(initial=0.0)) + 2
+    off = np.arange(b, dtype=cn.dtype)[:, None] * span
     j = np.searchsorted((cn + off).ravel(), (copy + off).ravel(), side="left").reshape(t.shape)
     j = np.minimum(j - np.arange(b)[:, None] * so.n_neg, so.n_neg)  # past the last: all positives
     h = np.take_along_axis(cp, so.pos_above[j], axis=1).astype(np.float64)

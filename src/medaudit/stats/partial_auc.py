@@ -191,13 +191,19 @@ def partial_roc_auc_ci(
     point = float(KX.pauc(KX.cols_from_items(ones, r), KX.cols_from_items(ones, KX.dual(r)), r,
                           wp, wn, focus=f, lo=lo, hi=hi, correct=corr)[0])
     ru = r if f == "sp" else KX.dual(r)
+    # within-label draws keep both class sizes, so their totals need no pass over the counts
+    fixed = plan.design == "within_label"
     chunks = []
     for counts in ranked_batches(plan, ru.order, n_res, gen, batch):
         cols = KX.cols_from_ranked(counts)
-        tp = K._dot(counts, ru.label)
-        tn = K._rowsum(counts) - tp
-        wp_b, wn_b = (tp, tn) if f == "sp" else (tn, tp)
-        chunks.append(KX.pauc(cols, cols, r, wp_b, wn_b, focus=f, lo=lo, hi=hi, correct=corr))
+        if fixed:
+            wp_b, wn_b = (np.full(counts.shape[0], v) for v in (wp[0], wn[0]))
+        else:
+            tp = K._dot(counts, ru.label)
+            tn = K._rowsum(counts) - tp
+            wp_b, wn_b = (tp, tn) if f == "sp" else (tn, tp)
+        chunks.append(KX.pauc(cols, cols, r, wp_b, wn_b, focus=f, lo=lo, hi=hi, correct=corr,
+                              r_dual=ru if f == "se" else None))
     reps = np.concatenate(chunks)
     mid = next(iter(_ids(name, opts)))
     return _result(mid, point, reps, None, level=level, ci_method="percentile", design=design,
