@@ -20,6 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from medaudit.exceptions import MedauditError, UndefinedMetricWarning
+from medaudit.stats import _kernels as K
+from medaudit.stats import _kernels_extra as KX
 from medaudit.stats import (
     precision_recall_curve,
     roc_auc,
@@ -27,8 +29,6 @@ from medaudit.stats import (
     roc_curve_band,
     sensitivity_at_specificities,
 )
-from medaudit.stats import _kernels as K
-from medaudit.stats import _kernels_extra as KX
 from medaudit.stats.designs import make_plan
 from tests.stats import _oracles_peers as O
 
@@ -97,7 +97,7 @@ def test_curve_against_loop_oracle(seed):
 
 
 @pytest.mark.r_reference
-@pytest.mark.parametrize("key", sorted(set(zip(COORDS_SP.dataset, COORDS_SP.curve))))
+@pytest.mark.parametrize("key", sorted(set(zip(COORDS_SP.dataset, COORDS_SP.curve, strict=True))))
 def test_sensitivity_at_specificities_matches_pROC(key):
     ref = COORDS_SP[(COORDS_SP.dataset == key[0]) & (COORDS_SP.curve == key[1])]
     d = DATA[DATA.dataset == key[0]].sort_values("item")

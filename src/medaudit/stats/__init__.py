@@ -54,6 +54,7 @@ from medaudit.stats.thresholds import (
 )
 from medaudit.stats.transport import TransportResult, threshold_transport, transport_to_targets
 
+# isort: split
 # pROC / scikit-learn / statsmodels users' statistics (issue 17)
 from medaudit.stats.calibration_error import (
     ReliabilityCurve,

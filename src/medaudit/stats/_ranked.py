@@ -65,3 +65,9 @@ def sample_weights(sample_weight: ArrayLike | None, n: int) -> NDArray[np.float6
 def ranked(y: NDArray[np.float64], s: NDArray[np.float64]) -> K.Ranked:
     """:func:`~medaudit.stats._kernels.rank` (one stable descending sort)."""
     return K.rank(y, s)
+
+
+def nested_to_dict(obj, point: str, parts: tuple[str, ...], include_arrays: bool) -> dict[str, Any]:
+    """``to_dict`` of a result holding one point result and several bootstrap results."""
+    return {point: getattr(obj, point).to_dict(),
+            **{k: getattr(obj, k).to_dict(include_arrays=include_arrays) for k in parts}}

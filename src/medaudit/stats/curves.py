@@ -13,6 +13,7 @@ replicates are the engine's weights (:mod:`medaudit.stats.designs`).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from medaudit._validation import as_1d_float, as_generator
-from medaudit.exceptions import MedauditError
+from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores, warn_if_one_class
@@ -336,9 +337,6 @@ def roc_curve_band(
         lo[j], hi[j] = percentile_interval(reps[~bad, j], level)
     n_deg = int(bad.sum())
     if n_deg:
-        import warnings
-
-        from medaudit.exceptions import DegenerateDataWarning
         warnings.warn(f"roc_curve_band: {n_deg} of {n_res} replicates had a class drawn empty; "
                       "the band uses the others.", DegenerateDataWarning, stacklevel=2)
     if not keep_replicates:

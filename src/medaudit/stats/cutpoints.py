@@ -36,7 +36,12 @@ from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores, warn_if_one_class
-from medaudit.stats._ranked import bootstrap_plan, ranked_batches, sample_weights
+from medaudit.stats._ranked import (
+    bootstrap_plan,
+    nested_to_dict,
+    ranked_batches,
+    sample_weights,
+)
 from medaudit.stats._results import BootstrapResult, _ToDict
 from medaudit.stats.bootstrap import _common_options, _result
 
@@ -86,9 +91,8 @@ class CutpointInterval(_ToDict):
     specificity: BootstrapResult
 
     def to_dict(self, *, include_arrays: bool = False) -> dict[str, Any]:
-        return {"cutpoint": self.cutpoint.to_dict(),
-                **{k: getattr(self, k).to_dict(include_arrays=include_arrays)
-                   for k in ("threshold", "sensitivity", "specificity")}}
+        return nested_to_dict(self, "cutpoint", ("threshold", "sensitivity", "specificity"),
+                              include_arrays)
 
 
 def _weights(weights) -> tuple[float, float, float]:

@@ -90,6 +90,18 @@ def _counts(r: NDArray[np.float64], categories) -> tuple[NDArray[np.float64], ND
     return cats, table
 
 
+def _agreement(common, point_fn, unit_terms, n_resamples, confidence_level, rng, batch
+               ) -> Agreement:
+    """The :class:`Agreement` of a point estimate, with its item bootstrap unless B = 0."""
+    if n_resamples == 0:
+        return Agreement(ci_low=math.nan, ci_high=math.nan, confidence_level=math.nan,
+                         n_resamples=0, n_degenerate=0, seed=None, **common)
+    lo, hi, level, n_res, n_deg, rec, reps = _interval(
+        point_fn, unit_terms, unit_terms.shape[0], n_resamples, confidence_level, rng, batch)
+    return Agreement(ci_low=lo, ci_high=hi, confidence_level=level, n_resamples=n_res,
+                     n_degenerate=n_deg, seed=rec["seed"], replicates=reps, **common)
+
+
 def _interval(point_fn, unit_terms, n_items, n_resamples, confidence_level, rng, batch):
     """Item-bootstrap replicates of ``point_fn(w @ unit_terms)`` (B x terms, one product)."""
     n_res = _n_resamples(n_resamples)
@@ -106,7 +118,7 @@ def _interval(point_fn, unit_terms, n_items, n_resamples, confidence_level, rng,
     if n_deg:
         warnings.warn(f"{n_deg} of {n_res} item-bootstrap replicates left the coefficient "
                       "undefined (e.g. a single category drawn); the interval uses the others.",
-                      DegenerateDataWarning, stacklevel=3)
+                      DegenerateDataWarning, stacklevel=4)
     return lo, hi, level, n_res, n_deg, rec, reps
 
 
@@ -193,14 +205,8 @@ def fleiss_kappa(
             est = float(sm_fleiss(table, method=method))
     common = dict(method=f"fleiss_kappa[{method}]", estimate=est, n_items=int(r.shape[0]),
                   n_raters=m, categories=cats.tolist(), details={"ratings_per_item": m})
-    if n_resamples == 0:
-        return Agreement(ci_low=math.nan, ci_high=math.nan, confidence_level=math.nan,
-                         n_resamples=0, n_degenerate=0, seed=None, **common)
-    lo, hi, level, n_res, n_deg, rec, reps = _interval(
-        lambda s: _fleiss_from_sums(s, m, k, method), terms, r.shape[0], n_resamples,
-        confidence_level, rng, batch)
-    return Agreement(ci_low=lo, ci_high=hi, confidence_level=level, n_resamples=n_res,
-                     n_degenerate=n_deg, seed=rec["seed"], replicates=reps, **common)
+    return _agreement(common, lambda s: _fleiss_from_sums(s, m, k, method), terms, n_resamples,
+                      confidence_level, rng, batch)
 
 
 # ------------------------------------------------------------------ Krippendorff's alpha
@@ -303,11 +309,5 @@ def krippendorff_alpha(
                   n_raters=int(r.shape[1]), categories=cats.tolist(),
                   details={"n_pairable_items": int(pairable.sum()),
                            "n_pairable_values": float(m_u[pairable].sum())})
-    if n_resamples == 0:
-        return Agreement(ci_low=math.nan, ci_high=math.nan, confidence_level=math.nan,
-                         n_resamples=0, n_degenerate=0, seed=None, **common)
-    lo, hi, lvl, n_res, n_deg, rec, reps = _interval(
-        lambda s: _alpha_from_coincidences(s, cats, level), o_u, r.shape[0], n_resamples,
-        confidence_level, rng, batch)
-    return Agreement(ci_low=lo, ci_high=hi, confidence_level=lvl, n_resamples=n_res,
-                     n_degenerate=n_deg, seed=rec["seed"], replicates=reps, **common)
+    return _agreement(common, lambda s: _alpha_from_coincidences(s, cats, level), o_u,
+                      n_resamples, confidence_level, rng, batch)

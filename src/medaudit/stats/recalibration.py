@@ -30,7 +30,7 @@ from medaudit._validation import as_generator, check_fraction
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores, warn_if_one_class
-from medaudit.stats._ranked import bootstrap_plan, sample_weights
+from medaudit.stats._ranked import bootstrap_plan, nested_to_dict, sample_weights
 from medaudit.stats._results import BootstrapResult, _ToDict
 from medaudit.stats.bootstrap import _common_options, _result
 
@@ -75,9 +75,8 @@ class CalibrationFitCI(_ToDict):
     intercept_joint: BootstrapResult
 
     def to_dict(self, *, include_arrays: bool = False) -> dict[str, Any]:
-        return {"fit": self.fit.to_dict(),
-                **{k: getattr(self, k).to_dict(include_arrays=include_arrays)
-                   for k in ("slope", "intercept", "intercept_joint")}}
+        return nested_to_dict(self, "fit", ("slope", "intercept", "intercept_joint"),
+                              include_arrays)
 
 
 def _logit(y_true, y_prob, eps):
