@@ -237,11 +237,13 @@ def reliability_curve(
 
     Examples
     --------
-    >>> y = [0, 0, 1, 0, 1, 1, 1, 0]
-    >>> p = [0.1, 0.15, 0.2, 0.6, 0.65, 0.7, 0.9, 0.95]
+    >>> y = np.array([0, 0, 1, 0, 1, 1, 1, 0] * 5)
+    >>> p = np.array([0.1, 0.15, 0.2, 0.6, 0.65, 0.7, 0.9, 0.95] * 5)
     >>> rc = reliability_curve(y, p, n_bins=2, n_resamples=200, rng=0)
     >>> rc.count.tolist(), rc.fraction_positive.tolist()
-    ([3, 5], [0.3333333333333333, 0.6])
+    ([15, 25], [0.3333333333333333, 0.6])
+    >>> bool((rc.ci_low < rc.fraction_positive).all()), rc.n_empty.tolist()
+    (True, [0, 0])
     """
     nb = _n_bins(n_bins)
     strategy = check_option(strategy, RELIABILITY_STRATEGIES, name="strategy")

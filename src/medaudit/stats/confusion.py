@@ -228,13 +228,15 @@ def threshold_metrics_ci(
 
     Examples
     --------
-    >>> y = [0, 0, 0, 0, 1, 1, 1, 1]
-    >>> s = [.1, .2, .3, .6, .4, .7, .8, .9]
+    >>> y = np.array([0, 0, 0, 0, 1, 1, 1, 1] * 10)
+    >>> s = np.array([.1, .2, .3, .6, .4, .7, .8, .9] * 10)
     >>> r = threshold_metrics_ci(y, s, threshold=0.5, n_resamples=200, rng=0)
-    >>> r.point.sensitivity, r.bootstrap["sensitivity"].estimate
-    (0.75, 0.75)
+    >>> r.point.sensitivity, r.bootstrap["sensitivity"].estimate, r.point.lr_positive
+    (0.75, 0.75, 3.0)
+    >>> r.bootstrap["lr_positive"].ci_low < 3.0 < r.bootstrap["lr_positive"].ci_high
+    True
     >>> round(r.proportion["sensitivity"].ci_low, 4), r.proportion["sensitivity"].method
-    (0.3006, 'wilson')
+    (0.5981, 'wilson')
     """
     pm = check_option(proportion_method, tuple(PROPORTION_METHODS), name="proportion_method")
     tau = _threshold(threshold)
