@@ -9,6 +9,7 @@ is checked against crowd-kit called directly on the same long table.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -169,3 +170,105 @@ def test_aggregate_with_spec_follows_the_spec():
     agg = aggregate_with_spec(t, spec)
     assert _by_item(agg)["x"] == (pytest.approx(2 / 3, rel=1e-15), 1)
     assert agg.rules["hedge"] == "positive" and agg.to_dict()["counts"]["n_items"] == 3
+
+
+# --------------------------------------------------- crowd-kit aggregators beyond DS / GLAD
+TINY_CROWD = [("p", "a", 1), ("p", "b", 1), ("p", "c", 0),
+              ("q", "a", 0), ("q", "b", 1), ("q", "c", 1),
+              ("r", "a", 0), ("r", "b", 0), ("r", "c", 0),
+              ("s", "a", 1), ("s", "b", 0)]
+
+
+def test_weighted_majority_by_hand():
+    t, sc = _table(TINY_CROWD)
+    w = {"a": 3.0, "b": 1.0, "c": 1.0}
+    got = _by_item(aggregate_labels(t, scale=sc, soft="majority_vote", annotator_weights=w,
+                                    hard="posterior"))
+    # P(1) = weight voting 1 / weight voting: p 4/5, q 2/5, r 0, s 3/4
+    assert got["p"] == (pytest.approx(0.8, rel=1e-12), 1)
+    assert got["q"] == (pytest.approx(0.4, rel=1e-12), 0)
+    assert got["r"] == (0.0, 0) and got["s"] == (pytest.approx(0.75, rel=1e-12), 1)
+    plain = _by_item(aggregate_labels(t, scale=sc, soft="majority_vote"))
+    assert plain["q"][0] == pytest.approx(2 / 3, rel=1e-12)  # without weights: the vote share
+
+
+def test_wawa_by_hand():
+    # Wawa: skill = agreement with the plain majority (ties broken by crowd-kit, here none on
+    # p, q, r; s is a 1-1 tie), then the majority weighted by those skills
+    rows = [r for r in TINY_CROWD if r[0] != "s"]
+    t, sc = _table(rows)
+    agg = aggregate_labels(t, scale=sc, soft="wawa")
+    mv = {"p": 1, "q": 1, "r": 0}
+    votes = pd.DataFrame(rows, columns=["i", "a", "v"])
+    skill = votes.assign(ok=votes.v == votes.i.map(mv)).groupby("a").ok.mean()
+    want = votes.assign(w=votes.a.map(skill)).groupby("i").apply(
+        lambda g: (g.w * g.v).sum() / g.w.sum(), include_groups=False)
+    got = agg.labels.set_index("item_id")["label_soft"]
+    np.testing.assert_allclose(got.loc[want.index], want, rtol=1e-12)
+
+
+def test_zero_based_skill_uses_its_fitted_skills():
+    from crowdkit.aggregation import ZeroBasedSkill
+
+    _, rows = _planted_crowd(seed=2, n_items=30)
+    t, sc = _table(rows)
+    agg = aggregate_labels(t, scale=sc, soft="zero_based_skill", crowd_iterations=30)
+    data = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        skills = ZeroBasedSkill(n_iter=30).fit(data).skills_
+    w = data.worker.map(skills)
+    want = (data.assign(w=w, wl=w * data.label).groupby("task")[["wl", "w"]].sum()
+            .pipe(lambda g: g.wl / g.w))
+    got = agg.labels.set_index("item_id")["label_soft"]
+    np.testing.assert_allclose(got.loc[want.index], want, rtol=1e-12)
+
+
+def test_mace_matches_crowdkit_directly_and_recovers_the_truth():
+    from crowdkit.aggregation import MACE
+
+    truth, rows = _planted_crowd(seed=5, n_items=30)
+    t, sc = _table(rows)
+    agg = aggregate_labels(t, scale=sc, soft="mace", hard="posterior", crowd_iterations=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        direct = MACE(n_iter=10, random_state=0).fit_predict_proba(
+            pd.DataFrame(rows, columns=["task", "worker", "label"]))
+    got = agg.labels.set_index("item_id")["label_soft"].sort_index()
+    np.testing.assert_allclose(got, direct[1].sort_index(), rtol=1e-9)
+    ids = [f"i{i:02d}" for i in range(len(truth))]
+    assert ((got.loc[ids].to_numpy() > 0.5).astype(int) == truth).mean() >= 0.9
+
+
+def test_new_rules_check_their_inputs():
+    t, sc = _table(TINY_CROWD)
+    with pytest.raises(MedauditError, match="lacks reader"):
+        aggregate_labels(t, scale=sc, soft="majority_vote", annotator_weights={"a": 1.0})
+    with pytest.raises(MedauditError, match="only"):
+        aggregate_labels(t, scale=sc, soft="wawa", annotator_weights={"a": 1, "b": 1, "c": 1})
+    with pytest.raises(MedauditError, match="non-negative"):
+        aggregate_labels(t, scale=sc, soft="majority_vote",
+                         annotator_weights={"a": -1, "b": 1, "c": 1})
+    agg = aggregate_labels(t, scale=sc, soft="majority_vote", annotator_weights={"a": 2, "b": 1,
+                                                                               "c": 1})
+    assert agg.rules["annotator_weights"] == {"a": 2.0, "b": 1.0, "c": 1.0}
+
+
+NIH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / \
+    "nih_cxr14_google_expert_readers"
+
+
+@pytest.mark.skipif(not NIH.is_dir(), reason="the NIH reader data live in ../shared/data")
+def test_nih_readers_as_a_test_bed():
+    # five radiologists on 810 images: every crowd model must agree closely with the plain
+    # majority on a finding most images are read unanimously for
+    from medaudit.labels.datasets import read_nih_readers
+
+    loaded = read_nih_readers(NIH, findings=["Pneumothorax"])
+    t = validate_annotations(loaded.table, scale=RatingScale.numeric(0, 1))
+    mv = aggregate_labels(t, scale=(0, 1)).labels.set_index(["cohort", "item_id"])["label"]
+    for model in ("wawa", "zero_based_skill", "mace", "majority_vote"):
+        agg = aggregate_labels(t, scale=(0, 1), soft=model, hard="posterior", crowd_iterations=10)
+        lab = agg.labels.set_index(["cohort", "item_id"])["label"]
+        assert len(lab) == 810 and agg.labels["label_soft"].between(0, 1).all()
+        assert (lab == mv.loc[lab.index]).mean() > 0.95, model

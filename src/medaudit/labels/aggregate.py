@@ -1,8 +1,9 @@
 """Per-item aggregation of ratings into soft and hard labels (paper 001, M1.1).
 
 Soft label: the mean of the ratings normalised to [0, 1] (default), or the posterior
-P(positive) of a crowd model — Dawid–Skene or GLAD through crowd-kit, an optional
-extra imported only when asked for (binary ratings only).  Hard label: strict
+P(positive) of a crowd model through crowd-kit, an optional extra imported only when
+asked for (binary ratings only): Dawid–Skene, GLAD, MACE, Wawa, ZeroBasedSkill, or a
+majority vote weighted by declared reader weights (``annotator_weights``).  Hard label: strict
 majority of the normalised mean with a declared tie rule, a threshold on the raw
 mean (ENHANCE: mean > 1), or the crowd posterior > 1/2.  Hedged ratings follow a
 declared policy (negative, positive, exclude, half).  The rules themselves are
@@ -25,9 +26,10 @@ from medaudit.labels.scale import RatingScale
 from medaudit.stats.annotation_bootstrap import labels_from_sums, resolve_hedges
 
 __all__ = ["AggregatedLabels", "aggregate_labels", "aggregate_with_spec", "SOFT_RULES",
-           "HARD_RULES"]
+           "HARD_RULES", "CROWD_MODELS"]
 
-SOFT_RULES = ("mean", "dawid_skene", "glad")
+SOFT_RULES = ("mean", "dawid_skene", "glad", "mace", "wawa", "zero_based_skill", "majority_vote")
+CROWD_MODELS = SOFT_RULES[1:]
 HARD_RULES = ("majority", "threshold", "posterior")
 REASON_EXCLUDED = "every rating excluded (hedge: exclude)"
 REASON_TIE = "hard label is a tie (tie: exclude)"
@@ -58,21 +60,63 @@ def _check(value: str, allowed: tuple[str, ...], name: str) -> str:
     return value
 
 
-def _crowd_posterior(keys: pd.DataFrame, votes: np.ndarray, annot: np.ndarray, item_code: np.ndarray,
-                     n_items: int, model: str, n_iter: int) -> np.ndarray:
-    """P(label = 1) per item from crowd-kit's Dawid-Skene or GLAD (lazy import)."""
+def _crowd_estimator(model: str, n_iter: int):
+    """The crowd-kit aggregator of ``model`` (lazy import; MACE seeded with 0, crowd-kit's default)."""
     try:
-        from crowdkit.aggregation import GLAD, DawidSkene
+        from crowdkit.aggregation import (
+            GLAD,
+            MACE,
+            DawidSkene,
+            MajorityVote,
+            Wawa,
+            ZeroBasedSkill,
+        )
     except ImportError as exc:  # pragma: no cover - optional extra
         raise MedauditError(f"soft: {model} needs the optional package crowd-kit "
                             "(pip install crowd-kit); soft: mean needs nothing.") from exc
+    build = {"dawid_skene": lambda: DawidSkene(n_iter=n_iter), "glad": lambda: GLAD(n_iter=n_iter),
+             "mace": lambda: MACE(n_iter=n_iter, random_state=0), "wawa": Wawa,
+             "zero_based_skill": lambda: ZeroBasedSkill(n_iter=n_iter),
+             "majority_vote": MajorityVote}
+    return build[model]()
+
+
+def _skills(weights: Any, annot: np.ndarray) -> pd.Series:
+    """Declared reader weights as crowd-kit ``skills`` (every reader needs one, all >= 0)."""
+    given = {str(k): v for k, v in dict(weights).items()}
+    readers = pd.unique(annot)
+    missing = sorted(str(a) for a in readers if str(a) not in given)
+    if missing:
+        raise MedauditError(f"annotator_weights lacks reader(s) {missing[:5]}"
+                            f"{' ...' if len(missing) > 5 else ''}; give every reader a weight.")
+    try:
+        w = pd.Series([float(given[str(a)]) for a in readers], index=readers, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise MedauditError("annotator_weights must map reader ids to numbers.") from None
+    if not np.isfinite(w.to_numpy()).all() or (w < 0).any() or not (w > 0).any():
+        raise MedauditError("annotator_weights must be finite, non-negative and not all zero.")
+    return w  # indexed by the reader ids as they appear in the table
+
+
+def _crowd_posterior(keys: pd.DataFrame, votes: np.ndarray, annot: np.ndarray, item_code: np.ndarray,
+                     n_items: int, model: str, n_iter: int, weights: Any = None) -> np.ndarray:
+    """P(label = 1) per item from a crowd-kit aggregator (lazy import)."""
+    est = _crowd_estimator(model, n_iter)
     data = pd.DataFrame({"task": item_code, "worker": annot, "label": votes.astype(np.int64)})
-    est = DawidSkene(n_iter=n_iter) if model == "dawid_skene" else GLAD(n_iter=n_iter)
+    extra = {"skills": _skills(weights, annot)} if weights is not None else {}
     with warnings.catch_warnings():
         # crowd-kit 1.4 calls pandas APIs that pandas 3 deprecates; the numbers are unaffected
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"crowdkit(\.|$)")
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"crowdkit(\.|$)")
-        proba = est.fit_predict_proba(data)
+        if model in ("wawa", "zero_based_skill"):
+            # crowd-kit 1.4.2's predict step calls sklearn's check_is_fitted, which sklearn >= 1.6
+            # refuses for estimators that are not sklearn's; do what that step does (a majority
+            # vote weighted by the fitted skills) with crowd-kit's own MajorityVote
+            from crowdkit.aggregation import MajorityVote
+
+            proba = MajorityVote().fit(data, skills=est.fit(data).skills_).probas_
+        else:
+            proba = est.fit_predict_proba(data, **extra)
     col = 1 if 1 in proba.columns else None
     post = np.zeros(n_items)
     if col is not None:
@@ -116,7 +160,7 @@ def aggregate_labels(
     annotations: pd.DataFrame, *, scale: RatingScale | tuple[float, float],
     soft: str = "mean", hard: str = "majority", tie: str = "negative",
     threshold: float | None = None, threshold_rule: str = ">", hedge: str | None = None,
-    crowd_iterations: int = 100,
+    crowd_iterations: int = 100, annotator_weights: Any = None,
 ) -> AggregatedLabels:
     """Aggregate a validated annotation table to one soft and one hard label per item.
 
@@ -126,7 +170,11 @@ def aggregate_labels(
         From :func:`~medaudit.labels.validate_annotations` (columns ``item_id,
         annotator, value, hedged`` and optionally ``cohort``).
     scale : RatingScale or (min, max)
-    soft : {"mean", "dawid_skene", "glad"}, default="mean"
+    soft : {"mean", "dawid_skene", "glad", "mace", "wawa", "zero_based_skill", "majority_vote"}
+        Default ``"mean"``.  The others are crowd-kit's aggregators (binary ratings):
+        ``"mace"`` (Hovy et al. 2013; ``random_state=0``), ``"wawa"`` (majority weighted
+        by each reader's agreement with the majority), ``"zero_based_skill"``, and
+        ``"majority_vote"`` with ``annotator_weights`` (a plain vote share without).
     hard : {"majority", "threshold", "posterior"}, default="majority"
         ``"posterior"`` (crowd models only): posterior > 1/2, ties by ``tie``.
     tie : {"negative", "positive", "exclude"}, default="negative"
@@ -137,6 +185,9 @@ def aggregate_labels(
     hedge : {"negative", "positive", "exclude", "half"}, optional
         Required when any rating is hedged.
     crowd_iterations : int, default=100
+        EM / gradient iterations of Dawid–Skene, GLAD, MACE and ZeroBasedSkill.
+    annotator_weights : mapping of reader id to weight, optional
+        Only with ``soft="majority_vote"``: crowd-kit ``MajorityVote`` ``skills``.
 
     Returns
     -------
@@ -158,7 +209,9 @@ def aggregate_labels(
     soft = _check(soft, SOFT_RULES, "soft")
     hard = _check(hard, HARD_RULES, "hard")
     if hard == "posterior" and soft == "mean":
-        raise MedauditError("hard='posterior' needs a crowd model (soft='dawid_skene' or 'glad').")
+        raise MedauditError(f"hard='posterior' needs a crowd model (soft one of {list(CROWD_MODELS)}).")
+    if annotator_weights is not None and soft != "majority_vote":
+        raise MedauditError(f"annotator_weights are used by soft='majority_vote' only, not {soft!r}.")
     lo, hi, values, keep, item_code, keys = coded_ratings(annotations, scale=scale, hedge=hedge)
     n_items = len(keys)
     n_ratings = np.bincount(item_code, minlength=n_items)
@@ -181,7 +234,7 @@ def aggregate_labels(
                                 f"{hi:g}); {int((~binary).sum())} usable rating(s) lie between.")
         post = _crowd_posterior(keys, (v == hi).astype(np.int64),
                                 annotations["annotator"].to_numpy()[keep], item_code[keep],
-                                n_items, soft, crowd_iterations)
+                                n_items, soft, crowd_iterations, annotator_weights)
         label_soft = np.where(n_used > 0, post, np.nan)
         if hard == "posterior":
             # the posterior is already on [0, 1]: majority on the (0, 1) scale, sum = p, count = 1
@@ -209,7 +262,9 @@ def aggregate_labels(
               "n_positive": int(out["label"].sum()), "n_negative": int((out["label"] == 0).sum())}
     rule_record = {"soft": soft, "hard": hard, "tie": tie, "hedge": hedge, "scale": [lo, hi],
                    "threshold": threshold, "threshold_rule": threshold_rule if hard == "threshold"
-                   else None, "crowd_iterations": crowd_iterations if soft != "mean" else None}
+                   else None, "crowd_iterations": crowd_iterations if soft != "mean" else None,
+                   "annotator_weights": ({str(k): float(v) for k, v in dict(annotator_weights).items()}
+                                         if annotator_weights is not None else None)}
     return AggregatedLabels(labels=out, dropped=dropped.reset_index(drop=True), counts=counts,
                             rules=rule_record)
 

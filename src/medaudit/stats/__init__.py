@@ -55,6 +55,56 @@ from medaudit.stats.thresholds import (
 )
 from medaudit.stats.transport import TransportResult, threshold_transport, transport_to_targets
 
+# isort: split
+# pROC / scikit-learn / statsmodels users' statistics (issue 17)
+from medaudit.stats.calibration_error import (
+    ReliabilityCurve,
+    debiased_l2_calibration_error,
+    ece_equal_mass,
+    equal_mass_bins,
+    reliability_curve,
+)
+from medaudit.stats.confusion import (
+    ThresholdMetrics,
+    ThresholdMetricsCI,
+    predictive_values,
+    threshold_metrics,
+    threshold_metrics_ci,
+)
+from medaudit.stats.contingency import breslow_day_test
+from medaudit.stats.curves import (
+    PrecisionRecallCurve,
+    RocBand,
+    RocCurve,
+    precision_recall_curve,
+    roc_curve,
+    roc_curve_band,
+    sensitivity_at_specificities,
+)
+from medaudit.stats.cutpoints import Cutpoint, CutpointInterval, best_threshold, best_threshold_ci
+from medaudit.stats.interrater import Agreement, fleiss_kappa, krippendorff_alpha
+from medaudit.stats.partial_auc import partial_roc_auc, partial_roc_auc_ci, pauc_metric
+from medaudit.stats.power import (
+    Resolution,
+    SampleSize,
+    auc_power,
+    auc_sample_size,
+    auc_variance,
+    cases_to_resolve,
+    cases_to_resolve_proportion,
+    paired_auc_power,
+    paired_auc_sample_size,
+    proportion_sample_size,
+    se_sp_sample_size,
+)
+from medaudit.stats.proportions import ProportionInterval, proportion_ci
+from medaudit.stats.recalibration import (
+    CalibrationFit,
+    CalibrationFitCI,
+    calibration_slope_intercept,
+    calibration_slope_intercept_ci,
+)
+
 __all__ = [
     # metrics
     "roc_auc", "average_precision", "brier_score", "ece", "log_loss", "reliability_diagram",
@@ -76,4 +126,18 @@ __all__ = [
     "OperatingPoint", "TransportResult",
     # descriptive decompositions
     "variance_decomposition", "VarianceDecomposition",
+    # issue 17: curves, partial AUC, cut-points, rates at a threshold, calibration, agreement, power
+    "roc_curve", "precision_recall_curve", "roc_curve_band", "sensitivity_at_specificities",
+    "RocCurve", "PrecisionRecallCurve", "RocBand",
+    "partial_roc_auc", "partial_roc_auc_ci", "pauc_metric",
+    "best_threshold", "best_threshold_ci", "Cutpoint", "CutpointInterval",
+    "threshold_metrics", "threshold_metrics_ci", "predictive_values", "ThresholdMetrics",
+    "ThresholdMetricsCI", "proportion_ci", "ProportionInterval",
+    "ece_equal_mass", "debiased_l2_calibration_error", "equal_mass_bins", "reliability_curve",
+    "ReliabilityCurve", "calibration_slope_intercept", "calibration_slope_intercept_ci",
+    "CalibrationFit", "CalibrationFitCI",
+    "breslow_day_test", "fleiss_kappa", "krippendorff_alpha", "Agreement",
+    "auc_sample_size", "auc_power", "auc_variance", "paired_auc_sample_size", "paired_auc_power",
+    "proportion_sample_size", "se_sp_sample_size", "cases_to_resolve",
+    "cases_to_resolve_proportion", "SampleSize", "Resolution",
 ]

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 from medaudit._validation import check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
+from medaudit.stats import _kernels_extra as KX
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,9 @@ REGISTRY: dict[str, tuple[bool, bool, tuple[str, ...], _Kernel]] = {
 SOFT_METRICS = ("soft_roc_auc", "soft_average_precision")
 _REQUIRED = {"selective_risk": ("coverage",), "sensitivity": ("threshold",),
              "specificity": ("threshold",)}
+# partial AUC, rates at a threshold and cut-points (issue 17): kernels in _kernels_extra
+REGISTRY.update(KX.REGISTRY_EXTRA)
+_REQUIRED.update(KX.REQUIRED_EXTRA)
 
 
 def parse_metrics(metrics: str | Sequence[Any]) -> list[MetricSpec]:
@@ -156,6 +160,8 @@ def _check_values(spec: MetricSpec) -> None:
         check_option(o["variant"], ("inclusive", "strict", "trapezoid"), name="variant")
     if "n_bins" in o and (not isinstance(o["n_bins"], (int, np.integer)) or o["n_bins"] < 1):
         raise MedauditError(f"{spec.name} n_bins must be a positive integer; got {o['n_bins']!r}.")
+    if spec.name in KX.REGISTRY_EXTRA:
+        KX.check_values(spec)
 
 
 def needs_probabilities(specs: Sequence[MetricSpec]) -> bool:

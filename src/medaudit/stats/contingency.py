@@ -1,4 +1,4 @@
-"""Tests on counts: Fisher exact, Cochran–Mantel–Haenszel, exact binomial.
+"""Tests on counts: Fisher exact, Cochran–Mantel–Haenszel, Breslow–Day, exact binomial.
 
 Thin, documented wrappers around scipy and statsmodels that validate their input
 and return :class:`~medaudit.stats.TestResult` with the common conventions.
@@ -16,7 +16,7 @@ from medaudit._validation import check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats._results import TestResult
 
-__all__ = ["fisher_exact", "cmh_test", "binomial_test"]
+__all__ = ["fisher_exact", "cmh_test", "breslow_day_test", "binomial_test"]
 
 
 def _table(table: ArrayLike, name: str = "table") -> np.ndarray:
@@ -55,31 +55,8 @@ def fisher_exact(table: ArrayLike, *, alternative: str = "two-sided") -> TestRes
                       details={"table": t.tolist(), "scipy_odds_ratio": float(res.statistic)})
 
 
-def cmh_test(tables: ArrayLike, *, correction: bool = True) -> TestResult:
-    """Cochran–Mantel–Haenszel test of a common odds ratio of 1 over K strata (statsmodels).
-
-    Parameters
-    ----------
-    tables : array-like of shape (K, 2, 2)
-        One 2x2 table per stratum.
-    correction : bool, default=True
-        Continuity correction of the CMH statistic.
-
-    Returns
-    -------
-    TestResult
-        ``estimate`` is the Mantel–Haenszel pooled odds ratio; ``details`` lists
-        the strata dropped because they carry no information (a zero row or column
-        margin) — dropped strata are reported, never hidden.
-
-    Examples
-    --------
-    >>> r = cmh_test([[[10, 5], [3, 12]], [[8, 4], [4, 9]], [[0, 0], [3, 4]]])
-    >>> r.details["dropped_strata"], round(r.pvalue, 4)
-    ([2], 0.0053)
-    """
-    from statsmodels.stats.contingency_tables import StratifiedTable
-
+def _strata(tables: ArrayLike):
+    """(all tables, informative tables, dropped stratum indices) of a (K, 2, 2) array."""
     try:
         t = np.asarray(tables, dtype=np.float64)
     except (TypeError, ValueError):
@@ -90,7 +67,44 @@ def cmh_test(tables: ArrayLike, *, correction: bool = True) -> TestResult:
         _table(t[k], name=f"tables[{k}]")
     informative = (t.sum(axis=2) > 0).all(axis=1) & (t.sum(axis=1) > 0).all(axis=1)
     dropped = np.flatnonzero(~informative).tolist()
-    kept = t[informative]
+    return t, t[informative], dropped
+
+
+def cmh_test(tables: ArrayLike, *, correction: bool = True,
+             confidence_level: float = 0.95) -> TestResult:
+    """Cochran–Mantel–Haenszel test of a common odds ratio of 1 over K strata (statsmodels).
+
+    Parameters
+    ----------
+    tables : array-like of shape (K, 2, 2)
+        One 2x2 table per stratum.
+    correction : bool, default=True
+        Continuity correction of the CMH statistic.
+    confidence_level : float, default=0.95
+        Level of the interval of the pooled odds ratio.
+
+    Returns
+    -------
+    TestResult
+        ``estimate`` is the Mantel–Haenszel pooled odds ratio with its interval
+        (``ci_low``, ``ci_high``: normal on the log scale with the Robins–Breslow–
+        Greenland variance, statsmodels ``oddsratio_pooled_confint``, as R's
+        ``mantelhaen.test``); ``details`` lists the strata dropped because they carry
+        no information (a zero row or column margin) — dropped strata are reported,
+        never hidden.
+
+    Examples
+    --------
+    >>> r = cmh_test([[[10, 5], [3, 12]], [[8, 4], [4, 9]], [[0, 0], [3, 4]]])
+    >>> r.details["dropped_strata"], round(r.pvalue, 4)
+    ([2], 0.0053)
+    >>> round(r.estimate, 4), round(r.ci_low, 4), round(r.ci_high, 4)
+    (6.0351, 1.863, 19.5499)
+    """
+    from statsmodels.stats.contingency_tables import StratifiedTable
+
+    level = check_fraction(confidence_level, name="confidence_level")
+    t, kept, dropped = _strata(tables)
     if kept.shape[0] == 0:
         return TestResult(method="cmh", statistic=math.nan, pvalue=math.nan, n=int(t.sum()),
                           details={"dropped_strata": dropped, "n_strata_used": 0,
@@ -102,10 +116,58 @@ def cmh_test(tables: ArrayLike, *, correction: bool = True) -> TestResult:
     with np.errstate(divide="ignore", invalid="ignore"):
         res = st.test_null_odds(correction=correction)
         estimate = float(st.oddsratio_pooled)
+        lo, hi = (float(v) for v in st.oddsratio_pooled_confint(alpha=1.0 - level))
     return TestResult(method="cmh", statistic=float(res.statistic), pvalue=float(res.pvalue),
-                      estimate=estimate, n=int(t.sum()),
+                      estimate=estimate, ci_low=lo, ci_high=hi, confidence_level=level,
+                      n=int(t.sum()),
                       details={"dropped_strata": dropped, "n_strata_used": int(kept.shape[0]),
                                "correction": bool(correction)})
+
+
+def breslow_day_test(tables: ArrayLike, *, tarone: bool = False) -> TestResult:
+    """Breslow–Day test that the odds ratio is the same in every stratum (statsmodels).
+
+    Parameters
+    ----------
+    tables : array-like of shape (K, 2, 2)
+        One 2x2 table per stratum; strata with a zero row or column margin are dropped
+        and listed, as in :func:`cmh_test`.
+    tarone : bool, default=False
+        Tarone's (1985) correction of the statistic (statsmodels ``adjust=True``).
+
+    Returns
+    -------
+    TestResult
+        Chi-square statistic on ``K - 1`` degrees of freedom (``details["df"]``);
+        nan with fewer than two informative strata.
+
+    Notes
+    -----
+    :meth:`statsmodels.stats.contingency_tables.StratifiedTable.test_equal_odds`;
+    checked against R's ``epiR::epi.2by2`` (tests/reference/contingency_R.csv) and a
+    direct evaluation of the Breslow–Day sum in the tests.
+
+    Examples
+    --------
+    >>> r = breslow_day_test([[[10, 5], [3, 12]], [[8, 4], [4, 9]], [[2, 8], [6, 3]]])
+    >>> round(r.statistic, 4), round(r.pvalue, 4), r.details["df"]
+    (11.8046, 0.0027, 2)
+    """
+    from statsmodels.stats.contingency_tables import StratifiedTable
+
+    t, kept, dropped = _strata(tables)
+    details = {"dropped_strata": dropped, "n_strata_used": int(kept.shape[0]),
+               "tarone": bool(tarone), "df": max(int(kept.shape[0]) - 1, 0)}
+    if kept.shape[0] < 2:
+        return TestResult(method="breslow_day", statistic=math.nan, pvalue=math.nan,
+                          n=int(t.sum()), details={**details,
+                                                   "reason": "fewer than two informative strata"})
+    st = StratifiedTable(np.moveaxis(kept, 0, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = st.test_equal_odds(adjust=tarone)
+    return TestResult(method="breslow_day_tarone" if tarone else "breslow_day",
+                      statistic=float(res.statistic), pvalue=float(res.pvalue), n=int(t.sum()),
+                      details=details)
 
 
 def binomial_test(

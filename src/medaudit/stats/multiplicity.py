@@ -21,10 +21,15 @@ from medaudit._validation import check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats._results import MultipleTestResult
 
-__all__ = ["adjust_pvalues", "MULTIPLICITY_METHODS", "NAN_POLICIES"]
+__all__ = ["adjust_pvalues", "MULTIPLICITY_METHODS", "NAN_POLICIES", "ALPHA_DEPENDENT"]
 
 #: canonical name -> statsmodels ``multipletests`` method
-MULTIPLICITY_METHODS = {"holm": "holm", "bh": "fdr_bh", "bonferroni": "bonferroni", "by": "fdr_by"}
+MULTIPLICITY_METHODS = {"holm": "holm", "bh": "fdr_bh", "bonferroni": "bonferroni", "by": "fdr_by",
+                        "hochberg": "simes-hochberg", "hommel": "hommel", "sidak": "sidak",
+                        "holm_sidak": "holm-sidak", "bh_two_stage": "fdr_tsbh",
+                        "bky_two_stage": "fdr_tsbky"}
+#: methods whose adjusted p-values depend on ``alpha`` (two-stage estimates of m0)
+ALPHA_DEPENDENT = ("bh_two_stage", "bky_two_stage")
 NAN_POLICIES = ("omit", "count", "raise")
 
 
@@ -42,9 +47,17 @@ def adjust_pvalues(
     ----------
     pvalues : array-like of shape (m,)
         Raw p-values in [0, 1]; NaN marks an undefined test (see ``nan_policy``).
-    method : {"holm", "bh", "bonferroni", "by"}, default="holm"
+    method : str, default="holm"
+        Family-wise error control: ``"bonferroni"``, ``"sidak"`` (one step),
+        ``"holm"``, ``"holm_sidak"`` (step-down), ``"hochberg"`` (step-up, Simes;
+        independent or positively dependent tests), ``"hommel"`` (closed Simes).
+        False discovery rate: ``"bh"``, ``"by"`` (any dependence),
+        ``"bh_two_stage"`` (two-stage BH estimating the number of true nulls from a
+        first BH pass at ``alpha``; statsmodels ``fdr_tsbh``) and ``"bky_two_stage"``
+        (Benjamini, Krieger and Yekutieli 2006, first pass at ``alpha / (1 + alpha)``;
+        ``fdr_tsbky``).  The two-stage adjusted p-values depend on ``alpha``.
     alpha : float, default=0.05
-        Family-wise error rate (Holm, Bonferroni) or false discovery rate (BH, BY).
+        Family-wise error rate or false discovery rate.
     nan_policy : {"omit", "count", "raise"}, default="omit"
     family : str, optional
         Name of the declared multiplicity family, recorded in the result.
@@ -56,7 +69,10 @@ def adjust_pvalues(
     Notes
     -----
     Computed with :func:`statsmodels.stats.multitest.multipletests`; verified
-    against R's ``p.adjust`` (tests/reference/padjust_R.csv).
+    against R's ``p.adjust`` (tests/reference/padjust_R.csv for Holm and BH,
+    tests/reference/multiplicity_R.csv for Hochberg, Hommel, Šidák and Holm–Šidák, the
+    last two written out in R) and, for the two-stage methods, a loop over the
+    definition in the tests.
 
     Examples
     --------
@@ -88,7 +104,10 @@ def adjust_pvalues(
     m = int(defined.size + (nan.sum() if nan_policy == "count" else 0))
     if defined.size:
         padded = np.r_[defined, np.ones(m - defined.size)]
-        r, pa, _, _ = multipletests(padded, alpha=alpha, method=MULTIPLICITY_METHODS[method])
+        # Sidak-type methods take log1p(-p), which is -inf at p = 1 (also the padding of
+        # nan_policy="count"); the adjusted value that comes out, 1, is the right one
+        with np.errstate(divide="ignore"):
+            r, pa, _, _ = multipletests(padded, alpha=alpha, method=MULTIPLICITY_METHODS[method])
         adj[~nan] = pa[: defined.size]
         rej[~nan] = r[: defined.size]
     return MultipleTestResult(pvalues=p, pvalues_adjusted=adj, reject=rej, method=method,

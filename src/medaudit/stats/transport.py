@@ -4,6 +4,11 @@
 label, re-estimates the threshold, and applies it to a target resampled
 independently within label.  ``design="fixed"`` (B-THR-FIX): the threshold is
 fixed at the full-source estimate and only the target is resampled.
+
+Rules: ``"sensitivity"`` and ``"specificity"`` (paper 000 M0.8, with a declared
+``target_value``) and the data-driven cut-points ``"youden"`` and
+``"closest_topleft"`` of :mod:`medaudit.stats.cutpoints` (pROC's ``coords(x =
+"best")``, with ``weights = (cost, prevalence)``), which have no target value.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores
 from medaudit.stats._results import BootstrapResult, _ToDict
 from medaudit.stats.bootstrap import _batch, _n_resamples, _result
+from medaudit.stats.cutpoints import cutpoint_rule
 from medaudit.stats.designs import make_plan
 
 __all__ = ["threshold_transport", "transport_to_targets", "TransportResult", "THRESHOLD_RULES",
            "TRANSPORT_DESIGNS"]
 
-THRESHOLD_RULES = ("sensitivity", "specificity")
+THRESHOLD_RULES = ("sensitivity", "specificity", "youden", "closest_topleft")
+_CUT_RULES = ("youden", "closest_topleft")
 TRANSPORT_DESIGNS = ("reestimate", "fixed")
 
 
@@ -36,7 +43,9 @@ class TransportResult(_ToDict):
     """A threshold chosen on a source cohort and carried unchanged to a target.
 
     Retention indicators use the point estimates (paper 000 eq. 7), not a
-    confidence bound.
+    confidence bound.  For the cut-point rules (``youden``, ``closest_topleft``), which
+    declare no target value (``target_value`` is nan), a rate is retained when the
+    target's point estimate is at least the source's at the same threshold.
     """
 
     rule: str
@@ -63,7 +72,8 @@ def threshold_transport(
     y_score_target: ArrayLike,
     *,
     rule: str = "sensitivity",
-    target_value: float = 0.95,
+    target_value: float | None = None,
+    weights: tuple[float, float] | None = None,
     design: str = "reestimate",
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
@@ -78,11 +88,17 @@ def threshold_transport(
         Source cohort labels and scores (the threshold is chosen here).
     y_true_target, y_score_target : array-like
         Target cohort labels and scores.
-    rule : {"sensitivity", "specificity"}, default="sensitivity"
+    rule : {"sensitivity", "specificity", "youden", "closest_topleft"}, default="sensitivity"
         ``"sensitivity"``: highest observed source score with Se >= target_value;
         ``"specificity"``: maximise Se subject to Sp >= target_value (ties to higher
-        Sp, then highest threshold).
-    target_value : float, default=0.95
+        Sp, then highest threshold); ``"youden"`` / ``"closest_topleft"``:
+        :func:`~medaudit.stats.best_threshold` on the source (ties to the highest
+        threshold).
+    target_value : float, optional
+        The declared Se or Sp of the first two rules (default 0.95); not accepted by
+        the cut-point rules.
+    weights : (cost, prevalence), optional
+        pROC's ``best.weights`` for the cut-point rules (default ``(1, 0.5)``).
     design : {"reestimate", "fixed"}, default="reestimate"
     n_resamples, confidence_level, rng, batch
         As in :func:`~medaudit.stats.bootstrap_metrics`.
@@ -102,7 +118,7 @@ def threshold_transport(
     """
     return transport_to_targets(
         y_true_source, y_score_source, {"target": (y_true_target, y_score_target)}, rule=rule,
-        target_value=target_value, design=design, n_resamples=n_resamples,
+        target_value=target_value, weights=weights, design=design, n_resamples=n_resamples,
         confidence_level=confidence_level, rng=rng, batch=batch)["target"]
 
 
@@ -112,7 +128,8 @@ def transport_to_targets(
     targets: Mapping[str, tuple[ArrayLike, ArrayLike]],
     *,
     rule: str = "sensitivity",
-    target_value: float = 0.95,
+    target_value: float | None = None,
+    weights: tuple[float, float] | None = None,
     design: str | Mapping[str, str] = "reestimate",
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
@@ -142,7 +159,17 @@ def transport_to_targets(
     else:
         designs = {k: check_option(design.get(k, "reestimate"), TRANSPORT_DESIGNS,
                                    name=f"design[{k!r}]") for k in targets}
-    x = check_fraction(target_value, name="target_value", closed="both")
+    if rule in _CUT_RULES:
+        if target_value is not None:
+            raise MedauditError(f"rule={rule!r} chooses its threshold from the data and takes no "
+                                "target_value; drop it (or use rule='sensitivity'/'specificity').")
+        x = math.nan
+    else:
+        if weights is not None:
+            raise MedauditError(f"weights (cost, prevalence) are for the cut-point rules 'youden' "
+                                f"and 'closest_topleft', not rule={rule!r}.")
+        x = check_fraction(0.95 if target_value is None else target_value, name="target_value",
+                           closed="both")
     level = check_fraction(confidence_level, name="confidence_level")
     n_res, batch = _n_resamples(n_resamples), _batch(batch)
     if not isinstance(targets, Mapping) or not targets:
@@ -158,7 +185,10 @@ def transport_to_targets(
         if y.sum() == 0 or y.sum() == y.size:
             raise MedauditError(f"the {name} cohort needs both positives and negatives; "
                                 f"it has {int(y.sum())} of {y.size} positive.")
-    choose = K.tau_sensitivity if rule == "sensitivity" else K.tau_specificity
+    if rule in _CUT_RULES:
+        choose = cutpoint_rule(rule, (1.0, 0.5) if weights is None else weights)
+    else:
+        choose = K.tau_sensitivity if rule == "sensitivity" else K.tau_specificity
     rs = K.rank(ys, ss)
     rts = {k: K.rank(*v) for k, v in tgt.items()}
     tau = float(choose(np.ones(ys.size), rs, x))
@@ -195,15 +225,21 @@ def transport_to_targets(
                       seed=rec["seed"], n=int(yt.size), n_pos=float(yt.sum()),
                       n_neg=float(yt.size - yt.sum()),
                       options={"rule": rule, "target_value": x, "threshold": tau, "rng": rec,
-                               "target": k})
+                               "target": k, **({"weights": list(weights or (1.0, 0.5))}
+                                               if rule in _CUT_RULES else {})})
         taus, se_reps, sp_reps = (np.concatenate(v) for v in reps[k])
         se_res = _result("target_sensitivity", tgt_se, se_reps, None, **common)
         sp_res = _result("target_specificity", tgt_sp, sp_reps, None, **common)
+        # the declared level, or for a cut-point rule the source's own rate at tau
+        need_se = float(src_se) if rule in _CUT_RULES else x
+        need_sp = float(src_sp) if rule in _CUT_RULES else x
         out[k] = TransportResult(
             rule=rule, target_value=x, threshold=tau, source_sensitivity=float(src_se),
             source_specificity=float(src_sp), target_sensitivity=se_res,
             target_specificity=sp_res,
-            sensitivity_retained=bool(tgt_se >= x - tol) if not math.isnan(tgt_se) else False,
-            specificity_retained=bool(tgt_sp >= x - tol) if not math.isnan(tgt_sp) else False,
+            sensitivity_retained=bool(tgt_se >= need_se - tol) if not math.isnan(tgt_se)
+            else False,
+            specificity_retained=bool(tgt_sp >= need_sp - tol) if not math.isnan(tgt_sp)
+            else False,
             design=dname, n_resamples=n_res, seed=rec["seed"], threshold_replicates=taus)
     return out

@@ -1,0 +1,115 @@
+"""Calibration slope and intercepts (logistic recalibration) with Wald and bootstrap intervals.
+
+Witnesses: R's glm (y ~ qlogis(p), and y ~ 1 with offset) with confint.default
+(tests/reference/recalibration_R.csv); scikit-learn's unpenalised LogisticRegression;
+the vectorised Newton replicates against statsmodels refits of materialised resamples;
+hand cases (perfect calibration, separation).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy import special
+from sklearn.linear_model import LogisticRegression
+
+from medaudit.exceptions import DegenerateDataWarning, MedauditError
+from medaudit.stats import calibration_slope_intercept, calibration_slope_intercept_ci
+from medaudit.stats.designs import make_plan
+from medaudit.stats.recalibration import logistic_rows
+
+REF = Path(__file__).resolve().parents[1] / "reference"
+DATA = pd.read_csv(REF / "recalibration_R_data.csv", comment="#")
+FITS = pd.read_csv(REF / "recalibration_R.csv", comment="#").set_index("dataset")
+
+
+@pytest.mark.r_reference
+@pytest.mark.parametrize("name", list(FITS.index))
+def test_matches_R_glm(name):
+    d = DATA[DATA.dataset == name].sort_values("item")
+    fit = calibration_slope_intercept(d.y_true, d.y_prob)
+    ref = FITS.loc[name]
+    for field, col in [("slope", "slope"), ("slope_se", "slope_se"),
+                       ("slope_ci_low", "slope_low"), ("slope_ci_high", "slope_high"),
+                       ("intercept", "intercept"), ("intercept_se", "intercept_se"),
+                       ("intercept_ci_low", "intercept_low"), ("intercept_ci_high", "intercept_high"),
+                       ("intercept_joint", "intercept_joint"),
+                       ("intercept_joint_se", "intercept_joint_se"),
+                       ("intercept_joint_ci_low", "intercept_joint_low"),
+                       ("intercept_joint_ci_high", "intercept_joint_high")]:
+        # coefficients to 1e-9; standard errors (and so the bounds) to 1e-7: R's glm takes
+        # them from the weights of its last IRLS step, statsmodels from the converged fit
+        tol = 1e-9 if field in ("slope", "intercept", "intercept_joint") else 1e-7
+        assert getattr(fit, field) == pytest.approx(ref[col], rel=tol), field
+    assert fit.converged
+
+
+def test_sklearn_unpenalised_logistic_regression():
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.03, 0.97, 400)
+    y = (rng.random(400) < special.expit(-0.5 + 1.3 * special.logit(p))).astype(int)
+    fit = calibration_slope_intercept(y, p)
+    lr = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(
+        special.logit(p)[:, None], y)
+    assert fit.slope == pytest.approx(lr.coef_[0, 0], rel=1e-6)
+    assert fit.intercept_joint == pytest.approx(lr.intercept_[0], rel=1e-6, abs=1e-7)
+
+
+def test_perfectly_calibrated_in_the_large_and_weights():
+    # labels at exactly the predicted rates: the offset model's intercept is 0
+    p = np.repeat([0.2, 0.5, 0.8], 10)
+    y = np.r_[np.repeat([1, 0], [2, 8]), np.repeat([1, 0], [5, 5]), np.repeat([1, 0], [8, 2])]
+    fit = calibration_slope_intercept(y, p)
+    assert fit.intercept == pytest.approx(0.0, abs=1e-10)
+    assert fit.slope == pytest.approx(1.0, abs=1e-8) and fit.intercept_joint == pytest.approx(0, abs=1e-8)
+    w = np.arange(30) % 3 + 1.0
+    rep = calibration_slope_intercept(np.repeat(y, w.astype(int)), np.repeat(p, w.astype(int)))
+    got = calibration_slope_intercept(y, p, sample_weight=w)
+    assert got.slope == pytest.approx(rep.slope, rel=1e-9)
+    assert got.slope_se == pytest.approx(rep.slope_se, rel=1e-9)
+
+
+def test_newton_rows_equal_statsmodels_on_materialised_resamples():
+    rng = np.random.default_rng(0)
+    n = 250
+    p = rng.uniform(0.02, 0.98, n)
+    y = (rng.random(n) < special.expit(0.3 + 0.7 * special.logit(p))).astype(float)
+    x = special.logit(p)
+    draws = np.concatenate(list(make_plan("ordinary", y).batches(25, np.random.default_rng(4))))
+    a, b = logistic_rows(draws, x, y, slope=True)
+    a0, _ = logistic_rows(draws, x, y, slope=False)
+    res = calibration_slope_intercept_ci(y, p, n_resamples=25, rng=4)
+    np.testing.assert_array_equal(res.slope.replicates, b)
+    for i in range(25):
+        idx = np.repeat(np.arange(n), draws[i])
+        f1 = sm.GLM(y[idx], sm.add_constant(x[idx]), family=sm.families.Binomial()).fit(tol=1e-13)
+        f2 = sm.GLM(y[idx], np.ones((idx.size, 1)), family=sm.families.Binomial(),
+                    offset=x[idx]).fit(tol=1e-13)
+        assert (a[i], b[i], a0[i]) == pytest.approx((f1.params[0], f1.params[1], f2.params[0]),
+                                                    rel=1e-8, abs=1e-10)
+
+
+def test_separation_is_degenerate_not_a_crash():
+    y = [0, 0, 0, 1, 1, 1]
+    p = [0.1, 0.2, 0.3, 0.7, 0.8, 0.9]
+    with pytest.warns(DegenerateDataWarning, match="separates"):
+        fit = calibration_slope_intercept(y, p)
+    assert np.isnan(fit.slope) and not fit.converged
+    a, b = logistic_rows(np.ones((1, 6)), special.logit(np.array(p)), np.array(y, float), slope=True)
+    assert np.isnan(b[0])
+    with pytest.raises(MedauditError, match="nothing to resample"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            calibration_slope_intercept_ci(y, p, n_resamples=5)
+
+
+def test_zero_or_one_probabilities_need_eps():
+    with pytest.raises(MedauditError, match="eps"):
+        calibration_slope_intercept([0, 1, 0, 1], [0.0, 0.6, 0.4, 1.0])
+    fit = calibration_slope_intercept([0, 1, 0, 1, 1, 0], [0.0, 0.6, 0.45, 1.0, 0.4, 0.5], eps=1e-6)
+    assert fit.eps == 1e-6 and np.isfinite(fit.slope)
