@@ -31,7 +31,7 @@ def test_demo_writes_outputs_and_is_byte_identical(tmp_path):
     assert main(["demo", "--out", str(b), *FAST]) == 0
     fa, fb = _files(a), _files(b)
     assert set(fa) == {"metrics.csv", "comparisons.csv", "spectrum.csv", "results.json",
-                       "summary.md"}
+                       "summary.md", ".medaudit-output"}  # the output-folder marker (io.output)
     assert fa == fb
     res = json.loads(fa["results.json"])
     assert res["provenance"]["inputs"]["simulated"] is True

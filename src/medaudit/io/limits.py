@@ -197,7 +197,7 @@ def estimate_resampling_cost(n: int, n_resamples: int, *, n_statistics: int = 1)
     n, b, k = int(n), int(n_resamples), int(n_statistics)
     work = min(n * b, _WORK_ELEMENTS) * 8 * _WORK_ARRAYS
     return ResamplingCost(n=n, n_resamples=b, n_statistics=k, bytes=float(8 * b * k + work),
-                          seconds=n * b * k * NS_PER_ELEMENT * 1e-9)
+                          seconds=n * b * k * NS_PER_ELEMENT / 1e9)
 
 
 def check_resampling_budget(n: int, n_resamples: int, *, n_statistics: int = 1,
