@@ -427,6 +427,21 @@ def test_outputs_follow_the_umask(tmp_path, mask):
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o666 & ~mask, name
 
 
+def test_manifest_files_follow_the_umask(tmp_path):
+    from medaudit.imaging.manifests import montgomery_manifest, write_manifest
+
+    (tmp_path / "root" / "CXR_png").mkdir(parents=True)
+    for name in ("MCUCXR_0001_1.png", "MCUCXR_0002_0.png"):
+        (tmp_path / "root" / "CXR_png" / name).write_bytes(b"png")
+    old = os.umask(0o022)
+    try:
+        write_manifest(montgomery_manifest(tmp_path / "root", expect_counts=False), tmp_path / "m.csv")
+    finally:
+        os.umask(old)
+    for name in ("m.csv", "m.json"):  # mkstemp alone made them 0600
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
+
+
 def test_failed_run_writes_nothing_and_keeps_the_old_output(tmp_path):
     out = tmp_path / "out"
     with atomic_directory(out) as tmp:
@@ -463,7 +478,8 @@ def test_merge_keys_are_not_duplicates():
 def _bomb(levels: int = 9, width: int = 9) -> str:
     lines = ["a0: &a0 [" + ", ".join(["lol"] * width) + "]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels + 1)]
-    return "annotations:\n  format: nih\n  dataset:\n    findings: *a%d\n" % levels + "\n".join(lines)
+    # the bomb inside a dataset option, as the issue found it (anchors come before their use)
+    return "\n".join(lines) + f"\nannotations:\n  format: nih\n  dataset:\n    findings: *a{levels}\n"
 
 
 def test_alias_bomb_is_refused_in_under_a_second(tmp_path):
@@ -473,7 +489,9 @@ def test_alias_bomb_is_refused_in_under_a_second(tmp_path):
         load_yaml(p)
     assert time.perf_counter() - t0 < 1.0
     msg = _one_line(str(e.value))
-    assert msg.startswith(f"{p}:") and "alias" in msg and len(msg) < 300
+    assert msg.startswith(f"{p}:1:5: aliases would expand this file by ") and "alias bomb" in msg
+    assert len(msg) < 300
+    assert yaml.safe_load(p.read_text())["annotations"]["dataset"]["findings"]  # it is valid YAML
 
 
 def test_many_aliases_are_refused_and_few_are_read():
@@ -726,7 +744,8 @@ def test_wide_file_id_column_is_text(tmp_path):
     p = tmp_path / "wide.csv"
     p.write_text("stem,label,s1_clip\n001,1,0.9\n1,0,0.2\n")
     w = WideScoresSpec.model_validate({"path": "wide.csv", "cohort": "c", "id_column": "stem",
-                                       "label_column": "label", "column_pattern": r"s(?P<seed>\d)_(?P<model>\w+)"})
+                                       "label_column": "label",
+                                       "column_pattern": r"s(?P<seed>\d)_(?P<model>\w+)"})
     long = read_wide(p, w)
     assert long["image_id"].tolist() == ["001", "1"]
 

@@ -273,6 +273,8 @@ def write_manifest(manifest: Manifest, path: str | os.PathLike[str], *, overwrit
     import json
     import tempfile
 
+    from medaudit.io.output import default_file_mode
+
     path = Path(path)
     side = path.with_suffix(".json")
     if not overwrite and (path.exists() or side.exists()):
@@ -286,6 +288,7 @@ def write_manifest(manifest: Manifest, path: str | os.PathLike[str], *, overwrit
         for target, text in texts:
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             temps.append((tmp, target))
+            os.fchmod(fd, default_file_mode())  # the user's umask, not mkstemp's 0600
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
         for tmp, target in temps:

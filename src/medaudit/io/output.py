@@ -43,7 +43,7 @@ import secrets
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ from medaudit.io.messages import quote
 
 __all__ = ["MARKER", "OutputPathError", "check_output_dir", "check_output_file", "atomic_directory",
            "atomic_write_bytes", "write_json", "write_csv", "neutralise_formulas", "file_sha256",
-           "is_medaudit_output", "remove_stale_temps"]
+           "is_medaudit_output", "remove_stale_temps", "default_file_mode"]
 
 #: name of the marker file in every output folder medaudit creates
 MARKER = ".medaudit-output"
@@ -78,6 +78,15 @@ def _umask() -> int:
     old = os.umask(0o022)  # no way to read it without setting it elsewhere
     os.umask(old)
     return old
+
+
+def default_file_mode() -> int:
+    """The mode a new file gets under the current umask (``0o666 & ~umask``).
+
+    For a temporary file made with ``tempfile.mkstemp`` (always 0600): ``os.fchmod(fd,
+    default_file_mode())`` gives the output file the permissions the user expects.
+    """
+    return 0o666 & ~_umask()
 
 
 def _real(p: str | os.PathLike[str]) -> Path:
@@ -172,6 +181,18 @@ def _check_inputs(real: Path, label: str, inputs: Any, *, folder: bool) -> None:
                                   "run; choose another --out.")
 
 
+def _out_path(out: Any, noun: str) -> tuple[Path, str, Path]:
+    """``out`` as a Path, its label for messages and its real path; refuse empty and symlinks."""
+    if out is None or os.fspath(out) == "":
+        raise OutputPathError(f"--out is empty; give the {noun} to write.")
+    out = Path(out)
+    label = f"--out {str(out)!r}"
+    if out.is_symlink():
+        raise OutputPathError(f"{label} is a symbolic link; give the {noun} it points to, or "
+                              "another --out.")
+    return out, label, _real(out)
+
+
 def _refuse_foreign(out: Path, label: str) -> None:
     if is_medaudit_output(out):
         return
@@ -228,14 +249,7 @@ def check_output_dir(out: str | os.PathLike[str], *, inputs: Any = (), overwrite
     ...         print(str(exc).split(" is ", 1)[1])
     a file, not a folder; medaudit writes a folder there and never replaces a file. Choose another --out.
     """  # noqa: E501
-    if out is None or os.fspath(out) == "":
-        raise OutputPathError("--out is empty; give the folder to write.")
-    out = Path(out)
-    label = f"--out {str(out)!r}"
-    if out.is_symlink():
-        raise OutputPathError(f"{label} is a symbolic link; give the folder it points to, or "
-                              "another --out.")
-    real = _real(out)
+    out, label, real = _out_path(out, "folder")
     cwd = _real(os.getcwd())
     if real == cwd:
         raise OutputPathError(f"{label} is the current folder; medaudit writes into a folder of "
@@ -411,14 +425,7 @@ def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwri
     ...         print("refused:", "an input of this run" in str(exc))
     refused: True
     """
-    if path is None or os.fspath(path) == "":
-        raise OutputPathError("--out is empty; give the file to write.")
-    path = Path(path)
-    label = f"--out {str(path)!r}"
-    if path.is_symlink():
-        raise OutputPathError(f"{label} is a symbolic link; give the file it points to, or "
-                              "another --out.")
-    real = _real(path)
+    path, label, real = _out_path(path, "file")
     _check_inputs(real, label, inputs, folder=False)
     if os.path.lexists(path):
         if path.is_dir():
@@ -480,7 +487,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, prefix: str
             raise _full_disk(path, exc) from None
         raise
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, default_file_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
