@@ -32,7 +32,8 @@ def test_demo_is_the_audit_of_the_embedded_spec_and_byte_identical(tmp_path):
     assert main(["demo", "--out", str(a), *DEMO]) == 0
     assert main(["demo", "--out", str(b), *DEMO]) == 0
     fa, fb = _files(a), _files(b)
-    assert {"report.html", "results.json", "summary.md", "portability.csv"} <= set(fa)
+    assert {"report.html", "results.json", "summary.md", "portability.csv",
+            ".medaudit-output"} <= set(fa)  # .medaudit-output: the output-folder marker
     assert "tables/discrimination__metrics.csv" in fa and any(k.startswith("figures/") for k in fa)
     assert fa == fb
     res = json.loads(fa["results.json"])

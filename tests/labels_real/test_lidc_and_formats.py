@@ -105,7 +105,7 @@ def test_lidc_example_script(lidc_root, tmp_path):
     out = tmp_path / "out"
     assert mod.main([str(out), "--data", str(lidc_root), "--n-resamples", "50"]) == 0
     first = {p.name: p.read_bytes() for p in out.iterdir()}
-    assert set(first) == {"items.csv", "summary.csv", "provenance.json"}
+    assert set(first) == {"items.csv", "summary.csv", "provenance.json", ".medaudit-output"}
     assert mod.main([str(out), "--data", str(lidc_root), "--n-resamples", "50", "--overwrite"]) == 0
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first  # byte-identical rerun
 

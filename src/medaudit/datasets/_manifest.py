@@ -81,7 +81,10 @@ def _root(root: str | os.PathLike[str], what: str) -> Path:
     root = Path(root)
     if not root.exists():
         raise MedauditError(f"{what} root {str(root)!r} does not exist.")
-    return root.resolve()
+    try:
+        return root.resolve()
+    except RuntimeError:  # a symbolic-link loop (Python < 3.13)
+        raise MedauditError(f"{what} root {str(root)!r} goes through a symbolic link loop.") from None
 
 
 def _check_files(df: pd.DataFrame, dataset: str) -> None:
@@ -91,10 +94,13 @@ def _check_files(df: pd.DataFrame, dataset: str) -> None:
                           f"{missing[:3]}; fix the layout or pass require_files=False.")
 
 
-def _expect(dataset: str, found: Mapping[str, int], expected: Mapping[str, int]) -> None:
+def _expect(dataset: str, found: Mapping[str, int], expected: Mapping[str, int], *,
+            root: str | os.PathLike[str] | None = None) -> None:
     if dict(found) != dict(expected):
-        raise SchemaError(f"{dataset}: counts {dict(found)} differ from the published {dict(expected)}; "
-                          "check the download (or pass expect_counts=False to build it anyway).")
+        where = f" in {str(root)!r}" if root is not None else ""
+        raise SchemaError(f"{dataset}: counts {dict(found)}{where} differ from the published "
+                          f"{dict(expected)}; check the download (or pass expect_counts=False to "
+                          "build it anyway).")
 
 
 def _find(root: Path, names: tuple[str, ...], what: str) -> Path:

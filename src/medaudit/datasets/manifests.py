@@ -58,6 +58,7 @@ __all__ = [
 
 # ------------------------------------------------------------------------------ paper 000
 def _nlm(root: Any, dataset: str, prefix: str, expected: tuple[int, int], expect_counts: bool) -> Manifest:
+    given = str(root)
     root = _root(root, dataset)
     steps = _Steps()
     # The NLM downloads keep the radiographs in CXR_png/ and same-named lung masks in ManualMask/;
@@ -69,11 +70,15 @@ def _nlm(root: Any, dataset: str, prefix: str, expected: tuple[int, int], expect
             for p in pngs if (m := rx.match(p.name))]
     steps(f"PNG files in {[str(d.relative_to(root)) for d in dirs]} named {prefix}_NNNN_[01].png "
           "(label = suffix, 1 = TB)", len(pngs), len(rows), "other PNG files are not images of the cohort")
+    if not rows:
+        raise SchemaError(f"{dataset}: no {prefix}_NNNN_[01].png image found in {given!r} (looked in "
+                          f"its CXR_png folders, or in the folder itself; {len(pngs)} other PNG "
+                          "file(s)); point ROOT at the unpacked download.")
     df = pd.DataFrame(rows, columns=["image_id", "path", "label"])
     df["negative_group"] = np.where(df["label"] == 1, "", "normal")
     if expect_counts:
         _expect(dataset, {"tb": int((df["label"] == 1).sum()), "normal": int((df["label"] == 0).sum())},
-                {"tb": expected[0], "normal": expected[1]})
+                {"tb": expected[0], "normal": expected[1]}, root=given)
     return _finish(df, dataset, steps, {"root": str(root), "label_rule": "file-name suffix _1 = TB"})
 
 
@@ -121,7 +126,8 @@ def tbx11k_manifest(root: str | os.PathLike[str], *, lists_dir: str | os.PathLik
     df = pd.concat(frames, ignore_index=True)
     if expect_counts:
         for split, exp in _TBX_COUNTS.items():
-            _expect(f"tbx11k {split}", df.loc[df["split"] == split, "subtype"].value_counts().to_dict(), exp)
+            _expect(f"tbx11k {split}", df.loc[df["split"] == split, "subtype"].value_counts().to_dict(), exp,
+                    root=root)
     if require_files:
         _check_files(df, "tbx11k")
     return _finish(df, "tbx11k", steps, {"root": str(root), "lists_dir": str(lists.resolve()),
@@ -198,7 +204,8 @@ def vindr_manifest(root: str | os.PathLike[str], *, labels_csv: str | os.PathLik
     if expect_counts:
         _expect("vindr_cxr", {"images": len(df), "tb": int(tb.sum()),
                               **{k: int(df[k].sum()) for k in ("no_finding", "pneumonia", "lung_tumor")}},
-                {"images": 3000, "tb": 164, "no_finding": 2051, "pneumonia": 210, "lung_tumor": 73})
+                {"images": 3000, "tb": 164, "no_finding": 2051, "pneumonia": 210, "lung_tumor": 73},
+                root=root)
     if require_files:
         _check_files(df, "vindr_cxr")
     return _finish(df, "vindr_cxr", steps, {"root": str(root), "labels_csv": str(csv)},
@@ -216,7 +223,7 @@ def kermany_manifest(root: str | os.PathLike[str]) -> Manifest:
     steps = _Steps()
     steps("labels.csv rows", len(lab), len(df))
     _expect("kermany", {"pneumonia": int(df["label"].sum()), "normal": int((df["label"] == 0).sum())},
-            {"pneumonia": 390, "normal": 234})
+            {"pneumonia": 390, "normal": 234}, root=root)
     _check_files(df, "kermany")
     return _finish(df, "kermany", steps, {"root": str(root), "endpoint": "pneumonia"},
                    ("Paediatric (1-5 y) AP images; resized to 224x224 by the mirror's author.",))
@@ -240,7 +247,7 @@ def nih810_manifest(root: str | os.PathLike[str]) -> Manifest:
     df["negative_group"] = np.where(df["label"] == 1, "", "normal")
     steps = _Steps()
     steps("expert-labelled test images", len(lab), len(df))
-    _expect("nih_810", {"images": len(df)}, {"images": 810})
+    _expect("nih_810", {"images": len(df)}, {"images": 810}, root=root)
     _check_files(df, "nih_810")
     return _finish(df, "nih_810", steps, {"root": str(root), "endpoint": "Abnormal (majority of 3)"})
 
@@ -266,6 +273,8 @@ def write_manifest(manifest: Manifest, path: str | os.PathLike[str], *, overwrit
     import json
     import tempfile
 
+    from medaudit.io.output import default_file_mode
+
     path = Path(path)
     side = path.with_suffix(".json")
     if not overwrite and (path.exists() or side.exists()):
@@ -279,6 +288,7 @@ def write_manifest(manifest: Manifest, path: str | os.PathLike[str], *, overwrit
         for target, text in texts:
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             temps.append((tmp, target))
+            os.fchmod(fd, default_file_mode())  # the user's umask, not mkstemp's 0600
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
         for tmp, target in temps:

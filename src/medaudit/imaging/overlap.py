@@ -71,6 +71,30 @@ class OverlapResult:
                 if len(self.excluded) else {},
                 "unhashed": unhashed[["dataset", "image_id", "path", "error"]].to_dict("records")}
 
+    def unhashed_message(self, *, limit: int = 3) -> str | None:
+        """One line naming the images that could not be hashed (``None`` when every one was).
+
+        Names the first ``limit`` images (dataset, image id, path and why), then how many more;
+        the full list is in ``overlap.json`` under ``unhashed``.
+
+        Examples
+        --------
+        >>> h = pd.DataFrame({"dataset": ["a", "a"], "image_id": ["x1", "x2"],
+        ...                   "path": ["/d/x1.png", "/d/x2.png"], "error": ["", "file not found"]})
+        >>> r = OverlapResult(hashes=h, pairs=pd.DataFrame(), excluded=pd.DataFrame())
+        >>> r.unhashed_message()
+        "1 image(s) could not be hashed: a/x2 ('/d/x2.png': file not found)"
+        """
+        from medaudit.io.messages import quote, shorten
+
+        bad = self.hashes[self.hashes["error"] != ""]
+        if bad.empty:
+            return None
+        shown = "; ".join(f"{r.dataset}/{r.image_id} ({quote(str(r.path))}: {shorten(r.error, limit=160)})"
+                          for r in bad.head(limit).itertuples(index=False))
+        more = f"; and {len(bad) - limit} more (all listed in overlap.json)" if len(bad) > limit else ""
+        return f"{len(bad)} image(s) could not be hashed: {shown}{more}"
+
 
 def versions() -> dict[str, str]:
     """Versions that determine the hashes (Pillow's resize changes pHash values)."""

@@ -5,10 +5,21 @@ A ScoreTable is long: one row per (model, prompt, image) with
 ``negative_group``, ``patient_id``, ``split`` and ``seed``.  Errors name the
 source file, the row (0-based data row) and the column, and say what to do.
 Nothing is dropped, flipped or coerced silently.
+
+Unknown columns
+---------------
+A column that is not part of the schema is kept and reported by :func:`unknown_columns` (the
+audit lists them in its provenance), with one exception: a column whose name is close to an
+optional column the table lacks (``label_sfot`` beside no ``label_soft``) is an **error**, not
+a warning, "did you mean 'label_soft'?".  An error rather than a warning because the mistake
+does not fail anything later: the soft-label analysis would silently not run.  Close means a
+case-insensitive :func:`difflib.get_close_matches` ratio of at least 0.8; rename the column
+(to the schema's name, or to something clearly different) to proceed.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +27,10 @@ import numpy as np
 import pandas as pd
 
 from medaudit.exceptions import SchemaError
+from medaudit.io.messages import quote
 
-__all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "validate_score_table", "require_columns", "row_list"]
+__all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "validate_score_table", "require_columns", "row_list",
+           "unknown_columns"]
 
 SCORE_COLUMNS = ("image_id", "cohort", "model", "prompt", "score", "label")
 OPTIONAL_COLUMNS = ("label_soft", "negative_group", "patient_id", "split", "seed")
@@ -44,10 +57,66 @@ def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str
     missing = [c for c in required if c not in table.columns]
     if missing:
         extra = f" (optional: {list(optional)})" if optional else ""
-        raise SchemaError(f"{source}: missing column(s) {missing}; a {what} needs "
+        known = set(required) | set(optional)
+        hints = [f"{quote(c)} -> {quote(m)}" for c, m in
+                 ((c, _close(str(c), missing)) for c in table.columns if c not in known) if m]
+        hint = f"; did you mean {', '.join(hints[:3])}?" if hints else ""
+        raise SchemaError(f"{source}: missing column(s) {missing}{hint}; a {what} needs "
                           f"{list(required)}{extra}.")
     if len(table) == 0:
         raise SchemaError(f"{source}: the {noun} has no rows.")
+
+
+def _close(name: str, candidates: Sequence[str]) -> str | None:
+    """The candidate ``name`` is probably a misspelling of (case-insensitive), if any."""
+    lower = {c.lower(): c for c in candidates}
+    hit = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.8)
+    return lower[hit[0]] if hit else None
+
+
+def unknown_columns(table: pd.DataFrame, *, source: str = "score table",
+                    required: Sequence[str] = SCORE_COLUMNS,
+                    optional: Sequence[str] = OPTIONAL_COLUMNS) -> list[str]:
+    """The columns of ``table`` outside the schema; a near miss of an absent optional one is an error.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The table as read.
+    source : str
+        Name used in messages (the file path when read from disk).
+    required, optional : sequence of str
+        The schema's columns (default: the ScoreTable's).
+
+    Returns
+    -------
+    list of str
+        Unknown column names in table order (for the provenance).
+
+    Raises
+    ------
+    SchemaError
+        A column's name is close to an optional column the table lacks ("did you mean").
+
+    Examples
+    --------
+    >>> t = pd.DataFrame(columns=[*SCORE_COLUMNS, "sex", "site"])
+    >>> unknown_columns(t)
+    ['sex', 'site']
+    >>> unknown_columns(pd.DataFrame(columns=[*SCORE_COLUMNS, "label_sfot"]), source="s.csv")
+    Traceback (most recent call last):
+    ...
+    medaudit.exceptions.SchemaError: s.csv: column 'label_sfot' is not a ScoreTable column; did you mean 'label_soft'? Rename it (medaudit would otherwise ignore it).
+    """  # noqa: E501
+    known = set(required) | set(optional)
+    absent = [c for c in optional if c not in table.columns]
+    unknown = [str(c) for c in table.columns if c not in known]
+    for col in unknown:
+        close = _close(col, absent)
+        if close is not None:
+            raise SchemaError(f"{source}: column {quote(col)} is not a ScoreTable column; did you "
+                              f"mean {quote(close)}? Rename it (medaudit would otherwise ignore it).")
+    return unknown
 
 
 def validate_score_table(
@@ -69,6 +138,7 @@ def validate_score_table(
     """
     require_columns(table, SCORE_COLUMNS, source=source, what="ScoreTable",
                     optional=OPTIONAL_COLUMNS)
+    unknown_columns(table, source=source)
     t = table.reset_index(drop=True).copy()
     for col in _TEXT:
         if col not in t.columns:
@@ -84,7 +154,7 @@ def validate_score_table(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise SchemaError(f"{source}: column 'score' must be finite numbers; row(s) {_rows(bad)} "
-                          f"are not (row {i} has {t['score'].iloc[i]!r}).")
+                          f"are not (row {i} has {quote(t['score'].iloc[i])}).")
     if probabilities:
         out = (score < 0) | (score > 1)
         if out.any():
@@ -100,14 +170,14 @@ def validate_score_table(
         if bar.any():
             i = int(np.flatnonzero(bar)[0])
             raise SchemaError(f"{source}: column {col!r} may not contain '|' (reserved as a "
-                              f"separator); row(s) {_rows(bar)} do (row {i}: {t[col].iloc[i]!r}). "
+                              f"separator); row(s) {_rows(bar)} do (row {i}: {quote(t[col].iloc[i])}). "
                               "Rename it, e.g. with '/' or '-'.")
     lab = pd.to_numeric(t["label"], errors="coerce").to_numpy(dtype=float)
     badl = ~np.isin(lab, (0.0, 1.0))
     if badl.any():
         i = int(np.flatnonzero(badl)[0])
         raise SchemaError(f"{source}: column 'label' must be 0 or 1 (1 = positive); row(s) "
-                          f"{_rows(badl)} are not (row {i} has {t['label'].iloc[i]!r}).")
+                          f"{_rows(badl)} are not (row {i} has {quote(t['label'].iloc[i])}).")
     t["label"] = lab.astype(np.int64)
     if "label_soft" in t.columns:
         ps = pd.to_numeric(t["label_soft"], errors="coerce").to_numpy(dtype=float)
@@ -126,14 +196,14 @@ def validate_score_table(
     if dup.any():
         ex = t.loc[dup, list(key)].head(2).to_dict("records")
         raise SchemaError(f"{source}: {int(dup.sum())} rows repeat a ({', '.join(key)}) key at "
-                          f"row(s) {_rows(dup)}, e.g. {ex}; keep exactly one row per key.")
+                          f"row(s) {_rows(dup)}, e.g. {quote(ex)}; keep exactly one row per key.")
     if "negative_group" in t.columns:
         pos_group = (t["label"].to_numpy() == 1) & (t["negative_group"].to_numpy() != "")
         if pos_group.any():
             i = int(np.flatnonzero(pos_group)[0])
             raise SchemaError(f"{source}: column 'negative_group' must be empty for positives; "
                               f"row(s) {_rows(pos_group)} are positives in a negative group "
-                              f"(row {i}: {t['negative_group'].iloc[i]!r}).")
+                              f"(row {i}: {quote(t['negative_group'].iloc[i])}).")
     # the label (and group) of an image must not differ between models/prompts
     per_image = [c for c in ("label", "negative_group", "patient_id", "split") if c in t.columns]
     nunique = t.groupby(["cohort", "image_id"])[per_image].nunique()
@@ -141,7 +211,7 @@ def validate_score_table(
     if len(conflict):
         (cohort, image), = conflict.index[:1].tolist()
         cols = [c for c in per_image if conflict.iloc[0][c] > 1]
-        raise SchemaError(f"{source}: image {image!r} in cohort {cohort!r} has different {cols} "
+        raise SchemaError(f"{source}: image {quote(image)} in cohort {quote(cohort)} has different {cols} "
                           "in different rows; an image's label and metadata must agree everywhere.")
     return t
 
