@@ -29,7 +29,7 @@ CHILD = r"""
 import json, sys, time
 from pathlib import Path
 import medaudit.audit.run as R
-from medaudit.io.spec import load_spec
+from medaudit.audit.spec import load_spec
 
 times = {}
 orig = R.run_blocks

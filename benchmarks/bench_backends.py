@@ -48,7 +48,7 @@ def _old_block(name: str, rev: str):
 
 def _context(scale: float, n_resamples: int, seeds: bool = False):
     from medaudit.audit.context import build_context
-    from medaudit.io.spec import load_spec
+    from medaudit.audit.spec import load_spec
 
     spec, base = load_spec(SPEC)
     spec = spec.model_copy(update={"simulate_scale": scale, "n_resamples": n_resamples,
@@ -83,7 +83,8 @@ def local_before_after(rev: str, repeat: int, scale: float, b: int) -> list[dict
 
 def ray_audits(scale: float, b: int, workers: tuple, repeat: int) -> list[dict]:
     from medaudit.audit.run import audit
-    from medaudit.io.spec import ExecutionSpec, load_spec
+    from medaudit.audit.spec import load_spec
+    from medaudit.backends import ExecutionSpec
 
     spec, base = load_spec(SPEC)
     spec = spec.model_copy(update={"simulate_scale": scale, "n_resamples": b,

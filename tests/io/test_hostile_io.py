@@ -428,7 +428,7 @@ def test_outputs_follow_the_umask(tmp_path, mask):
 
 
 def test_manifest_files_follow_the_umask(tmp_path):
-    from medaudit.imaging.manifests import montgomery_manifest, write_manifest
+    from medaudit.datasets.manifests import montgomery_manifest, write_manifest
 
     (tmp_path / "root" / "CXR_png").mkdir(parents=True)
     for name in ("MCUCXR_0001_1.png", "MCUCXR_0002_0.png"):
@@ -643,7 +643,7 @@ def test_every_accepted_seed_seeds_numpy(seed):
 
 
 def test_same_minimum_b_as_the_spec():
-    from medaudit.io.spec import AuditSpec
+    from medaudit.audit.spec import AuditSpec
 
     ge = [m.ge for m in AuditSpec.model_fields["n_resamples"].metadata if hasattr(m, "ge")]
     assert ge == [limits.MIN_N_RESAMPLES]
@@ -739,7 +739,7 @@ def test_id_text_round_trips_through_csv(ids):
 
 
 def test_wide_file_id_column_is_text(tmp_path):
-    from medaudit.io.spec import WideScoresSpec
+    from medaudit.audit.spec import WideScoresSpec
 
     p = tmp_path / "wide.csv"
     p.write_text("stem,label,s1_clip\n001,1,0.9\n1,0,0.2\n")

@@ -109,6 +109,23 @@ def test_institution_and_agreement_claims(agreement_run):
         assert (r.verdict == "holds") == (r.estimate >= 0.95)
 
 
+def test_each_block_states_its_own_b(agreement_run, labels_run):
+    """The paper-002 blocks resample with their own B (200 here), never the run's 2000: the
+    header and each block's section say so, as does the block's provenance in results.json."""
+    outcome, out = agreement_run
+    assert outcome.results["error_structure"].provenance["n_resamples"] == 200
+    html = (out / "report.html").read_text(encoding="utf-8")
+    head = html.split('<section id="matrix"')[0]
+    assert "B = 200" in head and "B = 2000" not in head
+    section = html.split('id="block-error_structure"')[1].split("</section>")[0]
+    assert '<p class="meta">B = 200</p>' in section
+    # paper 001: the case bootstrap uses the run's B, the annotation bootstrap its own
+    _, out1, _ = labels_run
+    html1 = (out1 / "report.html").read_text(encoding="utf-8")
+    sec = html1.split('id="block-label_uncertainty"')[1].split("</section>")[0]
+    assert "B = 100 (annotation bootstrap); B = 100 (case bootstrap)" in sec
+
+
 @pytest.mark.parametrize("which, figures", [
     ("labels_run", {"fig1_discrimination", "fig9_soft_vs_ordinary", "fig10_rank_stability"}),
     ("agreement_run", {"fig11_error_rates", "fig12_estimator_budget"})])

@@ -517,7 +517,8 @@ class Agreement(Block):
         return frozenset({"judgment_variants"}) if config.uncertain_sensitivity else frozenset()
 
     def provenance(self, ctx: AuditContext, config: AgreementConfig) -> dict[str, Any]:
-        return {"n_resamples": {"family gap (institution-cluster bootstrap)": config.n_resamples},
+        return {"n_resamples": config.n_resamples,
+                "resampled": "the family Brier gap (institution-cluster bootstrap)",
                 "seeds": f"repeats draw shots with seeds {config.first_seed}.."
                          f"{config.first_seed + config.repeats - 1}"}
 

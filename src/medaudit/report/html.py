@@ -298,6 +298,16 @@ def render_figures(outcome: Any) -> list[RenderedFigure]:
     return list(_figures.render_all(outcome_tables(outcome)))
 
 
+def _block_resampling(res: Any, prov: dict[str, Any]) -> str:
+    """"B = ..." of one block: its own B where it has one (its provenance), else the run's."""
+    own = (res.provenance or {}).get("n_resamples")
+    if own is None:
+        return f"B = {plain_text(prov.get('n_resamples', ''))}"
+    if isinstance(own, dict):
+        return "; ".join(f"B = {plain_text(v)} ({k})" for k, v in own.items())
+    return f"B = {plain_text(own)}"
+
+
 def _figure_view(f: RenderedFigure) -> dict[str, Any]:
     size = _png_size(f.png)
     return {"id": f"fig-{f.name}", "name": f.name, "title": f.title, "caption": f.caption,
@@ -358,6 +368,7 @@ class Report:
         for name, res in o.results.items():
             blocks.append({"name": name, "id": f"block-{_safe_id(name)}",
                            "title": BLOCKS[name].title if name in BLOCKS else name.replace("_", " "),
+                           "resampling": _block_resampling(res, prov),
                            "notes": list(res.notes), "figures": figs.pop(name, []),
                            "tables": [_table_view(name, t, df, self.max_rows)
                                       for t, df in res.tables.items()]})
@@ -369,7 +380,9 @@ class Report:
             "generator": plain_text(inputs.get("generator", "")),
             "generator_seed": plain_text(inputs.get("generator_seed", "")),
             "medaudit_version": plain_text((prov.get("versions") or {}).get("medaudit", "")),
-            "seed": plain_text(prov.get("seed", "")), "n_resamples": plain_text(prov.get("n_resamples", "")),
+            "seed": plain_text(prov.get("seed", "")),
+            "n_resamples": "; ".join(dict.fromkeys(b["resampling"] for b in blocks))
+            or f"B = {plain_text(prov.get('n_resamples', ''))}",
             "level": fmt.fmt_pct(prov.get("confidence_level"), 0),
             "matrix": matrix, "verdicts": [(v, c, d) for v, (c, d) in VERDICTS.items()],
             "qual_legend": [(m, d) for m, d, _k in QUALIFICATIONS.values()],
