@@ -171,13 +171,8 @@ class _AuditSpecBase(Strict):
 
 def _block_sections() -> dict[str, Any]:
     """One field per registered block: its config (or list of entries), defaulted."""
-    fields: dict[str, Any] = {}
-    for b in BLOCKS.values():
-        if b.many:
-            fields[b.key()] = (list[b.config], Field(default_factory=list))
-        else:
-            fields[b.key()] = (b.config, Field(default_factory=b.config))
-    return fields
+    return {b.key(): (b.spec_annotation(), Field(default_factory=b.default_config))
+            for b in BLOCKS.values()}
 
 
 #: the audit spec: the inputs and settings above plus one section per registered block

@@ -103,6 +103,12 @@ class Block:
         return [] if cls.many else cls.config()
 
     @classmethod
+    def spec_annotation(cls) -> Any:
+        """The type of the spec section (a block whose section is not a model overrides this,
+        e.g. a plain list of column names); its default is :meth:`default_config`."""
+        return list[cls.config] if cls.many else cls.config
+
+    @classmethod
     def table_names(cls) -> tuple[str, ...]:
         return tuple(t.name for t in cls.tables)
 
