@@ -645,10 +645,12 @@ def test_every_accepted_seed_seeds_numpy(seed):
 def test_same_minimum_b_as_the_spec():
     from medaudit.audit.spec import AuditSpec
 
-    ge = [m.ge for m in AuditSpec.model_fields["n_resamples"].metadata if hasattr(m, "ge")]
-    assert ge == [limits.MIN_N_RESAMPLES]
-    ge = [m.ge for m in AuditSpec.model_fields["n_permutations"].metadata if hasattr(m, "ge")]
-    assert ge == [limits.MIN_N_PERMUTATIONS]
+    base = {"name": "t", "simulate": "paper000", "cohorts": {"c": {}}}
+    for key, low in (("n_resamples", limits.MIN_N_RESAMPLES),
+                     ("n_permutations", limits.MIN_N_PERMUTATIONS)):
+        assert getattr(AuditSpec.model_validate({**base, key: low}), key) == low
+        with pytest.raises(ValueError, match=f"{key} must be a whole number of at least {low}"):
+            AuditSpec.model_validate({**base, key: low - 1})
     with pytest.raises(MedauditError, match="^n_resamples must be a whole number of at least 10; got 1"):
         limits.validate_n_resamples(1)  # `summarize --n-resamples 1`
 

@@ -18,10 +18,49 @@ from medaudit.audit.spec import AuditSpec, ModelCard, check_spec_against_table
 from medaudit.blocks import BLOCKS
 from medaudit.blocks.context import AuditContext
 from medaudit.exceptions import SchemaError
-from medaudit.io.schema import validate_score_table
+from medaudit.io.paths import resolve_input
+from medaudit.io.schema import unknown_columns, validate_score_table
 from medaudit.io.tables import read_table
 
-__all__ = ["Loaded", "build_context", "make_context", "load_scores", "ensemble_seeds"]
+__all__ = ["Loaded", "build_context", "make_context", "load_scores", "ensemble_seeds", "spec_inputs"]
+
+
+def _under(base_dir: Path, p: str | Path) -> Path:
+    return Path(p) if Path(p).is_absolute() else base_dir / p
+
+
+def spec_inputs(spec: AuditSpec, base_dir: str | Path, spec_path: str | Path | None = None
+                ) -> dict[str, list[Path]]:
+    """Every file or folder the spec reads, by role (an output folder may not touch any of them).
+
+    Dataset folders read in place count as inputs too; a simulation reads nothing.
+    """
+    base = Path(base_dir)
+    out: dict[str, list[Path]] = {}
+
+    def add(role: str, p: str | Path | None) -> None:
+        if p is not None and str(p):
+            out.setdefault(role, []).append(_under(base, p))
+
+    if spec_path is not None:
+        out["audit spec"] = [Path(spec_path)]
+    if spec.scores is not None:
+        s = str(spec.scores)
+        if s.startswith("dataset:"):
+            add("score dataset", s[len("dataset:"):].partition(":")[2] or None)
+        else:
+            add("score table", s)
+    for w in spec.scores_wide or ():
+        add("prediction file", w.path)
+    if spec.annotations is not None:
+        add("annotations", spec.annotations.path)
+    j = spec.judgments
+    if j is not None:
+        add("judgment table", j.path)
+        if j.readers is not None:
+            add("reader labels", j.readers.nih_dir)
+            add("reader labels", j.readers.vindr_csv)
+    return out
 
 
 def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str, Any], AuditSpec]:
@@ -42,7 +81,7 @@ def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str
 
         frames, hashes = [], []
         for w in spec.scores_wide:
-            path = (base_dir / w.path).resolve() if not Path(w.path).is_absolute() else Path(w.path)
+            path = resolve_input(_under(base_dir, w.path), what="prediction file")
             frames.append(read_wide(path, w))
             hashes.append({"path": w.path, "sha256": file_sha256(path), "cohort": w.cohort})
         return pd.concat(frames, ignore_index=True), {"scores_wide": hashes}, spec
@@ -54,8 +93,7 @@ def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str
         name, _, folder = str(spec.scores)[len("dataset:"):].partition(":")
         table, prov = dataset_scores(name, (base_dir / folder).resolve() if folder else None)
         return table, {"scores": str(spec.scores), **prov}, spec
-    path = (base_dir / spec.scores).resolve() if not Path(spec.scores).is_absolute() else Path(
-        spec.scores)
+    path = resolve_input(_under(base_dir, spec.scores), what="score table")
     return read_table(path), {"scores": str(spec.scores), "sha256": file_sha256(path)}, spec
 
 
@@ -126,6 +164,8 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> Loaded:
         seed_scores = t
         t = ensemble_seeds(t)
     check_spec_against_table(spec, t, source=source)
+    if extra := unknown_columns(t, source=source):  # kept, never silently ignored: listed
+        inputs["unknown_columns"] = extra
     return Loaded(make_context(spec, scores=t, seed_scores=seed_scores, annotations=annotations,
                                judgments=judgments, judgment_variants=variants), inputs, spec)
 

@@ -24,7 +24,9 @@ from medaudit.blocks.block import BlockResult
 from medaudit.blocks.claimkit import CLAIM_COLUMNS
 from medaudit.blocks.rows import E_COLUMNS, PROVENANCE_COLUMNS
 from medaudit.exceptions import SchemaError
-from medaudit.io.output import write_json
+from medaudit.io.messages import quote
+from medaudit.io.output import write_csv, write_json
+from medaudit.io.specfile import validate_model
 
 __all__ = ["AuditOutcome", "write_results", "load_outcome", "to_parquet"]
 
@@ -54,10 +56,10 @@ def write_results(outcome: AuditOutcome, directory: Path) -> None:
             blocks_json[name]["provenance"] = res.provenance
         for tname, df in res.tables.items():
             stem = f"{name}__{tname}"
-            df.to_csv(directory / "tables" / f"{stem}.csv", index=False, float_format="%.17g")
+            write_csv(df, directory / "tables" / f"{stem}.csv")
             to_parquet(df, directory / "tables" / f"{stem}.parquet")
             blocks_json[name]["tables"][tname] = df.to_dict("records")
-    outcome.claims.to_csv(directory / "portability.csv", index=False, float_format="%.17g")
+    write_csv(outcome.claims, directory / "portability.csv")
     to_parquet(outcome.claims, directory / "portability.parquet")
     write_json(directory / "results.json", {"provenance": outcome.provenance, "blocks": blocks_json,
                                             "portability": outcome.claims.to_dict("records"),
@@ -111,16 +113,37 @@ def load_outcome(directory: str | Path) -> AuditOutcome:
     if not path.is_file():
         raise FileNotFoundError(f"{str(path)!r} does not exist; point at a directory written by "
                                 "`medaudit audit SPEC.yaml --out DIR`.")
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise SchemaError(f"{path}: not UTF-8 text; results.json is damaged. Rerun the audit "
+                          "to write it again.") from None
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); the file "
+                          "is damaged or truncated. Rerun the audit to write it again.") from None
+    if not isinstance(data, dict):
+        raise SchemaError(f"{path}: not the results of `medaudit audit` (a JSON "
+                          f"{type(data).__name__}, not an object).")
     missing = [k for k in ("provenance", "blocks", "portability") if k not in data]
-    if missing or "spec" not in data.get("provenance", {}):
+    if missing or not isinstance(data.get("provenance"), dict) or "spec" not in data["provenance"]:
         raise SchemaError(f"{path}: not the results of `medaudit audit` (it lacks "
                           f"{missing or ['provenance.spec']}).")
+    try:
+        return _rebuild(data, path)
+    except SchemaError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # edited by hand or by a tool
+        raise SchemaError(f"{path}: results.json was edited or is damaged ({type(exc).__name__}: "
+                          f"{quote(str(exc))}); rerun the audit to write it again.") from None
+
+
+def _rebuild(data: dict[str, Any], path: Path) -> AuditOutcome:
     prov = data["provenance"]
     order = (data.get("key_order") or {}).get("cohorts") or []
     cohorts = prov["spec"].get("cohorts") or {}
     prov["spec"]["cohorts"] = {c: cohorts[c] for c in [*order, *cohorts] if c in cohorts}
-    spec = AuditSpec.model_validate(prov["spec"])
+    spec = validate_model(prov["spec"], AuditSpec, source=f"{path} (its provenance.spec)",
+                          what="embedded audit spec")
     blocks = data["blocks"]
     names = [b for b in spec.blocks if b in blocks] + sorted(b for b in blocks if b not in spec.blocks)
     results: dict[str, BlockResult] = {}

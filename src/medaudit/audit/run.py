@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from medaudit.audit.spec import AuditSpec, load_spec
 from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import BlockResult
 from medaudit.blocks.context import AuditContext
+from medaudit.io.limits import check_resampling_budget
 from medaudit.io.output import atomic_directory
 from medaudit.io.schema import describe
 
@@ -74,6 +77,8 @@ def audit(spec: AuditSpec, base_dir: str | Path = ".") -> AuditOutcome:
     from medaudit.backends import make_backend
 
     ctx, inputs, spec = build_context(spec, base_dir)
+    # the table is read, so the cost of B is known: refuse an absurd one before computing
+    check_resampling_budget(max(len(ctx.scores), 1), spec.n_resamples, allow_large=spec.allow_large)
     backend = make_backend(spec.execution)
     try:
         # where cells ran goes to the log only: results.json is the same on every backend
@@ -87,17 +92,28 @@ def audit(spec: AuditSpec, base_dir: str | Path = ".") -> AuditOutcome:
     return AuditOutcome(spec, results, claims, provenance)
 
 
-def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = False) -> Path:
+def run_id(outcome: AuditOutcome) -> str:
+    """A deterministic id of a run: the hash of its spec and inputs (reruns stay identical)."""
+    text = json.dumps({"spec": outcome.provenance.get("spec"),
+                       "inputs": outcome.provenance.get("inputs")}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = False,
+                  inputs: Any = ()) -> Path:
     """Write tables (CSV + Parquet), results.json, summary.md, report.html and figures atomically.
 
     The report and figures are rendered from the ``results.json`` just written (via
     :func:`load_outcome`), so ``medaudit report DIR`` reproduces them byte for byte.
+    ``out`` may not be, contain or lie inside any of ``inputs`` (see
+    :func:`medaudit.io.output.check_output_dir`), and an existing ``out`` is replaced only
+    when medaudit wrote it.
     """
     from medaudit.report.html import write_report
     from medaudit.report.summary import audit_summary
 
     out = Path(out)
-    with atomic_directory(out, overwrite=overwrite) as tmp:
+    with atomic_directory(out, overwrite=overwrite, inputs=inputs, run_id=run_id(outcome)) as tmp:
         write_results(outcome, tmp)
         (tmp / "summary.md").write_text(audit_summary(outcome), encoding="utf-8")
         write_report(load_outcome(tmp), tmp)
@@ -106,7 +122,12 @@ def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = F
 
 def run_audit(spec_path: str | Path, out: str | Path, *, overwrite: bool = False) -> AuditOutcome:
     """Load ``spec_path``, run it, and write ``out``; nothing is written if anything fails."""
+    from medaudit.audit.context import spec_inputs
+    from medaudit.io.output import check_output_dir
+
     spec, base = load_spec(spec_path)
+    inputs = spec_inputs(spec, base, spec_path)
+    check_output_dir(out, inputs=inputs, overwrite=overwrite)  # before minutes of computation
     outcome = audit(spec, base)
-    write_outcome(outcome, out, overwrite=overwrite)
+    write_outcome(outcome, out, overwrite=overwrite, inputs=inputs)
     return outcome

@@ -25,6 +25,8 @@ from medaudit.blocks.block import INPUTS
 from medaudit.blocks.checks import unknown
 from medaudit.blocks.context import CohortSpec, Resampling, Study
 from medaudit.exceptions import SchemaError
+from medaudit.io.limits import NPermutations, NResamples, Seed, validate_n_resamples
+from medaudit.io.limits import check_spec_limits as _check_spec_limits
 from medaudit.io.modelcard import ModelCard
 from medaudit.io.specfile import Strict, fraction, load_yaml_model
 from medaudit.labels.spec import AnnotationsSpec
@@ -85,10 +87,13 @@ class _AuditSpecBase(Strict):
     models: list[ModelCard] = Field(default_factory=list)
     cohorts: dict[str, CohortSpec] = Field(default_factory=dict)
     primary_prompt: str = "none"
-    seed: int = 2026
-    n_resamples: int = Field(2000, ge=10)
-    n_permutations: int = Field(10_000, ge=9)
+    #: a whole number in [0, 2**32 - 1] (every derived cell generator starts from it)
+    seed: Seed = 2026
+    n_resamples: NResamples = 2000
+    n_permutations: NPermutations = 10_000
     confidence_level: float = 0.95
+    #: lift the maxima of B and of the permutation count, and the cost limit (io.limits)
+    allow_large: bool = False
     #: default: every block whose inputs the spec gives (``requires`` of each block), in
     #: registry order
     blocks: list[Literal[BLOCK_NAMES]] | None = None  # type: ignore[valid-type]
@@ -123,6 +128,12 @@ class _AuditSpecBase(Strict):
                 raise ValueError(f"{', '.join(f'`{k}:`' for k in unused)} describe(s) a score table, "
                                  "but the spec gives none (`scores:`, `scores_wide:` or "
                                  "`simulate:`); add one or remove the section(s)")
+        _check_spec_limits(self)
+        for b in BLOCKS.values():  # a block's own B meets the same rule as the run's
+            own = getattr(getattr(self, b.key()), "n_resamples", None)
+            if own is not None:
+                validate_n_resamples(own, name=f"{b.key()}.n_resamples",
+                                     allow_large=self.allow_large)
         present = {"scores": bool(given), "annotations": self.annotations is not None,
                    "judgments": self.judgments is not None}
         if self.blocks is None:

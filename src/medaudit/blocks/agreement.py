@@ -66,6 +66,7 @@ from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
 from medaudit.blocks.context import AuditContext, Study
 from medaudit.blocks.rows import spec_row
 from medaudit.exceptions import SchemaError
+from medaudit.io.limits import NResamples, Seed
 from medaudit.io.specfile import fraction
 
 __all__ = ["Agreement", "AgreementConfig", "comparisons", "uncertain_sensitivity", "COMPARISONS"]
@@ -88,7 +89,7 @@ class AgreementConfig(BlockConfig):
     budgets: list[int] = Field(default_factory=lambda: [0, 25, 50, 100, 200], min_length=1)
     #: repeat r draws its shots (and seeds its GLMM) with first_seed + r (paper: 42..51)
     repeats: int = Field(10, ge=1)
-    first_seed: int = Field(42, ge=0)
+    first_seed: Seed = 42
     #: fit the NumPyro GLMM (optional extra); false drops it from Set A and Set B
     glmm: bool = True
     glmm_steps: int = Field(3000, ge=1)
@@ -103,7 +104,7 @@ class AgreementConfig(BlockConfig):
     interval_level: float = 0.95
     min_test: int = Field(20, ge=1)
     #: institution-cluster bootstrap of the family Brier gap (hdcal - beta_binomial)
-    n_resamples: int = Field(10_000, ge=10)
+    n_resamples: NResamples = 10_000
     gap_estimators: list[Estimator] = Field(default_factory=lambda: ["hdcal", "beta_binomial"],
                                             min_length=2, max_length=2)
     #: M2.12: refit the fixed policies under each uncertain-label policy (exclude, negative,

@@ -62,6 +62,7 @@ from medaudit.blocks.context import AuditContext, Study
 from medaudit.blocks.notes import join
 from medaudit.blocks.rows import spec_row, verdict
 from medaudit.exceptions import SchemaError
+from medaudit.io.limits import NResamples
 from medaudit.io.specfile import fraction
 from medaudit.stats import adjust_pvalues, cmh_test, cohen_kappa, fisher_exact, jaccard, roc_auc
 from medaudit.stats.bootstrap import percentile_interval
@@ -81,7 +82,7 @@ class ErrorStructureConfig(BlockConfig):
     """Settings of the error-structure block (M2.9, M2.11)."""
 
     #: study-clustered bootstrap replicates for rates and rate differences (paper: 10,000)
-    n_resamples: int = Field(10_000, ge=10)
+    n_resamples: NResamples = 10_000
     #: BH false discovery rate, applied separately to the FPR and the FNR families
     alpha: float = 0.05
     #: protocol of the error-pattern analyses (rates, tests, bootstrap, Jaccard)

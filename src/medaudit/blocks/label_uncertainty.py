@@ -52,6 +52,7 @@ from medaudit.blocks.context import AuditContext, Study
 from medaudit.blocks.notes import exposure_note, join, tied_items
 from medaudit.blocks.rows import interval, spec_row
 from medaudit.exceptions import DegenerateDataWarning, SchemaError
+from medaudit.io.limits import NResamples
 from medaudit.io.specfile import fraction
 from medaudit.stats import adjust_pvalues, paired_bootstrap
 from medaudit.stats.annotation_bootstrap import (
@@ -80,7 +81,7 @@ class LabelUncertaintyConfig(BlockConfig):
     models: list[str] | None = None
     prompt: str | None = None
     #: annotation-bootstrap replicates (M1.7: 1,000)
-    n_resamples: int = Field(1000, ge=10)
+    n_resamples: NResamples = 1000
     #: model ranking per metric: min-rank (competition ranking, M1.5)
     rank_ties: Literal["min"] = "min"
     #: ordinary AP: "pooled" ties (scikit-learn, M1.4) or "individual" ranks (paper 000)

@@ -56,6 +56,10 @@ def _cmd_manifest(args: argparse.Namespace) -> int:
             raise MedauditError(f"option {flag} does not apply to dataset {args.dataset!r}.")
         if given:
             options[key] = value
+    from medaudit.io.output import check_output_file
+
+    # the manifest never lands on or inside the dataset it describes
+    check_output_file(args.out, inputs={"dataset root": args.root}, overwrite=args.overwrite)
     manifest = build_manifest(args.dataset, args.root, **options)
     write_manifest(manifest, args.out, overwrite=args.overwrite)
     if not args.quiet:
@@ -68,27 +72,25 @@ def _cmd_manifest(args: argparse.Namespace) -> int:
 def _cmd_overlap(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from medaudit.cli.scoring import _read_manifest
     from medaudit.datasets.manifests import read_manifest
     from medaudit.imaging.overlap import screen_overlap, write_overlap
+    from medaudit.io.output import check_output_dir
 
     out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise FileExistsError(f"output directory {str(out)!r} exists; choose another --out or pass "
-                              "--overwrite.")
-    from medaudit.cli.scoring import _read_manifest
-
+    check_output_dir(out, inputs={"manifest": [Path(p) for p in args.manifests]},
+                     overwrite=args.overwrite)
     table = pd.concat([_read_manifest(Path(p), read_manifest) for p in args.manifests],
                       ignore_index=True)
     res = screen_overlap(table, max_distance=args.max_distance, group_by=args.group_by)
     write_overlap(res, out, overwrite=args.overwrite)
-    unhashed = int((res.hashes["error"] != "").sum())
+    unhashed = res.unhashed_message()
     if not args.quiet:
         print(f"wrote {out}/ ({len(res.hashes)} images, {len(res.pairs)} candidate pairs, "
               f"{len(res.excluded)} images excluded; Pillow {res.versions['pillow']}, "
               f"imagehash {res.versions['imagehash']})")
     if unhashed:
-        print(f"medaudit: {unhashed} image(s) could not be hashed; see {out / 'overlap.json'}",
-              file=sys.stderr)
+        print(f"medaudit: {unhashed}; the full list is in {out / 'overlap.json'}", file=sys.stderr)
     return 1 if unhashed else 0
 
 

@@ -33,20 +33,22 @@ log = logging.getLogger("medaudit")
 
 
 def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
-                   verbose: bool) -> int:
+                   verbose: bool, spec_path: Path | None = None) -> int:
     """Run the audit ``spec`` describes and write ``out`` (one path for every command)."""
     from medaudit import progress
+    from medaudit.audit.context import spec_inputs
     from medaudit.audit.run import audit, write_outcome
     from medaudit.cli.progress import audit_progress
+    from medaudit.io.output import check_output_dir
 
-    if out.exists() and not overwrite:  # fail before minutes of computation, not after
-        raise FileExistsError(f"output directory {str(out)!r} exists; choose another --out or "
-                              "pass --overwrite.")
+    inputs = spec_inputs(spec, base, spec_path)
+    # refuse a destructive or unwritable --out before minutes of computation, not after
+    check_output_dir(out, inputs=inputs, overwrite=overwrite)
     with audit_progress(len(spec.blocks) + 1, quiet=quiet, verbose=verbose) as bar, \
             progress.listening(bar):
         outcome = audit(spec, base)
         progress.block("writing tables, results.json, figures and report.html")
-        write_outcome(outcome, out, overwrite=overwrite)
+        write_outcome(outcome, out, overwrite=overwrite, inputs=inputs)
     if not quiet:
         n_claims = outcome.claims["claim_id"].nunique() if len(outcome.claims) else 0
         n_tables = sum(len(r.tables) for r in outcome.results.values())
@@ -63,7 +65,8 @@ def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """The resampling flags of demo / summarize as spec keys (validated by the spec)."""
-    keys = {"seed": args.seed, "n_resamples": args.n_resamples, "n_permutations": args.n_permutations}
+    keys = {"seed": args.seed, "n_resamples": args.n_resamples, "n_permutations": args.n_permutations,
+            "allow_large": args.allow_large or None}
     return {k: v for k, v in keys.items() if v is not None}
 
 
@@ -100,11 +103,14 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from medaudit.audit.spec import load_spec
+    from medaudit.io.specfile import read_yaml_mapping
 
-    spec, base = load_spec(args.spec)
-    return _run_and_write(spec, base, Path(args.out), overwrite=args.overwrite, quiet=args.quiet,
-                          verbose=args.verbose)
+    raw = read_yaml_mapping(args.spec, what="audit spec")
+    if args.allow_large:  # the spec's limits are checked as it is read: lift them before
+        raw = {**raw, "allow_large": True}
+    spec = _validated(raw, str(args.spec))
+    return _run_and_write(spec, Path(args.spec).parent, Path(args.out), overwrite=args.overwrite,
+                          quiet=args.quiet, verbose=args.verbose, spec_path=Path(args.spec))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -114,6 +120,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"wrote {path}")
     return 0
+
+
+OVERWRITE_HELP = ("replace an existing --out, but only a folder medaudit wrote (it carries "
+                  ".medaudit-output); never an input, a file or a folder of yours")
+ALLOW_LARGE_HELP = ("allow B above 100,000, permutations above 1,000,000 and runs estimated to "
+                    "need more than 4 GiB or an hour")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,14 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="bootstrap replicates B (default: the spec's, 2000)")
         sp.add_argument("--n-permutations", type=int, default=None,
                         help="permutations of the spectrum tests (default: the spec's, 10000)")
-        sp.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+        sp.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+        sp.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
         sp.add_argument("--quiet", action="store_true", help="print nothing on success")
         sp.add_argument("--verbose", action="store_true", help="log progress to stderr")
 
     a = sub.add_parser("audit", help="run the audit described by a YAML spec")
     a.add_argument("spec", help="audit spec (YAML)")
     a.add_argument("--out", required=True, help="output directory (written atomically)")
-    a.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    a.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+    a.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
     a.add_argument("--quiet", action="store_true", help="print nothing on success")
     a.add_argument("--verbose", action="store_true", help="log progress to stderr")
     a.set_defaults(func=_cmd_audit)

@@ -8,6 +8,7 @@ gets the same "did you mean" for unknown keys and the same one-line-per-error re
 from __future__ import annotations
 
 import difflib
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,16 @@ def fraction(v: float, name: str) -> float:
     return float(v)
 
 
+def _model_in(annotation: Any) -> Any:
+    """The first pydantic model inside a field annotation (``list[M] | None`` -> ``M``)."""
+    if hasattr(annotation, "model_fields"):
+        return annotation
+    for arg in typing.get_args(annotation):
+        if (found := _model_in(arg)) is not None:
+            return found
+    return None
+
+
 def format_validation_error(exc: ValidationError, source: str, *, root: type[BaseModel],
                             what: str = "audit spec") -> str:
     """One line per pydantic error, naming the key path; unknown keys get a "did you mean".
@@ -45,33 +56,31 @@ def format_validation_error(exc: ValidationError, source: str, *, root: type[Bas
         loc = ".".join(str(x) for x in err["loc"]) or "(whole spec)"
         msg = err["msg"].removeprefix("Value error, ") if err["type"] == "value_error" else err["msg"]
         if err["type"] == "extra_forbidden":
-            parent = root
+            parent: Any = root
             for part in err["loc"][:-1]:
-                fld = getattr(parent, "model_fields", {}).get(part) if isinstance(part, str) else None
-                ann = getattr(fld, "annotation", None) if fld else None
-                parent = next((a for a in getattr(ann, "__args__", (ann,)) if hasattr(a, "model_fields")),
-                              parent)
+                if not isinstance(part, str):  # a list index: the entry is the same model
+                    continue
+                fld = getattr(parent, "model_fields", {}).get(part)
+                parent = _model_in(getattr(fld, "annotation", None)) or parent
             close = difflib.get_close_matches(str(err["loc"][-1]), list(parent.model_fields), n=1)
             msg = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
-        lines.append(f"  - {loc}: {msg}")
-    return f"{source}: the {what} is invalid:\n" + "\n".join(lines)
+        lines.append((loc, msg))
+    if len(lines) == 1:  # the common case: one problem, one line
+        loc, msg = lines[0]
+        return f"{source}: {msg}" if loc == "(whole spec)" else f"{source}: {loc}: {msg}"
+    return (f"{source}: the {what} is invalid ({len(lines)} problems):\n"
+            + "\n".join(f"  - {loc}: {msg}" for loc, msg in lines))
 
 
 def read_yaml_mapping(path: str | Path, *, what: str) -> dict[str, Any]:
-    """Read a YAML file that must hold a mapping; every failure is one error naming the file."""
-    import yaml
+    """Read a YAML file that must hold a mapping; every failure is one line naming the file.
 
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{what} {str(path)!r} does not exist.")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise SchemaError(f"{path}: malformed YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise SchemaError(f"{path}: the {what} must be a YAML mapping (key: value), "
-                          f"not {type(raw).__name__}.")
-    return raw
+    The hardened loader of :mod:`medaudit.io.yaml` refuses duplicate keys, tags, alias bombs,
+    huge values and non-UTF-8 text, each as ``FILE:LINE:COL: what is wrong``.
+    """
+    from medaudit.io.yaml import load_yaml
+
+    return load_yaml(path, what=what)
 
 
 def validate_model(raw: dict[str, Any], model: type[BaseModel], *, source: str, what: str) -> Any:

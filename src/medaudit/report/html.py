@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from medaudit.blocks import BLOCKS
+from medaudit.io.output import default_file_mode
 from medaudit.report import format as fmt
 from medaudit.report._common import (
     QUALIFICATIONS,
@@ -405,7 +406,7 @@ class Report:
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-            os.chmod(tmp, 0o644)
+            os.chmod(tmp, default_file_mode())  # the user's umask, as any file they write
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -448,7 +449,11 @@ def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | No
     With ``out``: only the self-contained page is written, to ``out``.
     """
     from medaudit.audit.outcome import load_outcome
+    from medaudit.io.output import check_output_file
 
+    results = Path(directory) / "results.json"
+    if out is not None:  # never over the results (or any input) being re-rendered
+        check_output_file(out, inputs={"results being re-rendered": results})
     outcome = load_outcome(directory)
     if out is None:
         return write_report(outcome, directory)
