@@ -6,6 +6,8 @@ import dataclasses
 import hashlib
 import json
 import logging
+import pickle
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +22,11 @@ from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import BlockResult
 from medaudit.blocks.context import AuditContext
 from medaudit.io.limits import check_resampling_budget
-from medaudit.io.output import atomic_directory
+from medaudit.io.output import atomic_directory, atomic_write_bytes
 from medaudit.io.schema import describe
 
 __all__ = ["run_blocks", "run_block", "run_audit", "audit", "versions", "AuditOutcome",
-           "write_outcome", "load_outcome"]
+           "write_outcome", "load_outcome", "checkpoint_folder"]
 
 log = logging.getLogger("medaudit")
 
@@ -43,14 +45,54 @@ def run_block(spec: AuditSpec, name: str, ctx: AuditContext) -> BlockResult:
     return dataclasses.replace(res, provenance={**own, **res.provenance}) if own else res
 
 
-def run_blocks(spec: AuditSpec, ctx: AuditContext) -> dict[str, BlockResult]:
-    """Run the spec's blocks in the spec's order; each block is pure (tables in, tables out)."""
+def run_blocks(spec: AuditSpec, ctx: AuditContext, *, checkpoints: Path | None = None
+               ) -> dict[str, BlockResult]:
+    """Run the spec's blocks in the spec's order; each block is pure (tables in, tables out).
+
+    With ``checkpoints`` (a folder that belongs to this spec and these inputs, see
+    :func:`checkpoint_folder`), each finished block's result is saved there and a block
+    whose result is already there is read back instead of run: a killed audit rerun with
+    the same command resumes where it stopped, with byte-identical outputs.
+    """
     results: dict[str, BlockResult] = {}
     for name in spec.blocks:
         progress.block(name)
+        saved = None if checkpoints is None else checkpoints / f"{name}.pickle"
+        if saved is not None and saved.is_file():
+            log.info("block %s: read from the checkpoint of an interrupted run", name)
+            results[name] = pickle.loads(saved.read_bytes())
+            continue
         log.info("running block %s", name)
         results[name] = run_block(spec, name, ctx)
+        if saved is not None:
+            atomic_write_bytes(saved, pickle.dumps(results[name], protocol=5))
     return results
+
+
+def _checkpoint_key(spec: AuditSpec, inputs: dict[str, Any]) -> str:
+    """What a block result depends on: the spec, the inputs (their hashes) and the versions."""
+    text = json.dumps({"spec": spec.model_dump(mode="json", exclude={"execution"}),
+                       "inputs": inputs, "versions": versions()}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+def checkpoint_folder(out: str | Path) -> Path:
+    """Where block results of a run writing ``out`` are kept until it finishes (beside it)."""
+    out = Path(out)
+    return out.parent / f".{out.name}.resume"
+
+
+def _checkpoints(root: Path, key: str) -> Path:
+    """The folder of this run's key under ``root``; checkpoints of any other key are stale."""
+    from medaudit.io.output import MARKER
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / MARKER).write_bytes(b'{"tool": "medaudit", "kind": "block checkpoints"}\n')
+    for old in root.iterdir():
+        if old.is_dir() and old.name != key:  # another spec or other inputs: never reused
+            shutil.rmtree(old, ignore_errors=True)
+    (root / key).mkdir(exist_ok=True)
+    return root / key
 
 
 def _provenance(spec: AuditSpec, ctx: AuditContext, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -72,18 +114,25 @@ def _provenance(spec: AuditSpec, ctx: AuditContext, inputs: dict[str, Any]) -> d
     }
 
 
-def audit(spec: AuditSpec, base_dir: str | Path = ".") -> AuditOutcome:
-    """Run a whole audit in memory (progress goes to the :mod:`medaudit.progress` listener)."""
+def audit(spec: AuditSpec, base_dir: str | Path = ".", *, resume: str | Path | None = None
+          ) -> AuditOutcome:
+    """Run a whole audit in memory (progress goes to the :mod:`medaudit.progress` listener).
+
+    ``resume``: a folder for block checkpoints (:func:`checkpoint_folder` of the output);
+    checkpoints written there for the same spec, inputs and versions are read back instead
+    of recomputed.
+    """
     from medaudit.backends import make_backend
 
     ctx, inputs, spec = build_context(spec, base_dir)
     # the table is read, so the cost of B is known: refuse an absurd one before computing
     check_resampling_budget(max(len(ctx.scores), 1), spec.n_resamples, allow_large=spec.allow_large)
+    saved = None if resume is None else _checkpoints(Path(resume), _checkpoint_key(spec, inputs))
     backend = make_backend(spec.execution)
     try:
         # where cells ran goes to the log only: results.json is the same on every backend
         log.info("execution backend: %s", backend.describe())
-        results = run_blocks(spec, dataclasses.replace(ctx, backend=backend))
+        results = run_blocks(spec, dataclasses.replace(ctx, backend=backend), checkpoints=saved)
     finally:
         backend.close()
     claims = build_claims(results, spec)
@@ -128,6 +177,8 @@ def run_audit(spec_path: str | Path, out: str | Path, *, overwrite: bool = False
     spec, base = load_spec(spec_path)
     inputs = spec_inputs(spec, base, spec_path)
     check_output_dir(out, inputs=inputs, overwrite=overwrite)  # before minutes of computation
-    outcome = audit(spec, base)
+    resume = checkpoint_folder(out)
+    outcome = audit(spec, base, resume=resume)
     write_outcome(outcome, out, overwrite=overwrite, inputs=inputs)
+    shutil.rmtree(resume, ignore_errors=True)  # finished: no checkpoint survives
     return outcome

@@ -35,9 +35,11 @@ log = logging.getLogger("medaudit")
 def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
                    verbose: bool, spec_path: Path | None = None) -> int:
     """Run the audit ``spec`` describes and write ``out`` (one path for every command)."""
+    import shutil
+
     from medaudit import progress
     from medaudit.audit.context import spec_inputs
-    from medaudit.audit.run import audit, write_outcome
+    from medaudit.audit.run import audit, checkpoint_folder, write_outcome
     from medaudit.cli.progress import audit_progress
     from medaudit.io.output import check_output_dir
 
@@ -46,9 +48,12 @@ def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
     check_output_dir(out, inputs=inputs, overwrite=overwrite)
     with audit_progress(len(spec.blocks) + 1, quiet=quiet, verbose=verbose) as bar, \
             progress.listening(bar):
-        outcome = audit(spec, base)
+        # a killed run's finished blocks are read back, so rerunning the command resumes
+        resume = checkpoint_folder(out)
+        outcome = audit(spec, base, resume=resume)
         progress.block("writing tables, results.json, figures and report.html")
         write_outcome(outcome, out, overwrite=overwrite, inputs=inputs)
+        shutil.rmtree(resume, ignore_errors=True)  # finished: no checkpoint survives
     if not quiet:
         n_claims = outcome.claims["claim_id"].nunique() if len(outcome.claims) else 0
         n_tables = sum(len(r.tables) for r in outcome.results.values())
