@@ -89,7 +89,8 @@ def _table():
         (lambda t: t.drop(columns=["label"]), "missing column"),
         (lambda t: pd.concat([t, t.iloc[:1]]), "repeat a .* key"),
         (lambda t: t.assign(label=t.label.replace({0: 2})), "'label' must be 0 or 1"),
-        (lambda t: t.assign(score=t.score.where(t.index != 3, np.nan)), "row 3"),
+        (lambda t: t.assign(score=t.score.where(t.index != 3, np.nan)),
+         "scores.csv.*line 5 is not"),  # data row 4 is line 5 of the file
         (lambda t: t.assign(negative_group=np.where(t.label == 1, "healthy", t.negative_group)),
          "must be empty for positives"),
         (lambda t: t[~((t.model == "sim-clip-b") & (t.image_id == "img00004"))],

@@ -57,8 +57,12 @@ def test_kill_nine_at_ten_random_points_then_resume(tmp_path):
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             killed_mid_run += 1
-        proc.wait()
-        subprocess.run(_command(spec, out), check=True, env=_env(), cwd=tmp_path)
+            proc.wait()
+            # the same command again (no --overwrite): it resumes, or finishes a run killed
+            # after its output was complete
+            subprocess.run(_command(spec, out), check=True, env=_env(), cwd=tmp_path)
+        else:
+            assert proc.wait() == 0  # it finished before the kill: nothing to resume
         assert _files(out) == want, f"rerun {i} differs from the uninterrupted run"
         left = [p.name for p in tmp_path.iterdir() if p.name.startswith(f".run{i}.")]
         assert not left, left  # no temporary, old or checkpoint folder survives

@@ -136,14 +136,14 @@ def _raw(table):
         (lambda t: t.drop(columns=["cohort"]), r"missing column\(s\) \['cohort'\]"),
         (lambda t: t.iloc[:0], "no rows"),
         (lambda t: pd.concat([t, t.iloc[[5]]]), r"repeat a \(model, prompt, cohort, image_id\) key"),
-        (lambda t: t.assign(label=np.where(t.index == 7, 2, t.label)), r"'label' must be 0 or 1.*row 7"),
-        (lambda t: t.assign(label=np.where(t.index == 3, "yes", t.label.astype(str))), "row 3 has 'yes'"),
+        (lambda t: t.assign(label=np.where(t.index == 7, 2, t.label)), r"'label' must be 0 or 1.*row 8"),
+        (lambda t: t.assign(label=np.where(t.index == 3, "yes", t.label.astype(str))), "row 4 has 'yes'"),
         (lambda t: t.assign(score=np.where(t.index == 4, 2.8, t.score)), r"probabilities in \[0, 1\].*2\.8"),
         (lambda t: t.assign(score=np.where(t.index == 2, np.nan, t.score)),
-         r"'score' must be finite.*row\(s\) 2"),
+         r"'score' must be finite.*row 3 is not"),
         (lambda t: t.assign(negative_group=np.where(t.label == 1, "healthy", t.negative_group)),
          "must be empty for positives"),
-        (lambda t: t.assign(model=np.where(t.index == 9, None, t.model)), r"'model' is empty at row\(s\) 9"),
+        (lambda t: t.assign(model=np.where(t.index == 9, None, t.model)), r"'model' is empty at row 10"),
         (lambda t: t.assign(label=np.where((t.image_id == t.image_id.iloc[0]) & (t.prompt == "photo"),
                                            1 - t.label, t.label)), "different \\['label'"),
     ],
@@ -151,6 +151,7 @@ def _raw(table):
          "positive-in-group", "empty-model", "label-conflict"],
 )
 def test_score_table_errors(table, mutate, message):
+    """Row numbers in messages are 1-based and labelled "row" (in-memory tables)."""
     bad = mutate(_raw(table)).reset_index(drop=True)
     with pytest.raises(SchemaError, match=message):
         validate_score_table(bad, source="scores.csv")
@@ -200,7 +201,7 @@ def test_read_wide_missing_id_column(tmp_path):
 
 def test_separator_in_names_is_refused(table):
     bad = table.assign(model=np.where(table.index == 0, "a|b", table.model))
-    with pytest.raises(SchemaError, match=r"'model' may not contain '\|'.*row 0"):
+    with pytest.raises(SchemaError, match=r"'model' may not contain '\|'.*row 1"):
         validate_score_table(bad)
 
 

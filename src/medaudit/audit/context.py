@@ -20,6 +20,7 @@ from medaudit.blocks.context import AuditContext
 from medaudit.exceptions import SchemaError
 from medaudit.io.paths import resolve_input
 from medaudit.io.schema import unknown_columns, validate_score_table
+from medaudit.io.specfile import validate_model
 from medaudit.io.tables import read_table
 
 __all__ = ["Loaded", "build_context", "make_context", "load_scores", "ensemble_seeds", "spec_inputs"]
@@ -61,6 +62,17 @@ def spec_inputs(spec: AuditSpec, base_dir: str | Path, spec_path: str | Path | N
             add("reader labels", j.readers.nih_dir)
             add("reader labels", j.readers.vindr_csv)
     return out
+
+
+def _source(spec: AuditSpec, score_inputs: dict[str, Any]) -> str:
+    """How messages name the score table: its file, the wide files, or the simulation."""
+    if spec.scores_wide:
+        names = [w.path for w in spec.scores_wide]
+        return (f"prediction file {names[0]}" if len(names) == 1 else
+                f"prediction files {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}")
+    if spec.scores is not None:
+        return str(score_inputs.get("scores", spec.scores))
+    return "simulated paper-000 table"
 
 
 def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str, Any], AuditSpec]:
@@ -148,7 +160,15 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> Loaded:
                                    judgment_variants=variants), inputs, spec)
     table, score_inputs, spec = load_scores(spec, base_dir)
     inputs.update(score_inputs)
-    source = score_inputs.get("scores", "simulated paper-000 table")
+    source = _source(spec, score_inputs)
+    if "prompt" not in table.columns:  # a model without prompts: every row at the primary one
+        table = table.assign(prompt=spec.primary_prompt)
+        inputs["prompt_column"] = f"absent: every row read at prompt {spec.primary_prompt!r}"
+    if not spec.cohorts and "cohort" in table.columns:  # not declared: every cohort, primary
+        inferred = {str(c): {"role": "primary"} for c in sorted(table["cohort"].dropna().unique())}
+        spec = validate_model({**spec.model_dump(mode="json", exclude_unset=True),
+                               "cohorts": inferred}, AuditSpec, source=source, what="audit spec")
+        inputs["cohorts_inferred"] = list(inferred)
     if spec.annotations is not None:
         from medaudit.labels.io import attach_labels, load_annotations
 

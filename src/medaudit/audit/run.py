@@ -26,7 +26,7 @@ from medaudit.io.output import atomic_directory, atomic_write_bytes
 from medaudit.io.schema import describe
 
 __all__ = ["run_blocks", "run_block", "run_audit", "audit", "versions", "AuditOutcome",
-           "write_outcome", "load_outcome", "checkpoint_folder"]
+           "write_outcome", "load_outcome", "checkpoint_folder", "interrupted"]
 
 log = logging.getLogger("medaudit")
 
@@ -80,6 +80,19 @@ def checkpoint_folder(out: str | Path) -> Path:
     """Where block results of a run writing ``out`` are kept until it finishes (beside it)."""
     out = Path(out)
     return out.parent / f".{out.name}.resume"
+
+
+def interrupted(out: str | Path) -> bool:
+    """Whether ``out`` was written by a run that was killed before it cleaned up.
+
+    The checkpoints beside a medaudit output folder mean its last run did not finish
+    (it may have been killed between writing the folder and removing them): the same
+    command may then replace that folder without ``--overwrite``.
+    """
+    from medaudit.io.output import is_medaudit_output
+
+    out = Path(out)
+    return checkpoint_folder(out).is_dir() and out.is_dir() and is_medaudit_output(out)
 
 
 def _checkpoints(root: Path, key: str) -> Path:
@@ -176,9 +189,14 @@ def run_audit(spec_path: str | Path, out: str | Path, *, overwrite: bool = False
 
     spec, base = load_spec(spec_path)
     inputs = spec_inputs(spec, base, spec_path)
+    overwrite = overwrite or interrupted(out)
     check_output_dir(out, inputs=inputs, overwrite=overwrite)  # before minutes of computation
     resume = checkpoint_folder(out)
-    outcome = audit(spec, base, resume=resume)
-    write_outcome(outcome, out, overwrite=overwrite, inputs=inputs)
+    try:
+        outcome = audit(spec, base, resume=resume)
+        write_outcome(outcome, out, overwrite=overwrite, inputs=inputs)
+    except Exception:  # an error, not an interruption: nothing is left behind
+        shutil.rmtree(resume, ignore_errors=True)
+        raise
     shutil.rmtree(resume, ignore_errors=True)  # finished: no checkpoint survives
     return outcome

@@ -22,7 +22,7 @@ from medaudit.agreement.spec import JudgmentsSpec
 from medaudit.backends import ExecutionSpec
 from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import INPUTS
-from medaudit.blocks.checks import unknown
+from medaudit.blocks.checks import DeclaredCohorts, unknown
 from medaudit.blocks.context import CohortSpec, Resampling, Study
 from medaudit.exceptions import SchemaError
 from medaudit.io.limits import NPermutations, NResamples, Seed, validate_n_resamples
@@ -78,14 +78,17 @@ class WideScoresSpec(Strict):
 class _AuditSpecBase(Strict):
     """A whole audit: inputs, cohorts, analyses and resampling settings."""
 
-    name: str
+    #: the audit's name (default: the score file's stem, or the simulation's name)
+    name: str | None = None
     scores: str | None = None  # path (relative to the spec file) to CSV/Parquet
     simulate: Literal["paper000"] | None = None  # the embedded simulated study instead
     scores_wide: list[WideScoresSpec] | None = None  # wide prediction files instead
     simulate_scale: float = Field(1.0, gt=0.0, le=1.0)  # shrink the simulated study (quick runs)
     score_scale: Literal["probabilities", "logits"] = "probabilities"
     models: list[ModelCard] = Field(default_factory=list)
+    #: default: every cohort of the score table, role primary, in sorted order
     cohorts: dict[str, CohortSpec] = Field(default_factory=dict)
+    #: the prompt a table without a ``prompt`` column is read at (models without prompts)
     primary_prompt: str = "none"
     #: a whole number in [0, 2**32 - 1] (every derived cell generator starts from it)
     seed: Seed = 2026
@@ -114,8 +117,8 @@ class _AuditSpecBase(Strict):
             raise ValueError("give exactly one of `scores:` (a long table), `scores_wide:` (wide "
                              f"prediction files) or `simulate: paper000` (or only `judgments:`); "
                              f"got {given or 'none'}")
-        if given and not self.cohorts:
-            raise ValueError("`cohorts:` must name at least one cohort of the score table")
+        if self.name is None:
+            object.__setattr__(self, "name", _default_name(self))
         if self.annotations is not None and (not given or given == ["simulate"]):
             raise ValueError("`annotations:` label the items of a score table read from a file; "
                              "give `scores:` or `scores_wide:` (a `simulate:` table has none)")
@@ -180,6 +183,16 @@ class _AuditSpecBase(Strict):
                           n_permutations=self.n_permutations)
 
 
+def _default_name(spec: _AuditSpecBase) -> str:
+    if spec.scores is not None:
+        return Path(str(spec.scores)).stem or "audit"
+    if spec.scores_wide:
+        return Path(spec.scores_wide[0].path).stem
+    if spec.simulate is not None:
+        return f"{spec.simulate}-simulated"
+    return "audit"
+
+
 def _block_sections() -> dict[str, Any]:
     """One field per registered block: its config (or list of entries), defaulted."""
     return {b.key(): (b.spec_annotation(), Field(default_factory=b.default_config))
@@ -206,8 +219,9 @@ def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: st
     errs += unknown("cohort", spec.cohorts, cohorts, "cohorts")
     errs += unknown("prompt", [spec.primary_prompt], prompts, "primary_prompt")
     errs += unknown("model", [c.name for c in spec.models], models, "models")
+    declared = DeclaredCohorts(spec.cohorts, in_table=cohorts)
     for name in SCORE_BLOCKS:
-        errs += BLOCKS[name].check(spec.block_config(name), table, list(spec.cohorts))
+        errs += BLOCKS[name].check(spec.block_config(name), table, declared)
     if errs:
         raise SchemaError(f"{source}: the spec names things the score table lacks:\n"
                           + "\n".join(errs))

@@ -6,16 +6,37 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["unknown"]
+from medaudit.io.messages import quote
+
+__all__ = ["unknown", "DeclaredCohorts"]
+
+
+class DeclaredCohorts(list):
+    """The spec's declared cohorts (a list), knowing which cohorts the score table has.
+
+    A block checks its cohort names against the *declared* cohorts; a name the table has
+    but the spec does not declare gets "add it under `cohorts:`" instead of a wrong hint.
+    """
+
+    def __init__(self, declared: Iterable[str], *, in_table: Iterable[str] = ()):
+        super().__init__(declared)
+        self.in_table = set(in_table)
 
 
 def unknown(kind: str, names: Iterable[Any], known: Iterable[Any], where: str) -> list[str]:
     """One line per name in ``names`` that ``known`` lacks, with the closest known name."""
-    known = list(known)
+    declared = isinstance(known, DeclaredCohorts)
+    known_list = list(known)
     out = []
     for n in names:
-        if n not in known:
-            close = difflib.get_close_matches(str(n), [str(k) for k in known], n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            out.append(f"  - {where}: unknown {kind} {n!r}{hint}; the table has {sorted(known)}")
+        if n in known_list:
+            continue
+        if declared and n in known.in_table:
+            out.append(f"  - {where}: cohort {quote(n)} is in the table but not declared under "
+                       f"`cohorts:`; add it there (declared: {quote(sorted(known_list))})")
+            continue
+        close = difflib.get_close_matches(str(n), [str(k) for k in known_list], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        has = "the spec's `cohorts:` declares" if declared else "the table has"
+        out.append(f"  - {where}: unknown {kind} {quote(n)}{hint}; {has} {quote(sorted(known_list))}")
     return out

@@ -39,20 +39,26 @@ def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
 
     from medaudit import progress
     from medaudit.audit.context import spec_inputs
-    from medaudit.audit.run import audit, checkpoint_folder, write_outcome
+    from medaudit.audit.run import audit, checkpoint_folder, interrupted, write_outcome
     from medaudit.cli.progress import audit_progress
     from medaudit.io.output import check_output_dir
 
     inputs = spec_inputs(spec, base, spec_path)
+    overwrite = overwrite or interrupted(out)  # the same command again finishes a killed run
     # refuse a destructive or unwritable --out before minutes of computation, not after
     check_output_dir(out, inputs=inputs, overwrite=overwrite)
     with audit_progress(len(spec.blocks) + 1, quiet=quiet, verbose=verbose) as bar, \
             progress.listening(bar):
-        # a killed run's finished blocks are read back, so rerunning the command resumes
+        # a killed (or interrupted) run's finished blocks are read back, so rerunning the
+        # command resumes; a run that fails with an error leaves nothing behind
         resume = checkpoint_folder(out)
-        outcome = audit(spec, base, resume=resume)
-        progress.block("writing tables, results.json, figures and report.html")
-        write_outcome(outcome, out, overwrite=overwrite, inputs=inputs)
+        try:
+            outcome = audit(spec, base, resume=resume)
+            progress.block("writing tables, results.json, figures and report.html")
+            write_outcome(outcome, out, overwrite=overwrite, inputs=inputs)
+        except Exception:
+            shutil.rmtree(resume, ignore_errors=True)
+            raise
         shutil.rmtree(resume, ignore_errors=True)  # finished: no checkpoint survives
     if not quiet:
         n_claims = outcome.claims["claim_id"].nunique() if len(outcome.claims) else 0

@@ -47,6 +47,23 @@ def row_list(mask: np.ndarray, limit: int = 5) -> str:
 _rows = row_list
 
 
+def _places(mask: np.ndarray, first_line: int | None, limit: int = 5) -> str:
+    """Where ``mask`` holds, 1-based and labelled: file lines of a CSV, else table rows."""
+    idx = np.flatnonzero(mask)
+    base = 1 if first_line is None else first_line
+    more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
+    word = "row" if first_line is None else "line"
+    return f"{word}{'s' if idx.size > 1 else ''} " + ", ".join(str(i + base) for i in idx[:limit]) + more
+
+
+def _are(mask: np.ndarray) -> str:
+    return "is" if int(np.count_nonzero(mask)) == 1 else "are"
+
+
+def _place(i: int, first_line: int | None) -> str:
+    return f"row {i + 1}" if first_line is None else f"line {i + first_line}"
+
+
 def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str, what: str,
                     optional: Sequence[str] = (), noun: str = "table") -> None:
     """Raise :class:`SchemaError` naming the missing columns, or when ``table`` has no rows.
@@ -139,6 +156,7 @@ def validate_score_table(
     require_columns(table, SCORE_COLUMNS, source=source, what="ScoreTable",
                     optional=OPTIONAL_COLUMNS)
     unknown_columns(table, source=source)
+    first = table.attrs.get("first_line")  # a CSV read by io.tables: name its lines
     t = table.reset_index(drop=True).copy()
     for col in _TEXT:
         if col not in t.columns:
@@ -146,21 +164,21 @@ def validate_score_table(
         if col == "negative_group":
             t[col] = t[col].astype(object).where(t[col].notna(), "")
         elif t[col].isna().any():
-            raise SchemaError(f"{source}: column {col!r} is empty at row(s) "
-                              f"{_rows(t[col].isna().to_numpy())}; every row needs a value.")
+            raise SchemaError(f"{source}: column {col!r} is empty at "
+                              f"{_places(t[col].isna().to_numpy(), first)}; every row needs a value.")
         t[col] = t[col].astype(str)
     score = pd.to_numeric(t["score"], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(score)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{source}: column 'score' must be finite numbers; row(s) {_rows(bad)} "
-                          f"are not (row {i} has {quote(t['score'].iloc[i])}).")
+        raise SchemaError(f"{source}: column 'score' must be finite numbers; {_places(bad, first)} "
+                          f"{_are(bad)} not ({_place(i, first)} has {quote(t['score'].iloc[i])}).")
     if probabilities:
         out = (score < 0) | (score > 1)
         if out.any():
             raise SchemaError(
-                f"{source}: column 'score' must be probabilities in [0, 1]; row(s) {_rows(out)} are "
-                f"outside (max {float(score.max())!r}, min {float(score.min())!r}). Declare "
+                f"{source}: column 'score' must be probabilities in [0, 1]; "
+                f"{_places(out, first)} {_are(out)} outside (max {float(score.max())!r}, min {float(score.min())!r}). Declare "
                 "`score_scale: logits` in the spec if these are raw logits; medaudit never clips.")
     t["score"] = score
     for col in ("model", "prompt"):
@@ -170,40 +188,42 @@ def validate_score_table(
         if bar.any():
             i = int(np.flatnonzero(bar)[0])
             raise SchemaError(f"{source}: column {col!r} may not contain '|' (reserved as a "
-                              f"separator); row(s) {_rows(bar)} do (row {i}: {quote(t[col].iloc[i])}). "
+                              f"separator); {_places(bar, first)} do ({_place(i, first)}: "
+                              f"{quote(t[col].iloc[i])}). "
                               "Rename it, e.g. with '/' or '-'.")
     lab = pd.to_numeric(t["label"], errors="coerce").to_numpy(dtype=float)
     badl = ~np.isin(lab, (0.0, 1.0))
     if badl.any():
         i = int(np.flatnonzero(badl)[0])
-        raise SchemaError(f"{source}: column 'label' must be 0 or 1 (1 = positive); row(s) "
-                          f"{_rows(badl)} are not (row {i} has {quote(t['label'].iloc[i])}).")
+        raise SchemaError(f"{source}: column 'label' must be 0 or 1 (1 = positive); "
+                          f"{_places(badl, first)} {_are(badl)} not ({_place(i, first)} has "
+                          f"{quote(t['label'].iloc[i])}).")
     t["label"] = lab.astype(np.int64)
     if "label_soft" in t.columns:
         ps = pd.to_numeric(t["label_soft"], errors="coerce").to_numpy(dtype=float)
         badp = ~np.isfinite(ps) | (ps < 0) | (ps > 1)
         if badp.any():
-            raise SchemaError(f"{source}: column 'label_soft' must lie in [0, 1]; row(s) "
-                              f"{_rows(badp)} do not.")
+            raise SchemaError(f"{source}: column 'label_soft' must lie in [0, 1]; "
+                              f"{_places(badp, first)} {'does' if _are(badp) == 'is' else 'do'} not.")
         t["label_soft"] = ps
     if "seed" in t.columns:
         sd = pd.to_numeric(t["seed"], errors="coerce")
         if sd.isna().any():
-            raise SchemaError(f"{source}: column 'seed' must be integers; row(s) "
-                              f"{_rows(sd.isna().to_numpy())} are not.")
+            raise SchemaError(f"{source}: column 'seed' must be integers; "
+                              f"{_places(sd.isna().to_numpy(), first)} {_are(sd.isna().to_numpy())} not.")
         t["seed"] = sd.astype(np.int64)
     dup = t.duplicated(list(key), keep=False).to_numpy()
     if dup.any():
         ex = t.loc[dup, list(key)].head(2).to_dict("records")
         raise SchemaError(f"{source}: {int(dup.sum())} rows repeat a ({', '.join(key)}) key at "
-                          f"row(s) {_rows(dup)}, e.g. {quote(ex)}; keep exactly one row per key.")
+                          f"{_places(dup, first)}, e.g. {quote(ex)}; keep exactly one row per key.")
     if "negative_group" in t.columns:
         pos_group = (t["label"].to_numpy() == 1) & (t["negative_group"].to_numpy() != "")
         if pos_group.any():
             i = int(np.flatnonzero(pos_group)[0])
             raise SchemaError(f"{source}: column 'negative_group' must be empty for positives; "
-                              f"row(s) {_rows(pos_group)} are positives in a negative group "
-                              f"(row {i}: {quote(t['negative_group'].iloc[i])}).")
+                              f"{_places(pos_group, first)} {_are(pos_group)} positive(s) in a "
+                              f"negative group ({_place(i, first)}: {quote(t['negative_group'].iloc[i])}).")
     # the label (and group) of an image must not differ between models/prompts
     per_image = [c for c in ("label", "negative_group", "patient_id", "split") if c in t.columns]
     nunique = t.groupby(["cohort", "image_id"])[per_image].nunique()

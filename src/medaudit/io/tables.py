@@ -86,7 +86,10 @@ def read_table(path: str | Path, *, what: str = "score table", id_columns: Seque
         if suffix in (".parquet", ".pq"):
             return ids_as_text(pd.read_parquet(path), ids)
         if suffix in (".csv", ".txt"):
-            return pd.read_csv(path, **csv_options)
+            table = pd.read_csv(path, **csv_options)
+            # data row i is line i + 2 of the file (line 1 is the header): messages name lines
+            table.attrs["first_line"] = 2
+            return table
     except Exception as exc:  # noqa: BLE001 - re-raised with the file named
         raise SchemaError(f"could not read {str(path)!r}: {one_line(str(exc))}") from exc
     raise SchemaError(f"{str(path)!r}: unsupported file type {suffix!r}; use .csv or .parquet.")
