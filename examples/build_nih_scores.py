@@ -31,9 +31,9 @@ import argparse
 import sys
 import time
 
-from medaudit.io.output import atomic_directory, write_json
-from medaudit.datasets.annotations import read_nih_readers
 from medaudit.adapters.probes import DEFAULT_FINDINGS, EXTRACTORS, SPLITS, nih_probe_scores
+from medaudit.datasets.annotations import read_nih_readers
+from medaudit.io.output import atomic_directory, write_json
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -282,6 +282,9 @@ def test_variants_refuse_what_cannot_run(sim):
     with pytest.raises(SchemaError, match="nothing to deduplicate"):
         variants(no_repeats, protocol="narrative",
                  config=RobustnessConfig(analyses=["one_study_per_patient"]))
+    with pytest.raises(SchemaError, match="agreement.robustness.institutions names \\['nowhere'\\]"):
+        variants(t, protocol="narrative",
+                 config=RobustnessConfig(analyses=["one_study_per_patient"], institutions=["nowhere"]))
     with pytest.raises(SchemaError, match="primary protocol"):
         variants(t, protocol="binary", config=RobustnessConfig(analyses=["binary_matched"]))
     with pytest.raises(SchemaError, match="no 'chat' verdicts"):

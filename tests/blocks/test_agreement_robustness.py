@@ -91,7 +91,7 @@ def test_tables_columns_and_what_changed(result):
     assert rob["changed"].str.len().gt(0).all()
     assert set(rob.loc[rob["analysis"] == "study_disjoint", "design"]) == {"loio[budget>0,split=study]"}
     gap = rob[rob["criterion"] == "brier_score_difference"]
-    for (a, p), g in gap.groupby(["analysis", "parameter"]):  # overall = mean of institutions
+    for _, g in gap.groupby(["analysis", "parameter"]):  # overall = mean of institutions
         inst = g[g["cohort"] != "all"]["estimate"]
         assert g[g["cohort"] == "all"]["estimate"].iloc[0] == pytest.approx(inst.mean(), rel=1e-12)
         assert len(inst) == 3
@@ -209,6 +209,16 @@ def test_deterministic_and_selectable_by_list(tables, result):
     assert "robustness" not in _run(tables["exclude"]).tables
 
 
+def test_provenance_records_the_analyses():
+    from medaudit.blocks import BLOCKS
+
+    cfg = _spec(robustness=["subsample"], logistic_C={"hdcal": 2.0}).agreement
+    prov = BLOCKS["agreement"].provenance(None, cfg)
+    assert prov["robustness"]["analyses"] == ["subsample"] and prov["robustness"]["seed"] == 42
+    assert prov["logistic_C"] == {"hdcal": 2.0}
+    assert "robustness" not in BLOCKS["agreement"].provenance(None, _spec().agreement)
+
+
 def test_logistic_C_reaches_the_primary_fits(tables, result):
     res = _run(tables["exclude"], logistic_C={"hdcal": 10.0})
     fixed = res.tables["fixed_policy"]
@@ -235,3 +245,18 @@ def test_errors_name_the_analysis(tables):
     with pytest.raises(SchemaError, match=r"robustness analysis 'subsample' \[fraction=0.1\]: "
                                           r"label budget 25 exceeds"):
         run_variants([v], budgets=[0, 25], repeats=1, first_seed=42, n_bins=10)
+
+
+def test_uncertain_labels_load_their_variants_through_the_audit(tmp_path):
+    """`robustness: [uncertain_labels]` asks build_context for the three policies (wants)."""
+    from medaudit.audit.run import audit
+
+    spec = AuditSpec.model_validate({
+        "name": "u", "seed": 5, "blocks": ["agreement"],
+        "judgments": {"simulate": "paper002", "simulate_scale": 0.03},
+        "agreement": {**BASE, "robustness": ["uncertain_labels"]}})
+    out = audit(spec, tmp_path)
+    rob = out.results["agreement"].tables["robustness"]
+    assert set(rob.loc[rob["analysis"] == "uncertain_labels", "parameter"]) == {
+        "uncertain=exclude", "uncertain=negative", "uncertain=positive"}
+    assert out.provenance["inputs"]["judgments"]["uncertain_variants"]

@@ -52,8 +52,8 @@ def test_folds_group_patients(nih_root, nih_readers):
     np.testing.assert_array_equal(folds, again)
 
 
-@pytest.fixture(scope="module")
-def small_run(nih_root, nih_readers, monkeypatch_module):
+def _spied_runs(nih_root, nih_readers, monkeypatch, **kw):
+    """Two identical runs on 116 images; the CNN's training masks recorded by a spy."""
     seen = []
     real = probes._cnn_fold_features
 
@@ -61,13 +61,19 @@ def small_run(nih_root, nih_readers, monkeypatch_module):
         seen.append(train.copy())
         return real(images64, targets, train, **kw)
 
-    monkeypatch_module.setattr(probes, "_cnn_fold_features", spy)
+    monkeypatch.setattr(probes, "_cnn_fold_features", spy)
     ids = sorted(nih_readers.table["item_id"].unique())[::7]  # 116 images
     kw = dict(root=nih_root, findings=("Abnormal", "Effusion"), extractors=("pixels", "cnn"),
-              n_splits=3, rng=11, cnn_epochs=2, image_ids=ids)
+              rng=11, cnn_epochs=2, image_ids=ids, **kw)
     first = probes.nih_probe_scores(nih_readers.table, **kw)
     second = probes.nih_probe_scores(nih_readers.table, **kw)
+    monkeypatch.setattr(probes, "_cnn_fold_features", real)
     return first, second, seen, ids
+
+
+@pytest.fixture(scope="module")
+def small_run(nih_root, nih_readers, monkeypatch_module):
+    return _spied_runs(nih_root, nih_readers, monkeypatch_module, n_splits=3)
 
 
 @pytest.fixture(scope="module")
@@ -153,19 +159,7 @@ def test_holdout_probe_never_sees_a_test_item():
 
 @pytest.fixture(scope="module")
 def holdout_run(nih_root, nih_readers, monkeypatch_module):
-    seen = []
-    real = probes._cnn_fold_features
-
-    def spy(images64, targets, train, **kw):
-        seen.append(train.copy())
-        return real(images64, targets, train, **kw)
-
-    monkeypatch_module.setattr(probes, "_cnn_fold_features", spy)
-    ids = sorted(nih_readers.table["item_id"].unique())[::7]
-    kw = dict(root=nih_root, findings=("Abnormal", "Effusion"), extractors=("pixels", "cnn"),
-              rng=11, cnn_epochs=2, image_ids=ids, split="holdout")
-    first = probes.nih_probe_scores(nih_readers.table, **kw)
-    second = probes.nih_probe_scores(nih_readers.table, **kw)
+    first, second, seen, _ = _spied_runs(nih_root, nih_readers, monkeypatch_module, split="holdout")
     return first, second, seen
 
 

@@ -355,6 +355,10 @@ def _uncertain(t, judgments, protocol, config, models, ests, uncertain_tables) -
 def _dedup(t, judgments, protocol, config, models, ests, uncertain_tables) -> list[Variant]:
     insts = config.institutions if config.institutions is not None else \
         repeated_patient_institutions(t)
+    unknown = sorted(set(insts) - set(t["institution"]))
+    if unknown:
+        raise SchemaError(f"agreement.robustness.institutions names {unknown}, which the judgment "
+                          f"table lacks; it has {sorted(set(t['institution']))}.")
     if not insts:
         raise SchemaError("robustness analysis 'one_study_per_patient': no institution has a "
                           "patient with several studies (patient_id), so there is nothing to "

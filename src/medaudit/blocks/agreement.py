@@ -514,10 +514,15 @@ class Agreement(Block):
         return frozenset({"judgment_variants"}) if want else frozenset()
 
     def provenance(self, ctx: AuditContext, config: AgreementConfig) -> dict[str, Any]:
-        return {"n_resamples": config.n_resamples,
-                "resampled": "the family Brier gap (institution-cluster bootstrap)",
-                "seeds": f"repeats draw shots with seeds {config.first_seed}.."
-                         f"{config.first_seed + config.repeats - 1}"}
+        out = {"n_resamples": config.n_resamples,
+               "resampled": "the family Brier gap (institution-cluster bootstrap)",
+               "seeds": f"repeats draw shots with seeds {config.first_seed}.."
+                        f"{config.first_seed + config.repeats - 1}"}
+        if config.robustness.analyses:  # what the changed designs depend on (M2.12)
+            out["robustness"] = config.robustness.model_dump(mode="json")
+        if config.logistic_C:
+            out["logistic_C"] = dict(sorted(config.logistic_C.items()))
+        return out
 
     def run(self, ctx: AuditContext, config: AgreementConfig) -> BlockResult:
         return _run(ctx, config)
