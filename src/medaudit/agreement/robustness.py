@@ -55,6 +55,7 @@ from pydantic import Field, field_validator, model_validator
 from medaudit._validation import as_generator
 from medaudit.agreement._base import ESTIMATORS, estimator_label
 from medaudit.exceptions import SchemaError
+from medaudit.io.limits import Seed
 from medaudit.io.specfile import Strict as _Strict
 
 __all__ = ["ANALYSES", "DEDUP_RULES", "MATCHED_SET", "RobustnessConfig", "Variant", "variants",
@@ -90,12 +91,12 @@ class RobustnessConfig(_Strict):
     #: column giving the study order for rule ``first`` (e.g. a study date); None: study id
     order_by: str | None = None
     #: random draws of the size-matched control (repeats retained) and of the subsample
-    control_draws: int = Field(5, ge=0)
-    subsample_draws: int = Field(5, ge=1)
+    control_draws: int = Field(5, ge=0, le=1000)
+    subsample_draws: int = Field(5, ge=1, le=1000)
     #: fraction of every institution's studies kept by ``subsample``
     fraction: float = Field(0.75, gt=0.0, lt=1.0)
     #: seed of the random rule (paper: 42); draw d of a control or subsample uses seed + d
-    seed: int = Field(42, ge=0)
+    seed: Seed = 42
     #: HD-Cal penalties (inverse L2 strength C) of the oracle (paper: five over 4 decades)
     penalty_grid: list[float] = Field(default_factory=lambda: [0.01, 0.1, 1.0, 10.0, 100.0],
                                       min_length=2)
