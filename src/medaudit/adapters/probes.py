@@ -223,8 +223,8 @@ def _probe(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, *, C: f
     from sklearn.preprocessing import StandardScaler
 
     if len(np.unique(y_train)) < 2:
-        raise MedauditError(f"{where} hold(s) one class only; use fewer folds or a finding with "
-                            "more positives.")
+        raise MedauditError(f"{where}: one class only; use fewer folds or a finding with more "
+                            "positives.")
     model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=5000))
     model.fit(x_train, y_train)
     return model.predict_proba(x_test)[:, 1]
