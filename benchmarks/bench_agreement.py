@@ -13,6 +13,12 @@ at scale 1 (~120k evaluable narrative judgments).  The peer fits the logistic fa
 usual way: sklearn on the expanded row-level design matrix (one-hot via pandas), timed on
 a sample of folds and extrapolated to the grid's number of logistic fits.  Prints only;
 writes nothing (BENCHMARKS.md is maintained elsewhere).  Target: full grid <= 15 min.
+
+``--robustness`` times instead the M2.12 analyses (``medaudit.agreement.robustness``):
+every analysis at its defaults (two deduplication rules + 5 size-matched draws, 6
+left-out findings, 5 subsamples, the study-disjoint split, 5 HD-Cal penalties, the
+binary matched set: 21 refits of the 6 fixed policies, no selection, no GLMM) on the same
+table, extrapolated to 10 repeats.  Target: <= 15 min.
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--peer-folds", type=int, default=12)
+    ap.add_argument("--robustness", action="store_true", help="time the M2.12 analyses instead")
     args = ap.parse_args(argv)
+    if args.robustness:
+        return _robustness(args)
 
     from medaudit.agreement.design import JudgmentData, fold_rows, run_design
     from medaudit.agreement.judgments import validate_judgments
@@ -82,6 +91,31 @@ def main(argv: list[str] | None = None) -> int:
     print(f"peer (row-level sklearn, 4 logistic fits per fold): {per_fold:.2f} s per fold; "
           f"extrapolated to {n_logistic_folds:.0f} folds: {per_fold * n_logistic_folds:.0f} s "
           "(logistic family only; no GLMM, HAS, scoring)")
+    return 0
+
+
+def _robustness(args: argparse.Namespace) -> int:
+    from medaudit.agreement.judgments import validate_judgments
+    from medaudit.agreement.robustness import ANALYSES, RobustnessConfig, run_variants, variants
+    from medaudit.simulate import simulate_paper002
+
+    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, load {os.getloadavg()}")
+    raw = simulate_paper002(rng=2026, scale=args.scale)
+    tables = {p: validate_judgments(raw, uncertain=p, source="bench")[0]
+              for p in ("exclude", "negative", "positive")}
+    cfg = RobustnessConfig(analyses=list(ANALYSES))
+    t0 = time.perf_counter()
+    items = variants(tables["exclude"], protocol="narrative", config=cfg, uncertain_tables=tables)
+    t_build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = run_variants(items, budgets=(0, 25, 50, 100, 200), repeats=args.repeats, first_seed=42,
+                       n_bins=10)
+    t_fit = time.perf_counter() - t0
+    n_fits = sum(len(r.loio) * len(r.settings["estimators"]) for _, r in out)
+    full = t_build + t_fit * 10 / args.repeats
+    print(f"robustness: {len(items)} changed designs built in {t_build:.1f} s; fitted in "
+          f"{t_fit:.1f} s ({args.repeats} repeats, {n_fits} estimator fits); extrapolated to 10 "
+          f"repeats: {full:.0f} s -> {'PASS' if full <= 900 else 'FAIL'} (target <= 900 s)")
     return 0
 
 

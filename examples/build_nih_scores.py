@@ -7,12 +7,18 @@ on down-sampled pixels, HOG and a small CNN trained from scratch, scored out of 
 
 * ``scores.csv``      image_id, cohort (finding), model, prompt, score, patient_id, split
 * ``annotations.csv`` item_id, annotator (reader id), rating (0/1), cohort (finding)
-* ``folds.csv``       image_id, patient_id, fold
+* ``folds.csv``       image_id, patient_id, fold (``--split holdout``: image_id, patient_id,
+  split = train/test)
 * ``provenance.json`` seeds, settings, library versions, counts, data citation
+
+``--split holdout`` replaces the out-of-fold scoring with paper 001's protocol (M1.1): one
+fixed-seed 30 % test split (``--test-size``), stratified and grouped by patient; models
+train on the rest and only the test images are scored.
 
 Usage (from the repository root; about 5-10 minutes on 2 CPU cores)::
 
     .venv/bin/python examples/build_nih_scores.py build/nih_readers
+    .venv/bin/python examples/build_nih_scores.py build/nih_holdout --split holdout
     .venv/bin/python -m medaudit audit examples/nih_readers.yaml --out out/nih_readers
 
 Data: NIH ChestX-ray14 (Wang et al. CVPR 2017; NIH Clinical Center) and the Google expert
@@ -25,9 +31,9 @@ import argparse
 import sys
 import time
 
-from medaudit.io.output import atomic_directory, write_json
+from medaudit.adapters.probes import DEFAULT_FINDINGS, EXTRACTORS, SPLITS, nih_probe_scores
 from medaudit.datasets.annotations import read_nih_readers
-from medaudit.adapters.probes import DEFAULT_FINDINGS, EXTRACTORS, nih_probe_scores
+from medaudit.io.output import atomic_directory, write_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--cnn-epochs", type=int, default=12)
+    p.add_argument("--split", choices=SPLITS, default="out_of_fold",
+                   help="out_of_fold (every image, --folds folds) or holdout (paper 001: one "
+                        "fixed-seed test split, only its images scored)")
+    p.add_argument("--test-size", type=float, default=0.3, help="hold-out test fraction (of patients)")
     p.add_argument("--overwrite", action="store_true")
     a = p.parse_args(argv)
     findings = tuple(f.strip() for f in a.findings.split(","))
@@ -48,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     res = nih_probe_scores(readers.table, root=a.data, findings=findings,
                            extractors=tuple(e.strip() for e in a.extractors.split(",")),
                            n_splits=a.folds, rng=a.seed, cnn_epochs=a.cnn_epochs,
+                           split=a.split, test_size=a.test_size,
                            progress=lambda s: print(f"[{time.monotonic() - t0:6.1f} s] {s}",
                                                     file=sys.stderr))
     with atomic_directory(a.out, overwrite=a.overwrite) as tmp:

@@ -328,3 +328,45 @@ def test_cmh_names_a_stratum_the_model_lacks_at_one_institution():
               - c.loc[("m1", i, f), "fnr_events"]] for i in ("A", "B")] for f in FINDINGS[:3]]
     st = StratifiedTable(np.moveaxis(np.asarray(tabs, dtype=float), 0, -1))
     assert row["pvalue"] == pytest.approx(st.test_null_odds(correction=True).pvalue, rel=1e-10)
+
+
+# ----------------------------------------------------------------------------- reader audit (M2.12)
+def _with_reader(seed: int = 1) -> pd.DataFrame:
+    raw = raw_table()
+    g = np.random.default_rng(seed)
+    pairs = raw[["study_id", "finding"]].drop_duplicates().sample(60, random_state=seed)
+    pairs["reader_label"] = g.choice(["present", "absent", "uncertain"], size=len(pairs),
+                                     p=[0.3, 0.6, 0.1])
+    return raw.merge(pairs, on=["study_id", "finding"], how="left")
+
+
+def test_reader_audit_table_reads_the_audit():
+    from medaudit.agreement.reader_audit import reader_audit
+
+    ctx = make_ctx(_with_reader())
+    t = run(es, ctx).tables["reader_audit"]
+    want = reader_audit(ctx.judgments, protocol="narrative", models=["m1", "m2"])
+    k = t[(t["criterion"] == "cohen_kappa[reader,reference]") & (t["cohort"] == "all")].iloc[0]
+    assert (k["estimate"], k["n"], k["n_pairs_evaluable"]) == (want.kappa, want.n_pairs,
+                                                               want.n_pairs_evaluable)
+    # kappa by hand with sklearn over the unique definite pairs (pandas, not the module)
+    ev = ctx.judgments
+    ev = ev[(ev["protocol"] == "narrative") & ev["model"].isin(["m1", "m2"])
+            & ev["reader_label"].isin([0, 1])].drop_duplicates(["study_id", "finding"])
+    assert k["estimate"] == pytest.approx(cohen_kappa_score(ev["reader_label"], ev["reference"]))
+    per = t[(t["criterion"] == "cohen_kappa[reader,reference]") & (t["cohort"] != "all")]
+    assert per["n"].sum() == k["n"] and set(per["cohort"]) == set(RATES)
+    rates = t[t["criterion"] == "reader_flagged_error_rate"].set_index("risk_tertile")
+    assert list(rates.index) == ["bottom", "middle", "top"]
+    np.testing.assert_allclose(rates["estimate"], rates["n_errors"] / rates["n"])
+    assert rates["n"].sum() == want.n_records_definite
+    diff = t[t["criterion"] == "reader_flagged_error_rate_difference"].iloc[0]
+    assert diff["estimate"] == pytest.approx(rates.loc["top", "estimate"] - rates.loc["bottom", "estimate"])
+    assert set(t["model"]) == {"m1, m2"}  # the family models, pooled
+
+
+def test_reader_audit_switch():
+    assert "reader_audit" not in run(es, make_ctx()).tables  # no column, auto: skipped
+    assert "reader_audit" not in run(es, make_ctx(_with_reader(), reader_audit=False)).tables
+    with pytest.raises(SchemaError, match="reader_label"):
+        run(es, make_ctx(reader_audit=True))

@@ -52,8 +52,8 @@ def test_folds_group_patients(nih_root, nih_readers):
     np.testing.assert_array_equal(folds, again)
 
 
-@pytest.fixture(scope="module")
-def small_run(nih_root, nih_readers, monkeypatch_module):
+def _spied_runs(nih_root, nih_readers, monkeypatch, **kw):
+    """Two identical runs on 116 images; the CNN's training masks recorded by a spy."""
     seen = []
     real = probes._cnn_fold_features
 
@@ -61,13 +61,19 @@ def small_run(nih_root, nih_readers, monkeypatch_module):
         seen.append(train.copy())
         return real(images64, targets, train, **kw)
 
-    monkeypatch_module.setattr(probes, "_cnn_fold_features", spy)
+    monkeypatch.setattr(probes, "_cnn_fold_features", spy)
     ids = sorted(nih_readers.table["item_id"].unique())[::7]  # 116 images
     kw = dict(root=nih_root, findings=("Abnormal", "Effusion"), extractors=("pixels", "cnn"),
-              n_splits=3, rng=11, cnn_epochs=2, image_ids=ids)
+              rng=11, cnn_epochs=2, image_ids=ids, **kw)
     first = probes.nih_probe_scores(nih_readers.table, **kw)
     second = probes.nih_probe_scores(nih_readers.table, **kw)
+    monkeypatch.setattr(probes, "_cnn_fold_features", real)
     return first, second, seen, ids
+
+
+@pytest.fixture(scope="module")
+def small_run(nih_root, nih_readers, monkeypatch_module):
+    return _spied_runs(nih_root, nih_readers, monkeypatch_module, n_splits=3)
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +103,79 @@ def test_probe_scores_are_deterministic(small_run):
     first, second, _, _ = small_run
     pd.testing.assert_frame_equal(first.scores, second.scores)
     assert first.settings["fold_seeds"] == second.settings["fold_seeds"]
+
+
+# ----------------------------------------------------------------------------- M1.1 hold-out split
+def test_holdout_split_is_sklearn_train_test_split_with_a_fixed_seed():
+    from sklearn.model_selection import train_test_split
+
+    y = np.random.default_rng(0).integers(0, 2, 200)
+    test = probes.holdout_split(y, rng=5)
+    seed = int(np.random.default_rng(5).integers(2**31 - 1))  # the one random_state drawn
+    _, want = train_test_split(np.arange(200), test_size=0.3, stratify=y, random_state=seed)
+    np.testing.assert_array_equal(np.flatnonzero(test), np.sort(want))
+    assert test.sum() == 60  # 30 % of 200
+    # stratified: each class's test share within one item of 30 %
+    for c in (0, 1):
+        assert abs(test[y == c].sum() - 0.3 * (y == c).sum()) <= 1
+    np.testing.assert_array_equal(test, probes.holdout_split(y, rng=5))  # fixed seed, fixed split
+    assert (test != probes.holdout_split(y, rng=6)).any()
+    plain = probes.holdout_split(y, rng=5, stratify=False)
+    _, want = train_test_split(np.arange(200), test_size=0.3, random_state=seed)
+    np.testing.assert_array_equal(np.flatnonzero(plain), np.sort(want))
+
+
+def test_holdout_split_keeps_groups_whole():
+    g = np.random.default_rng(1)
+    groups = g.integers(0, 80, 300)
+    y = (g.random(300) < 0.3).astype(int)
+    test = probes.holdout_split(y, groups, rng=2)
+    per_group = pd.Series(test).groupby(groups).nunique()
+    assert (per_group == 1).all()  # no patient on both sides
+    n_groups = np.unique(groups).size
+    test_groups = np.unique(groups[test])
+    assert test_groups.size == int(np.ceil(0.3 * n_groups))  # sklearn rounds the test part up
+    label = pd.Series(y).groupby(groups).max()
+    assert abs(label.loc[test_groups].sum() - 0.3 * label.sum()) <= 1  # stratified on max(y)
+
+
+def test_holdout_split_errors():
+    with pytest.raises(MedauditError, match="stratify=False"):
+        probes.holdout_split(np.array([0, 0, 0, 1]), rng=0)
+    with pytest.raises(MedauditError, match="test_size"):
+        probes.holdout_split(np.tile([0, 1], 5), test_size=1.5)
+    with pytest.raises(MedauditError, match="shape"):
+        probes.holdout_split(np.tile([0, 1], 5), np.arange(4))
+
+
+def test_holdout_probe_never_sees_a_test_item():
+    n = 40
+    y = np.tile([0, 1], n // 2)
+    test = probes.holdout_split(y, rng=3)
+    s = probes.holdout_probe(np.eye(n), y, test)
+    assert np.isnan(s[~test]).all()
+    assert np.ptp(s[test]) < 1e-12  # only unseen columns differ: one common score
+
+
+@pytest.fixture(scope="module")
+def holdout_run(nih_root, nih_readers, monkeypatch_module):
+    first, second, seen, _ = _spied_runs(nih_root, nih_readers, monkeypatch_module, split="holdout")
+    return first, second, seen
+
+
+def test_holdout_scores_only_the_test_images(holdout_run):
+    res, again, seen = holdout_run
+    folds = res.folds
+    assert list(folds.columns) == ["image_id", "patient_id", "split"]
+    test_ids = set(folds.loc[folds["split"] == "test", "image_id"])
+    s = res.scores
+    assert set(s["split"]) == {"test"} and set(s["image_id"]) == test_ids
+    assert s.groupby(["cohort", "model"]).size().eq(len(test_ids)).all()
+    assert (folds.groupby("patient_id")["split"].nunique() == 1).all()
+    n_pat = folds["patient_id"].nunique()
+    assert folds.loc[folds["split"] == "test", "patient_id"].nunique() == int(np.ceil(0.3 * n_pat))
+    # one CNN per run, trained on exactly the training images
+    assert len(seen) == 2
+    np.testing.assert_array_equal(seen[0], (folds["split"] == "train").to_numpy())
+    assert res.settings["split"] == "holdout" and res.settings["n_test"] == len(test_ids)
+    pd.testing.assert_frame_equal(res.scores, again.scores)

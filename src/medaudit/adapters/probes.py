@@ -10,7 +10,10 @@ Three feature extractors, each turned into per-finding scores by a linear probe
 
 Folds come from ``StratifiedGroupKFold`` (stratified on the majority ``Abnormal`` label,
 grouped by patient, seeded), shared by every extractor and finding, so no image is scored
-by a model (network or probe) that saw it or another image of the same patient.  Probe
+by a model (network or probe) that saw it or another image of the same patient.  The
+declared alternative (``split="holdout"``) is paper 001's protocol (M1.1): one fixed-seed
+30 % test split (:func:`holdout_split`, stratified and grouped the same way); models train
+on the other 70 % and only the test images are scored.  Probe
 labels are the readers' majority vote (paper 001 trains probes on hard labels, M1.5).
 Everything is deterministic for a given ``rng`` (torch runs single-threaded with
 deterministic algorithms).  torch, scikit-image, scikit-learn and Pillow are imported
@@ -31,13 +34,16 @@ from medaudit._validation import as_generator
 from medaudit._versions import versions
 from medaudit.exceptions import MedauditError, SchemaError
 
-__all__ = ["ProbeResult", "DEFAULT_FINDINGS", "EXTRACTORS", "load_nih_images", "majority_labels",
-           "make_folds", "pixel_features", "hog_features", "oof_probe", "nih_probe_scores"]
+__all__ = ["ProbeResult", "DEFAULT_FINDINGS", "EXTRACTORS", "SPLITS", "load_nih_images",
+           "majority_labels", "make_folds", "holdout_split", "pixel_features", "hog_features",
+           "oof_probe", "holdout_probe", "nih_probe_scores"]
 
 #: findings with at least 30 majority-positive images among the 810 (enough for 5 folds)
 DEFAULT_FINDINGS = ("Abnormal", "Atelectasis", "Cardiomegaly", "Consolidation", "Effusion",
                     "Infiltration", "Mass", "Nodule", "Pleural Thickening", "Pneumothorax")
 EXTRACTORS = ("pixels", "hog", "cnn")
+#: how images are scored: out of fold (every image, k folds) or paper 001's hold-out test set
+SPLITS = ("out_of_fold", "holdout")
 
 
 @dataclass(frozen=True)
@@ -48,10 +54,12 @@ class ProbeResult:
     ----------
     scores : DataFrame
         Long ScoreTable ``image_id, cohort (finding), model (probe_<extractor>), prompt
-        ("none"), score, patient_id, split ("fold<k>")``; no label column (labels come
-        from the reader annotations).
+        ("none"), score, patient_id, split`` (``"fold<k>"`` out of fold; ``"test"`` under
+        the hold-out split, which scores the test images only); no label column (labels
+        come from the reader annotations).
     folds : DataFrame
-        ``image_id, patient_id, fold`` (the fold each image is scored in).
+        Out of fold: ``image_id, patient_id, fold`` (the fold each image is scored in).
+        Hold-out: ``image_id, patient_id, split`` (``"train"`` or ``"test"``).
     settings : dict
         Seeds, fold count, extractor and probe settings, library versions.
     """
@@ -129,6 +137,68 @@ def make_folds(y: np.ndarray, groups: np.ndarray, *, n_splits: int = 5, rng: Any
     return fold
 
 
+def holdout_split(y: np.ndarray, groups: np.ndarray | None = None, *, test_size: float = 0.3,
+                  stratify: bool = True, rng: Any = 0) -> np.ndarray:
+    """Test-set mask of a fixed-seed hold-out split (paper 001's 30 % test split, M1.1).
+
+    Paper 001: "For datasets without a predefined test split, we select a 30% test set
+    with a fixed random seed" (the seed is not given).  The split is scikit-learn's
+    ``train_test_split`` with ``random_state`` drawn once from ``rng`` (recorded by the
+    caller), stratified on ``y`` when ``stratify`` (the paper does not say; stratifying
+    keeps both classes in both parts of small tasks).  With ``groups`` (e.g. patients)
+    whole groups are split -- ``test_size`` is then the fraction of *groups*, stratified
+    on each group's ``max(y)`` -- so no group has items on both sides; the item fraction
+    is close to, not exactly, ``test_size``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_items,)
+        Binary labels (the stratification label).
+    groups : array-like of shape (n_items,), optional
+        Group of each item (no group is split).
+    test_size : float, default=0.3
+    stratify : bool, default=True
+    rng : int, Generator or None, default=0
+        Source of the one ``random_state``.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_items,)
+        True for test items.
+
+    Examples
+    --------
+    >>> test = holdout_split(np.tile([0, 1], 10), rng=1)
+    >>> int(test.sum()), int(test[1::2].sum())
+    (6, 3)
+    """
+    from sklearn.model_selection import train_test_split
+
+    from medaudit._validation import check_fraction
+
+    test_size = check_fraction(test_size, name="test_size")
+    y = np.asarray(y)
+    gen, _ = as_generator(rng)
+    seed = int(gen.integers(2**31 - 1))
+    if groups is None:
+        units, label = np.arange(y.size), y
+    else:
+        groups = np.asarray(groups)
+        if groups.shape != y.shape:
+            raise MedauditError(f"holdout_split: groups has shape {groups.shape}, y {y.shape}.")
+        units, inv = np.unique(groups, return_inverse=True)
+        label = np.zeros(units.size, dtype=y.dtype)
+        np.maximum.at(label, inv.reshape(-1), y)
+    counts = np.bincount(np.asarray(label, dtype=np.int64), minlength=2)
+    if stratify and counts.min() < 2:
+        raise MedauditError(f"holdout_split: stratifying needs at least 2 "
+                            f"{'groups' if groups is not None else 'items'} of each class; got "
+                            f"counts {counts.tolist()}.  Pass stratify=False.")
+    _, test_units = train_test_split(units, test_size=test_size, random_state=seed,
+                                     stratify=label if stratify else None)
+    return np.isin(groups if groups is not None else np.arange(y.size), test_units)
+
+
 def pixel_features(images: np.ndarray, *, size: int = 16) -> np.ndarray:
     """Down-sampled pixels: block means to ``size`` x ``size``, flattened."""
     return _block_mean(np.asarray(images, dtype=np.float64), size).reshape(len(images), -1)
@@ -145,6 +215,21 @@ def hog_features(images: np.ndarray, *, size: int = 64, orientations: int = 9,
                          feature_vector=True) for im in small])
 
 
+def _probe(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, *, C: float,
+           where: str) -> np.ndarray:
+    """``predict_proba[:, 1]`` on ``x_test`` of a standardised L2 logistic probe fitted on the train rows."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if len(np.unique(y_train)) < 2:
+        raise MedauditError(f"{where}: one class only; use fewer folds or a finding with more "
+                            "positives.")
+    model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=5000))
+    model.fit(x_train, y_train)
+    return model.predict_proba(x_test)[:, 1]
+
+
 def oof_probe(features: np.ndarray, y: np.ndarray, folds: np.ndarray, *, C: float = 0.05,
               where: str = "probe") -> np.ndarray:
     """Out-of-fold ``predict_proba[:, 1]`` of a standardised logistic-regression probe.
@@ -153,23 +238,28 @@ def oof_probe(features: np.ndarray, y: np.ndarray, folds: np.ndarray, *, C: floa
     the items of fold k; ``features`` may also be a list with one matrix per fold (rows
     for all items, as produced by a per-fold feature extractor such as the CNN).
     """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
     y = np.asarray(y)
     folds = np.asarray(folds)
     scores = np.full(len(y), np.nan)
     for k in np.unique(folds):
         test = folds == k
-        train = ~test
-        if len(np.unique(y[train])) < 2:
-            raise MedauditError(f"{where}: the training folds for fold {k} hold one class only; "
-                                "use fewer folds or a finding with more positives.")
         x = features[k] if isinstance(features, list) else features
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=5000))
-        model.fit(x[train], y[train])
-        scores[test] = model.predict_proba(x[test])[:, 1]
+        scores[test] = _probe(x[~test], y[~test], x[test], C=C,
+                              where=f"{where}: the training folds for fold {k}")
+    return scores
+
+
+def holdout_probe(features: np.ndarray, y: np.ndarray, test: np.ndarray, *, C: float = 0.05,
+                  where: str = "probe") -> np.ndarray:
+    """Test-set ``predict_proba[:, 1]`` of the standardised probe fitted on the other items.
+
+    Returns an array over all items, NaN outside the test set (those items trained it).
+    """
+    y = np.asarray(y)
+    test = np.asarray(test, dtype=bool)
+    scores = np.full(len(y), np.nan)
+    scores[test] = _probe(features[~test], y[~test], features[test], C=C,
+                          where=f"{where}: the training split")
     return scores
 
 
@@ -212,8 +302,12 @@ def nih_probe_scores(annotations: pd.DataFrame, *, root: str | Path | None = Non
                      findings: Sequence[str] = DEFAULT_FINDINGS,
                      extractors: Sequence[str] = EXTRACTORS, n_splits: int = 5, rng: Any = 0,
                      cnn_epochs: int = 12, C: float = 0.05,
-                     image_ids: Sequence[str] | None = None, progress: Any = None) -> ProbeResult:
-    """Out-of-fold scores of every extractor's probe for every finding on the NIH images.
+                     image_ids: Sequence[str] | None = None, split: str = "out_of_fold",
+                     test_size: float = 0.3, progress: Any = None) -> ProbeResult:
+    """Scores of every extractor's probe for every finding on the NIH images.
+
+    Out of fold (default: every image scored by models that never saw its patient), or on
+    paper 001's fixed-seed hold-out test set (``split="holdout"``, M1.1).
 
     Parameters
     ----------
@@ -225,16 +319,27 @@ def nih_probe_scores(annotations: pd.DataFrame, *, root: str | Path | None = Non
         else on the first finding.
     extractors : sequence of {"pixels", "hog", "cnn"}
     n_splits : int, default=5
+        Folds of the out-of-fold protocol (unused under ``holdout``).
     rng : int, Generator or None
-        Seeds the folds and the CNN (one integer seed per fold drawn from it).
+        Seeds the folds (or the hold-out split) and the CNN (one integer seed per fold
+        drawn from it).
     cnn_epochs : int, default=12
     C : float, default=0.05
         Inverse L2 strength of the probes (strong regularisation: 650 training images).
     image_ids : sequence of str, optional
         Restrict to these images (tests use a subset); default: every annotated image.
+    split : {"out_of_fold", "holdout"}, default="out_of_fold"
+        ``holdout``: one :func:`holdout_split` (stratified on the same label, grouped by
+        patient, fixed seed from ``rng``); every model (CNN and probes) trains on the
+        training part only and only the test images are scored (``split = "test"``).
+    test_size : float, default=0.3
+        Hold-out fraction (paper 001: 30 %; of patients, since patients are not split).
     progress : callable, optional
         Called with a short text at each step.
     """
+    from medaudit._validation import check_option
+
+    check_option(split, SPLITS, name="split")
     bad = [e for e in extractors if e not in EXTRACTORS]
     if bad or not extractors:
         raise MedauditError(f"extractors must be a non-empty subset of {EXTRACTORS}; got {list(extractors)}.")
@@ -260,11 +365,18 @@ def nih_probe_scores(annotations: pd.DataFrame, *, root: str | Path | None = Non
     ids = np.asarray(wide.index, dtype=object)
     groups = patient.loc[ids].to_numpy()
     strat = "Abnormal" if "Abnormal" in findings else findings[0]
-    folds = make_folds(wide[strat].to_numpy(dtype=int), groups, n_splits=n_splits, rng=gen)
+    holdout = split == "holdout"
+    if holdout:
+        test = holdout_split(wide[strat].to_numpy(dtype=int), groups, test_size=test_size, rng=gen)
+        folds = np.where(test, 0, 1)  # "fold" 0 is scored, by models trained on the rest
+        labels_of = np.where(test, "test", "train")
+    else:
+        folds = make_folds(wide[strat].to_numpy(dtype=int), groups, n_splits=n_splits, rng=gen)
+        labels_of = np.array([f"fold{k}" for k in folds], dtype=object)
     tick("probes: loading images")
     _, images = load_nih_images(root, list(ids))
     y = wide[list(findings)].to_numpy(dtype=int)
-    fold_seeds = [int(s) for s in gen.integers(2**31 - 1, size=n_splits)]
+    fold_seeds = [int(s) for s in gen.integers(2**31 - 1, size=1 if holdout else n_splits)]
     feats: dict[str, Any] = {}
     for ext in extractors:
         tick(f"probes: {ext} features")
@@ -273,18 +385,26 @@ def nih_probe_scores(annotations: pd.DataFrame, *, root: str | Path | None = Non
         elif ext == "hog":
             feats[ext] = hog_features(images)
         else:
-            feats[ext] = _cnn_features(images, y, folds, fold_seeds, epochs=cnn_epochs, tick=tick)
+            feats[ext] = _cnn_features(images, y, folds, fold_seeds, epochs=cnn_epochs, tick=tick,
+                                       scored=(0,) if holdout else None)
     frames = []
+    keep = folds == 0 if holdout else np.ones(len(ids), dtype=bool)
     for ext in extractors:
         for j, f in enumerate(findings):
             tick(f"probes: {ext} probe for {f}")
-            s = oof_probe(feats[ext], y[:, j], folds, C=C, where=f"probe_{ext} / {f}")
-            frames.append(pd.DataFrame({"image_id": ids, "cohort": f, "model": f"probe_{ext}",
-                                        "prompt": "none", "score": s, "patient_id": groups,
-                                        "split": [f"fold{k}" for k in folds]}))
+            where = f"probe_{ext} / {f}"
+            x = feats[ext][0] if holdout and isinstance(feats[ext], list) else feats[ext]
+            s = (holdout_probe(x, y[:, j], folds == 0, C=C, where=where) if holdout else
+                 oof_probe(x, y[:, j], folds, C=C, where=where))
+            frames.append(pd.DataFrame({"image_id": ids[keep], "cohort": f, "model": f"probe_{ext}",
+                                        "prompt": "none", "score": s[keep],
+                                        "patient_id": groups[keep], "split": labels_of[keep]}))
     scores = pd.concat(frames, ignore_index=True).sort_values(
         ["cohort", "model", "image_id"], kind="stable", ignore_index=True)
-    settings = {"rng": rng_record, "n_splits": n_splits, "fold_seeds": fold_seeds,
+    settings = {"rng": rng_record, "split": split,
+                **({"test_size": test_size, "n_test": int(keep.sum()), "n_train": int((~keep).sum()),
+                    "test_fraction": float(keep.mean())} if holdout else {"n_splits": n_splits}),
+                "fold_seeds": fold_seeds,
                 "stratified_on": strat, "grouped_by": "patient_id", "findings": list(findings),
                 "extractors": list(extractors), "probe": {"C": C, "model": "StandardScaler + "
                                                           "LogisticRegression(lbfgs)"},
@@ -292,13 +412,18 @@ def nih_probe_scores(annotations: pd.DataFrame, *, root: str | Path | None = Non
                                                 "cells_per_block": 2},
                 "cnn": {"epochs": cnn_epochs, "input": 64, "threads": 1},
                 "versions": versions("numpy", "sklearn", "skimage", "torch", "PIL", interpreter=False)}
-    return ProbeResult(scores=scores, folds=pd.DataFrame({"image_id": ids, "patient_id": groups,
-                                                          "fold": folds}), settings=settings)
+    table = {"image_id": ids, "patient_id": groups}
+    table.update({"split": labels_of} if holdout else {"fold": folds})
+    return ProbeResult(scores=scores, folds=pd.DataFrame(table), settings=settings)
 
 
 def _cnn_features(images: np.ndarray, y: np.ndarray, folds: np.ndarray, seeds: list[int], *,
-                  epochs: int, tick: Any) -> list[np.ndarray]:
-    """One CNN per fold, trained on the other folds; features of all images from each."""
+                  epochs: int, tick: Any, scored: Sequence[int] | None = None) -> list[np.ndarray]:
+    """One CNN per scored fold, trained on the other folds; features of all images from each.
+
+    ``scored`` lists the folds to score (default: every fold); the hold-out split scores
+    fold 0 (the test set) with one CNN trained on the training part.
+    """
     import torch
 
     threads = torch.get_num_threads()
@@ -308,9 +433,9 @@ def _cnn_features(images: np.ndarray, y: np.ndarray, folds: np.ndarray, seeds: l
     try:
         small = _block_mean(images, 64)
         out = []
-        for k in range(int(folds.max()) + 1):
+        for i, k in enumerate(range(int(folds.max()) + 1) if scored is None else scored):
             tick(f"probes: training CNN for fold {k}")
-            out.append(_cnn_fold_features(small, y, folds != k, seed=seeds[k], epochs=epochs))
+            out.append(_cnn_fold_features(small, y, folds != k, seed=seeds[i], epochs=epochs))
         return out
     finally:
         torch.set_num_threads(threads)

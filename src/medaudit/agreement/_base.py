@@ -17,8 +17,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from medaudit.exceptions import MedauditError
 
-__all__ = ["ESTIMATOR_TABLE", "ESTIMATORS", "FAMILIES", "SET_B", "Pool", "Estimator", "codes",
-           "expit"]
+__all__ = ["ESTIMATOR_TABLE", "ESTIMATORS", "FAMILIES", "SET_B", "LOGISTIC", "Pool", "Estimator",
+           "codes", "expit", "parse_estimator", "estimator_label", "family_of"]
 
 #: the ten estimators of M2.4 in its order: key -> (family, candidate of the selector's Set B).
 #: Families: "i" no cell structure, "ii" cross-institution, "iii" target counts.  Set B is the
@@ -32,6 +32,72 @@ ESTIMATOR_TABLE: dict[str, tuple[str, bool]] = {
 ESTIMATORS: tuple[str, ...] = tuple(ESTIMATOR_TABLE)
 FAMILIES: dict[str, str] = {k: fam for k, (fam, _) in ESTIMATOR_TABLE.items()}
 SET_B: tuple[str, ...] = tuple(k for k, (_, b) in ESTIMATOR_TABLE.items() if b)
+#: the logistic-family estimators: the ones with an L2 penalty ``C`` (M2.4, default 1)
+LOGISTIC: tuple[str, ...] = ("additive", "hdcal", "hdcal_weighted", "target_only")
+#: options an estimator label may set, per estimator key
+_OPTIONS: dict[str, tuple[str, ...]] = {k: ("C",) for k in LOGISTIC}
+
+
+def parse_estimator(label: str) -> tuple[str, dict[str, float]]:
+    """The estimator key and options of a label: ``"hdcal[C=0.01]"`` -> ``("hdcal", {"C": 0.01})``.
+
+    A label is an estimator key of :data:`ESTIMATORS`, optionally followed by
+    ``[option=value,...]`` with the options that estimator accepts (the logistic family's
+    inverse L2 strength ``C``), so one design can fit the same estimator at several
+    settings (the HD-Cal penalty oracle of M2.12) and every output row names the setting.
+
+    Examples
+    --------
+    >>> parse_estimator("hdcal[C=0.01]")
+    ('hdcal', {'C': 0.01})
+    >>> parse_estimator("beta_binomial")
+    ('beta_binomial', {})
+    """
+    from medaudit._validation import check_option
+
+    if not isinstance(label, str):
+        raise MedauditError(f"an estimator label must be text; got {label!r}.")
+    key, sep, rest = label.partition("[")
+    check_option(key, ESTIMATORS, name="estimator")
+    if not sep:
+        return key, {}
+    if not rest.endswith("]") or not rest[:-1]:
+        raise MedauditError(f"estimator label {label!r} must read key[option=value,...], e.g. "
+                            "'hdcal[C=0.1]'.")
+    opts: dict[str, float] = {}
+    for part in rest[:-1].split(","):
+        name, eq, value = part.partition("=")
+        name = name.strip()
+        if not eq or name not in _OPTIONS.get(key, ()):
+            allowed = _OPTIONS.get(key, ())
+            raise MedauditError(f"estimator label {label!r}: {key} takes "
+                                f"{'options ' + ', '.join(allowed) if allowed else 'no options'}; "
+                                f"got {part!r}.")
+        try:
+            val = float(value)
+        except ValueError:
+            raise MedauditError(f"estimator label {label!r}: {name} must be a number; got "
+                                f"{value!r}.") from None
+        if not (np.isfinite(val) and val > 0):
+            raise MedauditError(f"estimator label {label!r}: {name} must be a positive number.")
+        opts[name] = val
+    return key, opts
+
+
+def estimator_label(key: str, **options: float) -> str:
+    """The label of ``key`` at ``options`` (inverse of :func:`parse_estimator`).
+
+    >>> estimator_label("hdcal", C=0.01)
+    'hdcal[C=0.01]'
+    """
+    if not options:
+        return key
+    return f"{key}[{','.join(f'{k}={v:g}' for k, v in sorted(options.items()))}]"
+
+
+def family_of(label: str) -> str:
+    """The family (M2.4) of an estimator label: that of its key."""
+    return FAMILIES[parse_estimator(label)[0]]
 
 
 def codes(x: ArrayLike, name: str) -> NDArray[np.int64]:

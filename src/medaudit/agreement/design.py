@@ -22,7 +22,7 @@ one probability per cell, so Brier and ECE over the test rows follow from the co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from medaudit._validation import as_generator
+from medaudit.agreement._base import parse_estimator
 from medaudit.agreement.estimators import ESTIMATORS, SET_B, Pool, make_estimator
 from medaudit.exceptions import MedauditError
 from medaudit.stats import ece
@@ -40,6 +41,9 @@ __all__ = ["JudgmentData", "FoldKey", "FoldResult", "DesignResult", "Decision", 
 
 BUDGETS = (0, 25, 50, 100, 200)
 _HAS = ("has", "has_fixed_tau", "has_no_offset")
+#: how a shot is drawn: ``row`` (judgments, the paper's primary design) or ``study`` (whole
+#: studies; the test set excludes them: the study-disjoint sensitivity analysis of M2.12)
+SPLITS = ("row", "study")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,17 +134,60 @@ def _shot_order(n: int, seed: int) -> NDArray[np.int64]:
     return np.random.default_rng(seed).permutation(n)
 
 
-def fold_rows(data: JudgmentData, key: FoldKey, *, first_seed: int = 42
+def _study_order(study: NDArray[np.int64], seed: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Rows ordered by a seeded permutation of their studies (rows of a study kept together).
+
+    Returns the row order and, per ordered row, the position of its study in the permutation.
+    """
+    studies, inv = np.unique(study, return_inverse=True)
+    rank = np.empty(studies.size, dtype=np.int64)
+    rank[np.random.default_rng(seed).permutation(studies.size)] = np.arange(studies.size)
+    pos = rank[inv.reshape(-1)]
+    order = np.argsort(pos, kind="stable")  # within a study: the canonical (finding) order
+    return order, pos[order]
+
+
+def fold_rows(data: JudgmentData, key: FoldKey, *, first_seed: int = 42, split: str = "row"
               ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Row indices ``(pool_rows, test_rows)`` of a fold (sources + nested shot, complement)."""
+    """Row indices ``(pool_rows, test_rows)`` of a fold (sources + nested shot, complement).
+
+    Parameters
+    ----------
+    data : JudgmentData
+    key : FoldKey
+    first_seed : int, default=42
+        Repeat ``rep`` draws with ``default_rng(first_seed + rep)``.
+    split : {"row", "study"}, default="row"
+        ``"row"`` (M2.6): the budget-``n`` shot is the first ``n`` rows of one permutation
+        of the target's judgments and the test set is every other target row, so one study
+        may sit on both sides.  ``"study"`` (M2.12, study-disjoint): the target's *studies*
+        are permuted (one permutation per repeat, so budgets stay nested), rows listed
+        study by study, and the shot is the first ``n`` of those rows; the test set is the
+        rows of the studies the shot does not touch.  The budget stays exactly ``n``
+        judgments (as in the primary design); when ``n`` ends inside a study, that study's
+        remaining rows are neither fitted nor tested (fewer than the study's findings).
+        [AMBIG] The paper says only "the shot consists of whole studies, and the test set
+        excludes those studies"; this reading keeps the budgets comparable.
+    """
+    from medaudit._validation import check_option
+
+    check_option(split, SPLITS, name="split")
     target_rows = data.rows(key.model, key.target)
     if key.budget > target_rows.size:
         raise MedauditError(
             f"label budget {key.budget} exceeds the {target_rows.size} evaluable judgments of "
             f"model {data.models[key.model]!r} at institution {data.institutions[key.target]!r}; "
             "lower `agreement.budgets`.")
-    perm = _shot_order(target_rows.size, first_seed + key.rep)
-    shot, test = target_rows[perm[:key.budget]], target_rows[perm[key.budget:]]
+    if split == "row":
+        perm = _shot_order(target_rows.size, first_seed + key.rep)
+        shot, test = target_rows[perm[:key.budget]], target_rows[perm[key.budget:]]
+    else:
+        order, pos = _study_order(data.study[target_rows], first_seed + key.rep)
+        ordered = target_rows[order]
+        shot = ordered[:key.budget]
+        # studies the shot touches (a prefix of the permutation) leave the test set whole
+        touched = pos[key.budget - 1] if key.budget else -1
+        test = ordered[pos > touched]
     pool = np.concatenate([*(data.rows(key.model, s) for s in key.sources), shot])
     return pool, test
 
@@ -224,8 +271,8 @@ class _Prepared:
     n_train: NDArray[np.int64]
 
 
-def _prepare(data: JudgmentData, key: FoldKey, first_seed: int) -> _Prepared:
-    pool_rows, test_rows = fold_rows(data, key, first_seed=first_seed)
+def _prepare(data: JudgmentData, key: FoldKey, first_seed: int, split: str = "row") -> _Prepared:
+    pool_rows, test_rows = fold_rows(data, key, first_seed=first_seed, split=split)
     yp, np_ = _counts(data, pool_rows)
     yt, nt = _counts(data, test_rows)
     cells = np.flatnonzero(nt)
@@ -265,6 +312,8 @@ class _Cell:
     preps: tuple[_Prepared, ...]
     estimators: tuple[str, ...]
     candidates: tuple[str, ...]
+    #: label -> (estimator key, options) of every estimator named above
+    build: dict[str, tuple[str, dict[str, float]]]
     glmm: bool
     seeds: tuple[int, ...]  # GLMM seed of each fold: first_seed + rep
     glmm_steps: int
@@ -291,29 +340,46 @@ def _fit_cell(cell: _Cell) -> list[FoldResult]:
     with threadpool_limits(limits=1):
         for prep, g in zip(cell.preps, glmm_fits, strict=True):
             names = cell.estimators if prep.key.kind == "loio" else cell.candidates
-            fitted = {name: (g if name == "glmm" else make_estimator(name).fit(prep.pool))
+            fitted = {name: (g if name == "glmm" else
+                             make_estimator(cell.build[name][0], **cell.build[name][1]).fit(prep.pool))
                       for name in names}
             out.append(_score(cell.shape[1], prep, fitted, n_bins=cell.n_bins,
                               with_ece=prep.key.kind == "loio"))
     return out
 
 
-def _check(names: Sequence[str], allowed: Sequence[str], what: str) -> list[str]:
-    from medaudit._validation import check_option
-
+def _check(names: Sequence[str], what: str) -> list[str]:
+    """Estimator labels (keys, or ``key[option=value]``): parsed, so bad ones fail here."""
     names = list(names)
     for x in names:
-        check_option(x, allowed, name=what)
+        parse_estimator(x)
     if len(set(names)) != len(names):
         raise MedauditError(f"{what} repeat a name: {names}")
     return names
+
+
+def _builds(names: Sequence[str], options: Mapping[str, Mapping[str, float]] | None
+            ) -> dict[str, tuple[str, dict[str, float]]]:
+    """label -> (key, options): the label's own options over ``options[label]``."""
+    out = {}
+    for x in names:
+        key, own = parse_estimator(x)
+        extra = dict((options or {}).get(x, {}))
+        if extra and key == "glmm":
+            raise MedauditError("the GLMM takes no estimator options here; use glmm_steps and "
+                                "glmm_step_size.")
+        if extra:
+            parse_estimator(f"{key}[{','.join(f'{k}={v}' for k, v in extra.items())}]")
+        out[x] = (key, {**extra, **own})
+    return out
 
 
 def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
                budgets: Sequence[int] = BUDGETS, repeats: int = 10, first_seed: int = 42,
                models: Sequence[str] | None = None, selection: bool = True,
                candidates: Sequence[str] = SET_B, glmm_steps: int = 3000,
-               glmm_step_size: float = 0.02, n_bins: int = 10,
+               glmm_step_size: float = 0.02, n_bins: int = 10, split: str = "row",
+               options: Mapping[str, Mapping[str, float]] | None = None,
                progress: Callable[[str], None] | None = None,
                map: Callable[[Callable[[Any], Any], Sequence[Any]], Sequence[Any]] | None = None
                ) -> DesignResult:
@@ -324,7 +390,9 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
     data : JudgmentData
         Evaluable judgments of one protocol.
     estimators : sequence of str, default=all ten
-        Set A (fixed policies), fitted on every LOIO fold.
+        Set A (fixed policies), fitted on every LOIO fold.  A name is an estimator key
+        or a label ``key[option=value]`` (:func:`~medaudit.agreement._base.parse_estimator`),
+        e.g. ``hdcal[C=0.01]``: one design may fit an estimator at several settings.
     budgets : sequence of int, default=(0, 25, 50, 100, 200)
         Label budgets in finding-level judgments; nested within a repeat.
     repeats, first_seed : int
@@ -340,6 +408,12 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
     glmm_steps, glmm_step_size : SVI settings of the GLMM.
     n_bins : int, default=10
         Equal-width ECE bins.
+    split : {"row", "study"}, default="row"
+        How shots are drawn (:func:`fold_rows`): judgments (M2.6) or whole studies with a
+        study-disjoint test set (M2.12).
+    options : dict label -> dict, optional
+        Estimator options by label, e.g. ``{"hdcal": {"C": 0.1}}`` (the logistic family's
+        inverse L2 strength; M2.4 fixes C = 1); a label's own ``[C=...]`` wins.
     progress : callable, optional
         ``progress(message)`` at each step.
     map : callable, optional
@@ -350,8 +424,13 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
         results are identical whatever runs the cells, in whatever order.
     """
     say = progress or (lambda msg: None)
-    estimators = _check(estimators, ESTIMATORS, "estimators")
-    candidates = _check(candidates, ESTIMATORS, "candidates") if selection else []
+    estimators = _check(estimators, "estimators")
+    candidates = _check(candidates, "candidates") if selection else []
+    from medaudit._validation import check_option
+
+    check_option(split, SPLITS, name="split")
+    build = _builds([*estimators, *(c for c in candidates if c not in estimators)], options)
+    keys_of = {x: k for x, (k, _) in build.items()}
     budgets = sorted({int(b) for b in budgets})
     if any(b < 0 for b in budgets):
         raise MedauditError(f"budgets must be non-negative integers; got {budgets}.")
@@ -363,9 +442,10 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
     if n_inst < 2:
         raise MedauditError(f"leave-one-institution-out needs at least two institutions; the "
                             f"judgments have {n_inst} ({list(data.institutions)}).")
-    if n_inst < 3 and set(estimators) & set(_HAS):
+    has_named = sorted(x for x in estimators if keys_of[x] in _HAS)
+    if n_inst < 3 and has_named:
         raise MedauditError(
-            f"{sorted(set(estimators) & set(_HAS))} need two source institutions per fold, so at "
+            f"{has_named} need two source institutions per fold, so at "
             f"least three institutions; the judgments have {n_inst}.  Remove them from "
             "`agreement.estimators`.")
     if selection:
@@ -375,7 +455,7 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
                                 "Set `agreement.selection: false`.")
         if "naive" not in candidates:
             raise MedauditError("candidates must include 'naive': it is the gate baseline.")
-        if set(candidates) & set(_HAS):
+        if any(keys_of[c] in _HAS for c in candidates):
             raise MedauditError("the HAS estimators are undefined with one source; they cannot be "
                                 "selector candidates (Set B).")
         extra = [c for c in candidates if c not in estimators]
@@ -410,13 +490,13 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
                             if k not in seen:
                                 seen.add(k)
                                 dev_keys.append(k)
-    preps = [_prepare(data, k, first_seed) for k in loio_keys + dev_keys]
+    preps = [_prepare(data, k, first_seed, split) for k in loio_keys + dev_keys]
     from medaudit.agreement.glmm import CHUNK
 
     # one cell = one GLMM vmap chunk of the fold list, exactly as when all ran in one batch
     glmm = "glmm" in estimators or "glmm" in candidates
     cells = [_Cell(preps=tuple(preps[i:i + CHUNK]), estimators=tuple(estimators),
-                   candidates=tuple(candidates), glmm=glmm,
+                   candidates=tuple(candidates), build=build, glmm=glmm,
                    seeds=tuple(first_seed + p.key.rep for p in preps[i:i + CHUNK]),
                    glmm_steps=int(glmm_steps), glmm_step_size=float(glmm_step_size),
                    shape=(n_inst, len(data.findings)), n_bins=int(n_bins))
@@ -440,7 +520,8 @@ def run_design(data: JudgmentData, *, estimators: Sequence[str] = ESTIMATORS,
     settings = {"estimators": estimators, "budgets": budgets, "repeats": int(repeats),
                 "first_seed": int(first_seed), "seeds": [first_seed + r for r in range(repeats)],
                 "candidates": candidates, "glmm_steps": int(glmm_steps),
-                "glmm_step_size": float(glmm_step_size), "n_bins": int(n_bins),
+                "glmm_step_size": float(glmm_step_size), "n_bins": int(n_bins), "split": split,
+                "options": {x: o for x, (_, o) in build.items() if o},
                 "models": [data.models[m] for m in model_codes]}
     return DesignResult(data=data, loio=loio, dev=dev, decisions=decisions, settings=settings)
 

@@ -7,7 +7,10 @@ Contract
 ``study_id, patient_id, institution, model, protocol, finding, prediction, reference``
 
 plus optional ``logit_yes, logit_no`` (the answer-token logits of the binary protocol;
-empty where not recorded).  Any further columns travel along unchanged.
+empty where not recorded) and ``reader_label`` (a reader-audit label of the study and
+finding, M2.12: ``present``/``absent``/``uncertain``, ``1``/``0``/``-1``, empty where the
+pair was not audited; one label per (study, finding)).  Any further columns travel along
+unchanged.
 
 * ``prediction``: ``1``/``0`` or ``present``/``absent``/``yes``/``no`` (case-insensitive,
   surrounding blanks ignored), or empty / ``unparseable`` / ``unparsed`` (a response the
@@ -35,7 +38,8 @@ counted in the report:
 The **evaluable table** has every original column, with ``prediction`` and ``reference``
 as int 0/1, plus ``correct`` = 1[prediction == reference] (int; the target c of M2.3),
 ``direction`` = ``"present"``/``"absent"`` (the predicted direction r = y-hat) and
-``uncertain_mapped`` (1 where the uncertain policy set the reference).  Row order is the
+``uncertain_mapped`` (1 where the uncertain policy set the reference); a ``reader_label``
+column becomes int codes 1, 0, -1 (uncertain) and -9 (not audited).  Row order is the
 input order; the index is reset.
 
 :func:`cells` ``(table) -> DataFrame`` counts the reliability cells (model, institution,
@@ -64,13 +68,18 @@ from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.schema import require_columns
 from medaudit.io.schema import row_list as _rows
 
-__all__ = ["JUDGMENT_COLUMNS", "OPTIONAL_COLUMNS", "CELL_KEYS", "UNCERTAIN_POLICIES",
+__all__ = ["JUDGMENT_COLUMNS", "OPTIONAL_COLUMNS", "NOT_AUDITED", "CELL_KEYS", "UNCERTAIN_POLICIES",
            "PROTOCOLS", "FilterStep", "JudgmentReport", "validate_judgments", "cells",
            "load_judgments", "judgment_variants", "parse_prediction", "parse_reference"]
 
 JUDGMENT_COLUMNS = ("study_id", "patient_id", "institution", "model", "protocol", "finding",
                     "prediction", "reference")
-OPTIONAL_COLUMNS = ("logit_yes", "logit_no")
+OPTIONAL_COLUMNS = ("logit_yes", "logit_no", "reader_label")
+LOGIT_COLUMNS = ("logit_yes", "logit_no")
+#: reader-audit label codes (M2.12): 1 present, 0 absent, -1 uncertain, -9 not audited
+NOT_AUDITED = -9
+_READER_WORDS = {"1": 1, "present": 1, "yes": 1, "0": 0, "absent": 0, "no": 0, "-1": -1,
+                 "uncertain": -1, "": NOT_AUDITED}
 KEY = ("study_id", "model", "protocol", "finding")
 CELL_KEYS = ("model", "institution", "finding", "direction")
 UNCERTAIN_POLICIES = ("exclude", "negative", "positive")
@@ -180,6 +189,9 @@ class JudgmentReport:
     steps: tuple[FilterStep, ...]
     #: one dict per (model, institution, protocol): rows in, parsed, evaluable-study, eligible
     by_model: tuple[dict[str, Any], ...] = field(default=())
+    #: the reader audit in the raw table (``reader_label``): annotated (study, finding)
+    #: pairs, studies and uncertain labels, before any filter; None without the column
+    reader_audit: dict[str, int] | None = None
 
     def step(self, name: str) -> FilterStep:
         for s in self.steps:
@@ -191,7 +203,8 @@ class JudgmentReport:
         return {"source": self.source, "uncertain": self.uncertain,
                 "min_parsed_findings": self.min_parsed_findings,
                 "n_input_rows": self.n_input_rows, "n_evaluable_rows": self.n_evaluable_rows,
-                "steps": [s.to_dict() for s in self.steps], "by_model": list(self.by_model)}
+                "steps": [s.to_dict() for s in self.steps], "by_model": list(self.by_model),
+                **({"reader_audit": self.reader_audit} if self.reader_audit is not None else {})}
 
 
 def _check_structure(t: pd.DataFrame, source: str, protocols: tuple[str, ...],
@@ -229,8 +242,29 @@ def _check_structure(t: pd.DataFrame, source: str, protocols: tuple[str, ...],
                 "reference_by_model=True only for designs whose reference depends on the model).")
 
 
+def _reader_labels(t: pd.DataFrame, source: str) -> dict[str, int] | None:
+    """Code ``reader_label`` in place (one label per study and finding); the audit's size."""
+    if "reader_label" not in t.columns:
+        return None
+    code = _code(t["reader_label"], _READER_WORDS, "reader_label", source,
+                 "present/absent/uncertain (or 1/0/-1), empty where the pair was not audited")
+    r = pd.Series(code, index=t.index)
+    n = r.groupby([t["study_id"], t["finding"]], sort=False).nunique()
+    if (n > 1).any():
+        sid, fnd = n[n > 1].index[0]
+        m = ((t["study_id"] == sid) & (t["finding"] == fnd)).to_numpy()
+        raise SchemaError(f"{source}: study {sid!r}, finding {fnd!r} has contradictory reader "
+                          f"labels {sorted({str(v) for v in t.loc[m, 'reader_label']})} at row(s) "
+                          f"{_rows(m)}; a reader audit gives one label per study and finding.")
+    t["reader_label"] = code
+    read = t.loc[code != NOT_AUDITED, ["study_id", "finding"]].drop_duplicates()
+    unc = t.loc[code == -1, ["study_id", "finding"]].drop_duplicates()
+    return {"annotations": int(len(read)), "studies": int(read["study_id"].nunique()),
+            "uncertain": int(len(unc))}
+
+
 def _logits(t: pd.DataFrame, source: str) -> None:
-    for col in OPTIONAL_COLUMNS:
+    for col in LOGIT_COLUMNS:
         if col not in t.columns:
             continue
         raw = t[col]
@@ -321,6 +355,7 @@ def validate_judgments(
     ref = parse_reference(t["reference"], source=source)
     _check_structure(t, source, protocols, reference_by_model, ref)
     _logits(t, source)
+    audit = _reader_labels(t, source)
     run = ["study_id", "model", "protocol"]
     steps: list[FilterStep] = []
     n0 = len(t)
@@ -395,7 +430,7 @@ def validate_judgments(
     report = JudgmentReport(source=source, uncertain=uncertain,
                             min_parsed_findings=int(min_parsed_findings), n_input_rows=n0,
                             n_evaluable_rows=len(out), steps=tuple(steps),
-                            by_model=tuple(by_model))
+                            by_model=tuple(by_model), reader_audit=audit)
     return out, report
 
 

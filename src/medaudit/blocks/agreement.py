@@ -38,6 +38,20 @@ Tables:
     under each uncertain-label policy (M2.12) given the three evaluable tables.
 ``settings``
     Solver, settings and library versions of every estimator (they move under separation).
+``robustness`` / ``robustness_summary``
+    The M2.12 analyses of ``agreement.robustness`` (:mod:`medaudit.agreement.robustness`:
+    ``uncertain_labels``, ``one_study_per_patient`` with its size-matched control,
+    ``leave_one_finding_out``, ``subsample``, ``study_disjoint``, ``hdcal_penalty_oracle``,
+    ``binary_matched``).  Every row names what changed: ``analysis``, ``parameter``
+    (``name=value`` pairs, e.g. ``finding=edema``, ``C=0.01``, ``rule=random``),
+    ``changed`` (in words), ``change_seed``, ``n_judgments``, ``n_studies``; analysis
+    ``primary`` is the unchanged design.  ``robustness``: the :func:`comparisons` rows
+    (``comparison``, ``n_holds`` of ``n_settings``) and the family gap (criteria
+    ``brier_score_difference``, ``ece[n_bins=10]_difference``; per institution and
+    ``cohort = "all"``, point estimates).  ``robustness_summary``: the changed design's
+    ``fixed_policy_summary`` (the oracle adds ``hdcal[C=oracle]`` with ``chosen_C``).
+
+``logistic_C`` passes the inverse L2 strength to logistic-family estimators (M2.4: 1).
 """
 
 from __future__ import annotations
@@ -52,16 +66,25 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from medaudit.agreement._base import ESTIMATORS, FAMILIES, SET_B
+from medaudit.agreement._base import ESTIMATORS, LOGISTIC, SET_B, family_of
 from medaudit.agreement.design import (
     DesignResult,
-    JudgmentData,
     coverage_records,
     institution_cluster_bootstrap,
     relative_excess,
     run_design,
 )
+from medaudit.agreement.robustness import RobustnessConfig, judgment_data, run_variants, variants
 from medaudit.blocks import claimkit as ck
+from medaudit.blocks._agreement_rows import (
+    COMPARISONS,
+    comparisons,
+    fixed_rows,
+    gap_points,
+    robustness_tables,
+    software,
+    summary_rows,
+)
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
 from medaudit.blocks.context import AuditContext, Study
 from medaudit.blocks.rows import spec_row
@@ -111,6 +134,29 @@ class AgreementConfig(BlockConfig):
     #: positive) and count where the within-family comparisons hold (table
     #: ``uncertain_sensitivity``); the primary analysis keeps ``judgments.uncertain``
     uncertain_sensitivity: bool = False
+    #: inverse L2 strength C of logistic-family estimators (M2.4 fixes C = 1 for all), e.g.
+    #: ``{hdcal: 0.1}``; the ``settings`` and ``fixed_policy`` tables record the C used
+    logistic_C: dict[Estimator, float] = Field(default_factory=dict)
+    #: M2.12 robustness analyses (tables ``robustness``, ``robustness_summary``): a list of
+    #: analysis names, or the full section (:class:`~medaudit.agreement.robustness.RobustnessConfig`)
+    robustness: RobustnessConfig = Field(default_factory=RobustnessConfig)
+
+    @field_validator("robustness", mode="before")
+    @classmethod
+    def _robustness_list(cls, v: Any) -> Any:
+        # shorthand: `robustness: [subsample, study_disjoint]` = those analyses at their defaults
+        return {"analyses": v} if isinstance(v, (list, tuple)) else v
+
+    @field_validator("logistic_C")
+    @classmethod
+    def _penalties(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = sorted(k for k in v if k not in LOGISTIC)
+        if bad:
+            raise ValueError(f"logistic_C names {bad}, which have no L2 penalty; the logistic "
+                             f"family is {list(LOGISTIC)}")
+        if any(not (math.isfinite(c) and c > 0) for c in v.values()):
+            raise ValueError(f"logistic_C values must be positive numbers; got {v}")
+        return v
 
     @field_validator("budgets")
     @classmethod
@@ -152,54 +198,9 @@ class AgreementConfig(BlockConfig):
         """Set B as run (the GLMM dropped when ``glmm`` is false)."""
         return [c for c in self.candidates if self.glmm or c != "glmm"]
 
-
-def _software(info: dict[str, Any]) -> str:
-    if "sklearn" in info:
-        return (f"sklearn {info['sklearn']} LogisticRegression(lbfgs, l2, C={info['C']:g}, "
-                f"max_iter={info['max_iter']})" + (" -> naive fallback" if info["fallback"] else ""))
-    if "numpyro" in info:
-        return (f"numpyro {info['numpyro']} / jax {info['jax']} SVI AutoNormal "
-                f"Adam({info['step_size']:g}) {info['n_steps']} steps, seed {info['seed']}")
-    if "solver" in info:
-        import scipy
-
-        return f"scipy {scipy.__version__} {info['solver']}"
-    return f"numpy {np.__version__} (closed form)"
-
-
-def _fixed_rows(ctx: AuditContext, res: DesignResult, protocol: str, ece_id: str) -> list[dict]:
-    d = res.data
-    rows = []
-    for f in res.loio:
-        k = f.key
-        for est in res.settings["estimators"]:
-            info = f.info[est]
-            for crit, val in (("brier_score", f.brier[est]), (ece_id, f.ece[est])):
-                rows.append(spec_row(
-                    model=d.models[k.model], prompt=protocol, cohort=d.institutions[k.target],
-                    criterion=crit, design=f"loio[budget={k.budget},repeat={k.rep}]",
-                    seed=res.settings["first_seed"] + k.rep, estimator=est,
-                    estimator_family=FAMILIES[est], budget=k.budget, repeat=k.rep, estimate=val,
-                    n=f.n_test, n_shot=f.n_shot, fallback=bool(info.get("fallback", False)),
-                    converged=info.get("converged"), software=_software(info),
-                    qualification=""))
-    return rows
-
-
-def _summary(fixed: pd.DataFrame, first_seed: int) -> pd.DataFrame:
-    keys = ["model", "prompt", "cohort", "criterion", "budget", "estimator"]
-    agg = fixed.groupby(keys, sort=False)["estimate"].agg(["mean", "std", "size"])
-    naive = {k[:-1]: v for k, v in agg["mean"].items() if k[-1] == "naive"}
-    rows = []
-    for (m, p, c, crit, b, est), r in agg.iterrows():
-        ref = naive.get((m, p, c, crit, b))
-        rows.append(spec_row(model=m, prompt=p, cohort=c, criterion=crit,
-                             design=f"loio[budget={b}]", seed=first_seed, estimator=est,
-                             estimator_family=FAMILIES[est], budget=b, estimate=float(r["mean"]),
-                             std=float(r["std"]), n_repeats=int(r["size"]),
-                             worse_than_naive=None if ref is None else bool(r["mean"] > ref),
-                             qualification=""))
-    return pd.DataFrame(rows)
+    def estimator_options(self) -> dict[str, dict[str, float]]:
+        """Options passed to the design: ``{estimator: {"C": value}}`` from ``logistic_C``."""
+        return {k: {"C": float(c)} for k, c in sorted(self.logistic_C.items())}
 
 
 def _selection(ctx: AuditContext, res: DesignResult, protocol: str
@@ -274,12 +275,9 @@ def _coverage(res: DesignResult, protocol: str, level: float, min_test: int
 def _family_gap(ctx: AuditContext, a: AgreementConfig, summary: pd.DataFrame, protocol: str
                 ) -> pd.DataFrame:
     hi, lo = a.gap_estimators
-    s = summary[(summary["criterion"] == "brier_score") & (summary["budget"] > 0)]
-    if not {hi, lo} <= set(s["estimator"]) or s.empty:
+    gap, n_settings = gap_points(summary, hi, lo, "brier_score")
+    if gap.empty:
         return pd.DataFrame()
-    w = s.pivot_table(index=["model", "cohort", "budget"], columns="estimator", values="estimate")
-    diff = (w[hi] - w[lo]).groupby(level="cohort", sort=True)
-    gap, n_settings = diff.mean(), diff.size()
     crit = "brier_score_difference"
     name = f"{hi} - {lo}"
     rows = [spec_row(model="all", prompt=protocol, cohort=c, criterion=crit, design="loio[budget>0]",
@@ -293,42 +291,6 @@ def _family_gap(ctx: AuditContext, a: AgreementConfig, summary: pd.DataFrame, pr
                              design="cluster(institution)", n_resamples=a.n_resamples,
                              seed=ctx.seed, estimator=name, estimate=b["estimate"],
                              ci_low=b["ci_low"], ci_high=b["ci_high"], n=int(gap.size)))
-    return pd.DataFrame(rows)
-
-
-#: within-family comparisons counted over the settings (model x target x budget > 0), M2.12-M2.13:
-#: HD-Cal vs additive (22/24 on ECE and Brier), Beta-Binomial vs HD-Cal (ECE lower in 23/24)
-COMPARISONS = (("hdcal", "additive"), ("beta_binomial", "hdcal"))
-
-
-def comparisons(summary: pd.DataFrame, *, pairs: tuple[tuple[str, str], ...] = COMPARISONS,
-                versus_naive: bool = True) -> pd.DataFrame:
-    """Count the settings where estimator ``a`` has a strictly lower mean than ``b``.
-
-    A setting is (model, target, non-zero budget) of ``fixed_policy_summary``; per
-    criterion, ``estimate`` = ``n_lower`` / ``n_settings``.  With ``versus_naive``, every
-    estimator is also counted against the constant (``n_lower`` = settings where it is
-    *worse*, criterion-wise, as the paper counts "worse than the constant in 9/24").
-    Pairs whose estimators were not run are skipped.
-    """
-    s = summary[summary["budget"] > 0]
-    rows = []
-    ests = set(s["estimator"])
-    todo = [(a, b, "lower") for a, b in pairs if a in ests and b in ests]
-    if versus_naive and "naive" in ests:
-        todo += [(e, "naive", "higher") for e in sorted(ests - {"naive"})]
-    for crit, g in s.groupby("criterion", sort=True):
-        w = g.pivot_table(index=["model", "prompt", "cohort", "budget"], columns="estimator",
-                          values="estimate")
-        for a, b, how in todo:
-            diff = (w[a] - w[b]).dropna()
-            hit = int((diff < 0).sum() if how == "lower" else (diff > 0).sum())
-            p = sorted(set(g["prompt"]))
-            rows.append(spec_row(model="all", prompt=", ".join(p), cohort="all", criterion=crit,
-                                 design="loio[budget>0]", estimator=a, versus=b,
-                                 comparison=f"{a} {'<' if how == 'lower' else '>'} {b}",
-                                 estimate=hit / len(diff) if len(diff) else np.nan,
-                                 n_holds=hit, n_settings=int(len(diff))))
     return pd.DataFrame(rows)
 
 
@@ -366,15 +328,12 @@ def uncertain_sensitivity(variants: dict[str, pd.DataFrame], spec: Any, *,
         if t.empty:
             raise SchemaError(f"uncertain sensitivity ({policy!r}): no {spec.protocol!r} judgments "
                               "of the selected models.")
-        data = JudgmentData.from_columns(
-            model=t["model"].to_numpy(), institution=t["institution"].to_numpy(),
-            finding=t["finding"].to_numpy(), direction=t["direction"].to_numpy(),
-            correct=t["correct"].to_numpy(), study_id=t["study_id"].to_numpy())
-        res = run_design(data, estimators=ests, budgets=spec.budgets, repeats=spec.repeats,
-                         first_seed=spec.first_seed, selection=False, n_bins=spec.n_bins,
+        res = run_design(judgment_data(t), estimators=ests, budgets=spec.budgets,
+                         repeats=spec.repeats, first_seed=spec.first_seed, selection=False,
+                         n_bins=spec.n_bins, options=spec.estimator_options(),
                          progress=progress, map=map)
-        fixed = pd.DataFrame(_fixed_rows(None, res, spec.protocol, f"ece[n_bins={spec.n_bins}]"))
-        c = comparisons(_summary(fixed, spec.first_seed))
+        fixed = pd.DataFrame(fixed_rows(res, spec.protocol, f"ece[n_bins={spec.n_bins}]"))
+        c = comparisons(summary_rows(fixed, spec.first_seed))
         c.insert(0, "uncertain", policy)
         c["n_judgments"] = len(t)
         out.append(c)
@@ -394,8 +353,8 @@ def _settings(res: DesignResult) -> pd.DataFrame:
                                                             "kappa", "alpha", "beta", "n_iter",
                                                             "converged", "tau2_delta",
                                                             "n_features", "fallback", "seed")}
-        rows.append({"estimator": est, "estimator_family": FAMILIES[est],
-                     "software": _software({**info, "fallback": False}),
+        rows.append({"estimator": est, "estimator_family": family_of(est),
+                     "software": software({**info, "fallback": False}),
                      "settings": json.dumps(keep, sort_keys=True, default=str)})
     return pd.DataFrame(rows)
 
@@ -417,18 +376,15 @@ def _run(ctx: AuditContext, a: AgreementConfig) -> BlockResult:
                               f"judgments; models present: {present}.")
         t = t[t["model"].isin(a.models)]
     ctx.tick("agreement: coding judgments")
-    data = JudgmentData.from_columns(model=t["model"].to_numpy(), institution=t["institution"].to_numpy(),
-                                     finding=t["finding"].to_numpy(),
-                                     direction=t["direction"].to_numpy(),
-                                     correct=t["correct"].to_numpy(), study_id=t["study_id"].to_numpy())
-    res = run_design(data, estimators=a.active_estimators(), budgets=a.budgets, repeats=a.repeats,
-                     first_seed=a.first_seed, selection=a.selection,
+    res = run_design(judgment_data(t), estimators=a.active_estimators(), budgets=a.budgets,
+                     repeats=a.repeats, first_seed=a.first_seed, selection=a.selection,
                      candidates=a.active_candidates(), glmm_steps=a.glmm_steps,
-                     glmm_step_size=a.glmm_step_size, n_bins=a.n_bins, progress=ctx.tick,
+                     glmm_step_size=a.glmm_step_size, n_bins=a.n_bins,
+                     options=a.estimator_options(), progress=ctx.tick,
                      map=ctx.map)  # the fold cells run on the configured backend
     ece_id = f"ece[n_bins={a.n_bins}]"
-    fixed = pd.DataFrame(_fixed_rows(ctx, res, a.protocol, ece_id))
-    summary = _summary(fixed, a.first_seed)
+    fixed = pd.DataFrame(fixed_rows(res, a.protocol, ece_id))
+    summary = summary_rows(fixed, a.first_seed)
     tables = {"fixed_policy": fixed, "fixed_policy_summary": summary}
     notes = [f"Agreement estimators on {a.protocol!r} verdicts: leave-one-institution-out, "
              f"budgets {a.budgets}, {a.repeats} repeats (seeds {a.first_seed}.."
@@ -476,11 +432,46 @@ def _more_tables(ctx: AuditContext, a: AgreementConfig, res: DesignResult, summa
                      "Beta-Binomial refitted with uncertain references excluded, mapped to "
                      "negative and mapped to positive; counts of the settings where each "
                      "within-family comparison holds.")
+    if a.robustness.analyses:
+        rob, rob_summary = _robustness(ctx, a, summary)
+        tables.update(robustness=rob, robustness_summary=rob_summary)
+        notes.append(f"Robustness (M2.12): {', '.join(a.robustness.analyses)}; each changed design "
+                     "refits the fixed policies (no selection) with the primary shots and seeds; "
+                     "rows name the analysis, its parameter and what changed.  Analysis "
+                     "'primary' is the unchanged design, read from the primary fits.")
     comp = comparisons(summary)
     if not comp.empty:
         tables["comparisons"] = comp
     tables["settings"] = _settings(res)
     return BlockResult(name=NAME, tables=tables, notes=tuple(notes))
+
+
+def _robustness(ctx: AuditContext, a: AgreementConfig, summary: pd.DataFrame
+                ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The M2.12 analyses: changed designs refitted, read against the primary design."""
+    import dataclasses
+
+    from medaudit.agreement.robustness import Variant
+
+    r = a.robustness
+    ctx.tick("agreement: robustness analyses")
+    items = variants(ctx.judgments, protocol=a.protocol, config=r, models=a.models, glmm=a.glmm,
+                     uncertain_tables=getattr(ctx, "judgment_variants", None)
+                     if "uncertain_labels" in r.analyses else None)
+    results = run_variants(items, budgets=a.budgets, repeats=a.repeats, first_seed=a.first_seed,
+                           n_bins=a.n_bins, options=a.estimator_options(), progress=ctx.tick,
+                           map=ctx.map)
+    t = ctx.judgments[ctx.judgments["protocol"] == a.protocol]
+    if a.models is not None:
+        t = t[t["model"].isin(a.models)]
+    ests = set(r.estimators) | (set(r.matched_estimators) if "binary_matched" in r.analyses else set())
+    primary = Variant(analysis="primary", parameter="", changed="none (the primary design)",
+                      table=t, protocol=a.protocol, estimators=tuple(sorted(ests)))
+    s = summary[summary["estimator"].isin(ests)].reset_index(drop=True)
+    if "hdcal_penalty_oracle" in r.analyses and "hdcal" in a.logistic_C:
+        primary = dataclasses.replace(primary, changed=f"none (HD-Cal at C = {a.logistic_C['hdcal']:g})")
+    return robustness_tables(results, (primary, s), ece_id=f"ece[n_bins={a.n_bins}]",
+                             first_seed=a.first_seed, gap=tuple(a.gap_estimators))
 
 
 class Agreement(Block):
@@ -507,6 +498,11 @@ class Agreement(Block):
         TableSchema("uncertain_sensitivity", "M2.12: comparisons under each uncertain-label policy",
                     (), e_columns=False),
         TableSchema("comparisons", "within-family counts over the settings", ("estimate",)),
+        TableSchema("robustness", "M2.12: within-family counts and the family gap under each "
+                    "changed design", ("analysis", "parameter", "changed", "comparison",
+                                       "estimate")),
+        TableSchema("robustness_summary", "M2.12: Set A per setting under each changed design",
+                    ("analysis", "parameter", "changed", "estimator", "estimate")),
         TableSchema("settings", "solver, settings and library versions of every estimator", (),
                     e_columns=False),
     )
@@ -515,13 +511,19 @@ class Agreement(Block):
 
     def wants(self, config: AgreementConfig) -> frozenset[str]:
         # M2.12: the judgment table under every uncertain-label policy
-        return frozenset({"judgment_variants"}) if config.uncertain_sensitivity else frozenset()
+        want = config.uncertain_sensitivity or "uncertain_labels" in config.robustness.analyses
+        return frozenset({"judgment_variants"}) if want else frozenset()
 
     def provenance(self, ctx: AuditContext, config: AgreementConfig) -> dict[str, Any]:
-        return {"n_resamples": config.n_resamples,
-                "resampled": "the family Brier gap (institution-cluster bootstrap)",
-                "seeds": f"repeats draw shots with seeds {config.first_seed}.."
-                         f"{config.first_seed + config.repeats - 1}"}
+        out = {"n_resamples": config.n_resamples,
+               "resampled": "the family Brier gap (institution-cluster bootstrap)",
+               "seeds": f"repeats draw shots with seeds {config.first_seed}.."
+                        f"{config.first_seed + config.repeats - 1}"}
+        if config.robustness.analyses:  # what the changed designs depend on (M2.12)
+            out["robustness"] = config.robustness.model_dump(mode="json")
+        if config.logistic_C:
+            out["logistic_C"] = dict(sorted(config.logistic_C.items()))
+        return out
 
     def run(self, ctx: AuditContext, config: AgreementConfig) -> BlockResult:
         return _run(ctx, config)

@@ -38,6 +38,17 @@ with ``cohort_a``/``cohort_b``), ``negatives`` = finding (or ``"all"``).  Tables
     reference (``roc_auc[reference]``) and of the confidence in the emitted verdict
     (p_yes if present else 1 - p_yes) against correctness (``roc_auc[correct]``), pooled
     over findings and per finding, per institution and pooled.  Point estimates only.
+``reader_audit``
+    Where the judgment table has a ``reader_label`` column (the single-reader audit of
+    M2.12, :mod:`medaudit.agreement.reader_audit`), for the ``family_models`` at the
+    error-pattern protocol: Cohen's kappa between reader and reference over the unique
+    audited (study, finding) pairs with a definite reader label (criterion
+    ``cohen_kappa[reader,reference]``, pooled and per institution; ``n_pairs_evaluable``
+    counts the audited pairs with an evaluable record); the reader-flagged error rate of
+    the model-expanded records in each risk tertile of their reliability cells
+    (``reader_flagged_error_rate``, ``risk_tertile`` bottom/middle/top, with ``n_errors``,
+    ``n_studies``, ``n_cells``, ``risk_low``, ``risk_high``) and the top - bottom
+    difference (``reader_flagged_error_rate_difference``).  Counts only, no test.
 
 One study-clustered draw per (model, protocol) (``ctx.rng(NAME, "bootstrap", model,
 protocol)``) is shared by all of that model's rates and contrasts, so they are resampled
@@ -99,6 +110,9 @@ class ErrorStructureConfig(BlockConfig):
                                      min_length=2, max_length=2)
     #: repeat the BH families and Jaccard on the (study, finding) pairs every family model has
     shared_cells: bool = True
+    #: the single-reader audit (table ``reader_audit``): None = when the judgment table has a
+    #: ``reader_label`` column; true requires it
+    reader_audit: bool | None = None
 
     @field_validator("alpha")
     @classmethod
@@ -534,6 +548,11 @@ def _patterns(ctx: AuditContext, es: ErrorStructureConfig, t_all: pd.DataFrame, 
     logit = _logit_rows(t_all, ctx, inst)
     if not logit:
         notes.append("Logit AUROCs not computed: no row carries both logit_yes and logit_no.")
+    reader = _reader_rows(t_all, ctx, es, family)
+    if reader:
+        notes.append("Reader audit (M2.12): kappa over unique audited (study, finding) pairs with a "
+                     "definite reader label; reader-flagged error rates of model-expanded records "
+                     "by risk tertile of their cells (empirical cell error rate); descriptive.")
     n_deg = sum(bool(v) for v in assertion.loc[assertion["negatives"] == "all", "degenerate"])
     if n_deg:
         notes.append(f"{n_deg} degenerate deployment(s) (assertion rate 0 or 1 for every finding); "
@@ -545,7 +564,42 @@ def _patterns(ctx: AuditContext, es: ErrorStructureConfig, t_all: pd.DataFrame, 
     tables = {"rates": tables["rates"], "contrasts": con, "cmh": tables["cmh"],
               "jaccard": pd.DataFrame(jac), "assertion": assertion,
               "concordance": pd.DataFrame(conc), "logit_auroc": pd.DataFrame(logit)}
+    if reader:
+        tables["reader_audit"] = pd.DataFrame(reader)
     return BlockResult(name=NAME, tables=tables, notes=tuple(notes))
+
+
+def _reader_rows(t: pd.DataFrame, ctx: AuditContext, es: ErrorStructureConfig,
+                 family: list[str]) -> list[dict[str, Any]]:
+    """The reader audit's rows (kappa pooled and per institution; tertile error rates)."""
+    if es.reader_audit is False or (es.reader_audit is None and "reader_label" not in t.columns):
+        return []
+    from medaudit.agreement.reader_audit import reader_audit
+
+    r = reader_audit(t, protocol=es.protocol, models=family)
+    common = dict(model=", ".join(family), prompt=es.protocol, negatives="all",
+                  design="reader_audit", seed=ctx.seed)
+    crit = "cohen_kappa[reader,reference]"
+    rows = [spec_row(cohort="all", criterion=crit, estimate=r.kappa, n=r.n_pairs,
+                     n_pairs_evaluable=r.n_pairs_evaluable, raw_agreement=r.raw_agreement,
+                     qualification="" if math.isfinite(r.kappa) else "kappa undefined", **common)]
+    rows += [spec_row(cohort=b["institution"], criterion=crit, estimate=b["kappa"], n=b["n_pairs"],
+                      raw_agreement=b["raw_agreement"], qualification="", **common)
+             for b in r.by_institution.to_dict("records")]
+    tert = r.tertiles.set_index("tertile")
+    for name, x in tert.iterrows():
+        rows.append(spec_row(cohort="all", criterion="reader_flagged_error_rate", risk_tertile=name,
+                             estimate=x["error_rate"], n=int(x["n_records"]),
+                             n_errors=int(x["n_errors"]), n_studies=int(x["n_studies"]),
+                             n_cells=int(x["n_cells"]), risk_low=x["risk_low"],
+                             risk_high=x["risk_high"], n_records=r.n_records,
+                             qualification="descriptive (model-expanded records)", **common))
+    rows.append(spec_row(cohort="all", criterion="reader_flagged_error_rate_difference",
+                         risk_tertile="top - bottom",
+                         estimate=tert.loc["top", "error_rate"] - tert.loc["bottom", "error_rate"],
+                         n=int(tert.loc["top", "n_records"] + tert.loc["bottom", "n_records"]),
+                         qualification="counts only; no test (records cluster by study)", **common))
+    return rows
 
 
 class ErrorStructure(Block):
@@ -572,6 +626,8 @@ class ErrorStructure(Block):
         TableSchema("concordance", "protocol agreement, kappa and accuracy change", ()),
         TableSchema("logit_auroc", "AUROC of logit-derived confidences (point estimates)",
                     ("estimate",)),
+        TableSchema("reader_audit", "M2.12 single-reader audit: kappa against the reference and "
+                    "risk-tertile reader-flagged error rates", ("estimate", "n")),
     )
     figures = ("fig11_error_rates",)
     claim_kinds = ("institution",)
