@@ -147,7 +147,7 @@ def test_every_level_of_every_column_is_reported_with_the_e_columns(result):
                                       "threshold", "criterion", "design", "n_resamples", "seed",
                                       "family", "subgroup", "group"]
     assert set(m_t["negatives"]) == {"all"} and set(m_t["prevalence"]) == {"observed"}
-    assert set(m_t["criterion"]) == set(WITNESS)
+    assert tuple(dict.fromkeys(m_t["criterion"])) == subgroups.METRICS == tuple(WITNESS)
     got = {c: sorted(set(select(m_t, subgroup=c, cohort="site_a")["group"])) for c in
            ("sex", "scanner", "age_band")}
     assert got == {"sex": [ALL, MISSING, "F", "M"], "scanner": [ALL, "GE", "Philips", "Siemens"],
@@ -359,6 +359,9 @@ def test_small_groups_are_qualified_and_noted(result):
         "small group").any()
     note = next(n for n in result.notes if "small group(s)" in n)
     assert "site_a scanner=Philips (n=20)" in note and "site_b scanner=Philips (n=20)" in note
+    pair = one(result.tables["contrasts"], cohort="site_a", model="alpha", subgroup="scanner",
+               criterion="roc_auc_difference", group="GE - Philips")
+    assert pair["qualification"] == "Philips: small group (n=20 < 30)"
     # the threshold is an option of the long form
     res = run(subgroups, _ctx({"columns": ["scanner"], "min_group_size": 10}))
     assert not res.tables["metrics"]["qualification"].str.contains("small group").any()
@@ -375,6 +378,11 @@ def test_a_group_without_positives_is_nan_and_counted_never_an_error():
         assert r["estimate"].isna().all() and r["ci_low"].isna().all(), crit
         assert r["qualification"].str.contains("metric undefined: no positives in this group",
                                                regex=False).all()
+    ratio = one(res.tables["contrasts"], cohort="site_a", model="alpha", criterion="roc_auc_ratio",
+                group="north / south")
+    assert math.isnan(ratio["estimate"])
+    assert ratio["qualification"] == ("south: metric undefined: no positives in this group; ratio "
+                                      "undefined: the denominator is 0 or undefined")
     # Brier and ECE are defined on a single class
     y, s, lv = _filled(table, "site_a", "alpha", "site")
     keep = lv == "south"

@@ -93,16 +93,24 @@ from medaudit.stats import adjust_pvalues, bootstrap_pvalue, subgroup_bootstrap
 from medaudit.stats.subgroups import SUMMARIES, SubgroupBootstrapResult
 
 __all__ = ["Subgroups", "SubgroupsConfig", "SubgroupCell", "run_subgroups", "subgroup_rows",
-           "METRICS", "MISSING", "ALL"]
+           "METRICS", "DIRECTION", "MISSING", "ALL"]
 
 NAME = "subgroups"
-#: metric id -> +1 when higher is better, -1 when lower is better (probabilities only: Brier, ECE)
-METRICS: dict[Any, int] = {
-    "roc_auc": +1, "average_precision": +1, "brier_score": -1, ("ece", (("n_bins", 15),)): -1,
-    ("sensitivity_at_specificity", (("min_specificity", 0.95),)): +1,
-    ("specificity_at_sensitivity", (("min_sensitivity", 0.95),)): +1,
-}
-_PROBABILITY_METRICS = ("brier_score", "ece")
+#: (metric, +1 when higher is better / -1 when lower is better, needs probabilities)
+_METRICS = (
+    ("roc_auc", +1, False),
+    ("average_precision", +1, False),
+    ("brier_score", -1, True),
+    (("ece", {"n_bins": 15}), -1, True),
+    (("sensitivity_at_specificity", {"min_specificity": 0.95}), +1, False),
+    (("specificity_at_sensitivity", {"min_sensitivity": 0.95}), +1, False),
+)
+#: the metric ids of the tables, in row order
+METRICS = ("roc_auc", "average_precision", "brier_score", "ece[n_bins=15]",
+           "sensitivity_at_specificity[min_specificity=0.95]",
+           "specificity_at_sensitivity[min_sensitivity=0.95]")
+#: metric id -> +1 when higher is better, -1 when lower is better (the verdict's direction)
+DIRECTION = {mid: d for mid, (_, d, _) in zip(METRICS, _METRICS, strict=True)}
 #: the level of images without a value in a subgroup column
 MISSING = "(missing)"
 #: the group label of the whole cohort
@@ -153,18 +161,8 @@ def _config(config: Any) -> SubgroupsConfig:
 
 
 def _metric_specs(probabilities: bool) -> tuple[Any, ...]:
-    out = []
-    for m in METRICS:
-        name = m if isinstance(m, str) else m[0]
-        if name in _PROBABILITY_METRICS and not probabilities:
-            continue
-        out.append(m if isinstance(m, str) else (m[0], dict(m[1])))
-    return tuple(out)
-
-
-def _direction(metric_id: str) -> int:
-    name = metric_id.split("[")[0]
-    return next(d for m, d in METRICS.items() if (m if isinstance(m, str) else m[0]) == name)
+    """The metrics to compute (Brier and ECE need probabilities)."""
+    return tuple(m for m, _, needs_p in _METRICS if probabilities or not needs_p)
 
 
 # ----------------------------------------------------------------------------- the cell
@@ -235,9 +233,19 @@ def _group_note(n: int, n_pos: float, n_neg: float, estimate: float, min_size: i
     small = f"small group (n={n} < {min_size})" if n < min_size else ""
     undefined = ""
     if not np.isfinite(estimate):
-        which = "positives" if n_pos == 0 else "negatives" if n_neg == 0 else "defined replicate"
-        undefined = f"metric undefined: no {which} in this group"
+        undefined = ("metric undefined: no positives in this group" if n_pos == 0 else
+                     "metric undefined: no negatives in this group" if n_neg == 0 else
+                     "metric undefined in this group")
     return join(small, undefined)
+
+
+def _contrast_note(r: Any, stat: str, notes: dict[str, str], *levels: str) -> str:
+    """The caveats of the levels a contrast involves (named), and an undefined ratio."""
+    ratio = ("ratio undefined: the denominator is 0 or undefined"
+             if stat == "ratio" and not np.isfinite(r.estimate) else "")
+    if len(levels) == 1:
+        return join(notes[levels[0]], ratio)
+    return join(*(f"{lv}: {notes[lv]}" for lv in levels if notes[lv]), ratio)
 
 
 def _row(ctx: AuditContext, model: str, cohort: str, column: str, group: str, r, seed: int,
@@ -265,12 +273,13 @@ def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstr
                 r = res.by_group[(m, lv, mid)]
                 notes[lv] = _group_note(r.n, r.n_pos, r.n_neg, r.estimate, min_size)
                 metrics.append(_row(ctx, m, cohort, column, lv, r, seed, notes[lv], criterion=mid))
-            direction = _direction(mid)
+            direction = DIRECTION[mid]
             for lv in levels:
                 for stat, sep in (("difference", " - "), ("ratio", " / ")):
                     r = res.to_overall[(m, lv, mid, stat)]
                     contrasts.append(_row(
-                        ctx, m, cohort, column, f"{lv}{sep}all", r, seed, notes[lv],
+                        ctx, m, cohort, column, f"{lv}{sep}all", r, seed,
+                        _contrast_note(r, stat, notes, lv),
                         criterion=f"{mid}_{stat}", contrast="to_overall", group_a=lv, group_b=ALL,
                         verdict=verdict(r.ci_low, r.ci_high, direction) if stat == "difference"
                         else None, pvalue=np.nan, pvalue_adj=np.nan, significant=None))
@@ -282,7 +291,7 @@ def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstr
                         r = res.between[(m, a, b, mid, stat)]
                         is_diff = stat == "difference"
                         row = _row(ctx, m, cohort, column, f"{a}{sep}{b}", r, seed,
-                                   join(notes[a], notes[b]), criterion=f"{mid}_{stat}",
+                                   _contrast_note(r, stat, notes, a, b), criterion=f"{mid}_{stat}",
                                    family=family if is_diff else None, contrast="between_groups",
                                    group_a=a, group_b=b,
                                    verdict=verdict(r.ci_low, r.ci_high, direction) if is_diff
