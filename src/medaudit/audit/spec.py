@@ -141,7 +141,8 @@ class _AuditSpecBase(Strict):
                    "judgments": self.judgments is not None}
         if self.blocks is None:
             object.__setattr__(self, "blocks", [n for n, b in BLOCKS.items()
-                                                if all(present[r] for r in b.requires)])
+                                                if all(present[r] for r in b.requires)
+                                                and b.enabled(getattr(self, b.key()))])
         if len(set(self.blocks)) != len(self.blocks):
             raise ValueError(f"blocks repeat a name: {self.blocks}")
         for name in self.blocks:

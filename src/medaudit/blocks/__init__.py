@@ -22,6 +22,7 @@ from medaudit.blocks.prevalence import Prevalence
 from medaudit.blocks.prompts import Prompts
 from medaudit.blocks.retained import Retained
 from medaudit.blocks.spectrum import Spectrum
+from medaudit.blocks.subgroups import Subgroups
 from medaudit.blocks.transport import Transport
 
 __all__ = ["BLOCKS", "Block", "BlockConfig", "BlockResult", "NoOptions", "TableSchema",
@@ -36,6 +37,7 @@ BLOCKS: MappingProxyType[str, Block] = MappingProxyType({b.name: b for b in (
     Prevalence(),
     Transport(),
     Retained(),
+    Subgroups(),
     LabelUncertainty(),
     ErrorStructure(),
     Agreement(),

@@ -112,6 +112,11 @@ class Block:
     def table_names(cls) -> tuple[str, ...]:
         return tuple(t.name for t in cls.tables)
 
+    def enabled(self, config: Any) -> bool:
+        """Whether the block runs by default (no ``blocks:`` list) once the spec gives its inputs;
+        e.g. ``subgroups`` only when its section names a column (default: always)."""
+        return True
+
     def wants(self, config: Any) -> frozenset[str]:
         """Optional context tables this config asks the loader for (``judgment_variants``)."""
         return frozenset()

@@ -46,6 +46,7 @@ from medaudit.stats.permutation import negative_group_permutation_test
 from medaudit.stats.ranking import average_precision, roc_auc
 from medaudit.stats.selective import aurc, risk_coverage_curve, selective_risk
 from medaudit.stats.soft import soft_average_precision, soft_roc_auc
+from medaudit.stats.subgroups import SubgroupBootstrapResult, bootstrap_pvalue, subgroup_bootstrap
 from medaudit.stats.thresholds import (
     operating_point,
     sensitivity_at_specificity,
@@ -116,6 +117,7 @@ __all__ = [
     # resampling
     "bootstrap_ci", "bootstrap_metrics", "paired_bootstrap", "shared_positive_bootstrap",
     "threshold_transport", "transport_to_targets", "negative_group_permutation_test",
+    "subgroup_bootstrap", "SubgroupBootstrapResult", "bootstrap_pvalue",
     # tests
     "delong_placements", "delong_variance", "delong_ci", "delong_test", "delong_test_unpaired",
     "adjust_pvalues", "fisher_exact", "cmh_test", "binomial_test", "cohen_kappa", "jaccard",
