@@ -127,7 +127,9 @@ class _AuditSpecBase(Strict):
                    "judgments": self.judgments is not None}
         if self.blocks is None:
             object.__setattr__(self, "blocks", [n for n, b in BLOCKS.items()
-                                                if all(present[r] for r in b.requires)])
+                                                if all(present[r] for r in b.requires) and not (
+                                                    b.opt_in and getattr(self, b.key())
+                                                    == b.default_config())])
         if len(set(self.blocks)) != len(self.blocks):
             raise ValueError(f"blocks repeat a name: {self.blocks}")
         for name in self.blocks:

@@ -90,6 +90,8 @@ class Block:
     tables: ClassVar[tuple[TableSchema, ...]] = ()
     figures: ClassVar[tuple[str, ...]] = ()
     claim_kinds: ClassVar[tuple[str, ...]] = ()
+    #: run by default only when the spec gives the section (not merely its inputs)
+    opt_in: ClassVar[bool] = False
 
     # -- what the rest of the package asks -------------------------------------------
     @classmethod
