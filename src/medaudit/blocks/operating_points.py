@@ -74,12 +74,20 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
+from medaudit.blocks._at_threshold import (
+    CutpointRule,
+    ProportionMethod,
+    RuleName,
+    as_rule,
+    rate_metrics,
+    rate_rows,
+)
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
 from medaudit.blocks.cells import BootstrapCell, run_cells
 from medaudit.blocks.context import AuditContext, Resampling, cell_rng
 from medaudit.blocks.notes import degenerate_cells_note, degenerate_note, exposure_note, join
 from medaudit.blocks.rows import E_COLUMNS, PROVENANCE_COLUMNS, interval, spec_row, verdict
-from medaudit.exceptions import DegenerateDataWarning, MedauditError, UndefinedMetricWarning
+from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.io.specfile import fraction
 from medaudit.stats import (
     best_threshold,
@@ -88,17 +96,14 @@ from medaudit.stats import (
     calibration_slope_intercept_ci,
     pauc_metric,
     precision_recall_curve,
-    proportion_ci,
     reliability_curve,
     risk_coverage_curve,
     roc_curve,
     roc_curve_band,
-    threshold_metrics,
 )
-from medaudit.stats.confusion import RATE_NAMES
 
-__all__ = ["OperatingPoints", "OperatingPointsConfig", "CutpointRule", "PartialAUC", "METRICS",
-           "rate_metrics", "rate_rows", "as_rule"]
+__all__ = ["OperatingPoints", "OperatingPointsConfig", "PartialAUC", "Curves", "Calibration",
+           "VectorCell", "run_vector", "METRICS"]
 
 NAME = "operating_points"
 METRICS = (
@@ -109,47 +114,6 @@ METRICS = (
 )
 #: coverage points kept for the risk-coverage curves (the full curve has n points)
 CURVE_POINTS = 101
-RuleName = Literal["youden", "closest_topleft"]
-ProportionMethod = Literal["wilson", "clopper_pearson", "agresti_coull", "jeffreys", "normal"]
-#: the rates at a threshold that are a proportion count / nobs, by their 2x2 cells
-_PROPORTIONS: dict[str, Callable[[Any], tuple[float, float]]] = {
-    "sensitivity": lambda m: (m.tp, m.tp + m.fn), "specificity": lambda m: (m.tn, m.tn + m.fp),
-    "ppv": lambda m: (m.tp, m.tp + m.fp), "npv": lambda m: (m.tn, m.tn + m.fn),
-    "accuracy": lambda m: (m.tp + m.tn, m.tp + m.fp + m.fn + m.tn)}
-
-
-# ----------------------------------------------------------------------------- the section
-class CutpointRule(BlockConfig):
-    """A data-driven threshold rule with pROC's ``best.weights`` (``cost``, ``prevalence``)."""
-
-    rule: RuleName
-    #: relative cost of a false negative to a false positive
-    cost: float = Field(1.0, gt=0.0, allow_inf_nan=False)
-    #: prevalence the weighting assumes (not the prevalence E is evaluated at)
-    prevalence: float = 0.5
-
-    @field_validator("prevalence")
-    @classmethod
-    def _prev(cls, v: float) -> float:
-        return fraction(v, "prevalence")
-
-    @property
-    def weights(self) -> tuple[float, float]:
-        return (float(self.cost), float(self.prevalence))
-
-    @property
-    def label(self) -> str:
-        """``youden``, or ``youden[cost=2,prevalence=0.1]`` with weights other than (1, 0.5)."""
-        if self.weights == (1.0, 0.5):
-            return self.rule
-        return f"{self.rule}[cost={self.cost:g},prevalence={self.prevalence:g}]"
-
-
-def as_rule(r: str | CutpointRule) -> CutpointRule:
-    """A rule given by name (default weights) or in full, as :class:`CutpointRule`."""
-    return r if isinstance(r, CutpointRule) else CutpointRule(rule=r)
-
-
 class PartialAUC(BlockConfig):
     """A partial AUC over a specificity or a sensitivity range (pROC's ``partial.auc``)."""
 
@@ -237,47 +201,6 @@ class OperatingPointsConfig(BlockConfig):
     @property
     def calibration_config(self) -> Calibration | None:
         return Calibration() if self.calibration is True else (self.calibration or None)
-
-
-# ----------------------------------------------------------------------------- rates at a threshold
-def rate_metrics(threshold: float, prevalence: float | None) -> list[tuple[str, dict[str, Any]]]:
-    """Engine metrics of every rate at ``threshold`` (and PPV/NPV at ``prevalence``)."""
-    out = [(n, {"threshold": float(threshold)}) for n in RATE_NAMES]
-    if prevalence is not None:
-        out += [(n, {"threshold": float(threshold), "prevalence": float(prevalence)})
-                for n in ("ppv", "npv")]
-    return out
-
-
-def rate_rows(label: np.ndarray, score: np.ndarray, threshold: float, prevalence: float | None,
-              boot: Mapping[tuple[str, float | None], Any], *, methods: list[str], level: float,
-              row: Callable[..., dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of every rate at ``threshold``: bootstrap ``boot[(rate, prevalence)]`` beside the
-    exact/score intervals of ``methods`` on the 2x2 counts.  ``row(prevalence=, criterion=,
-    **values)`` builds the row (E and provenance are the caller's)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)  # nan rows are qualified below
-        point = threshold_metrics(label, score, threshold=threshold)
-    out = []
-    for name, pi in [(n, None) for n in RATE_NAMES] + (
-            [("ppv", prevalence), ("npv", prevalence)] if prevalence is not None else []):
-        r = boot[(name, pi)]
-        props: dict[str, float] = {}
-        count = nobs = math.nan
-        if pi is None and name in _PROPORTIONS:
-            count, nobs = _PROPORTIONS[name](point)
-        for m in methods:
-            lo = hi = math.nan
-            if nobs > 0:
-                ci = proportion_ci(count, nobs, method=m, confidence_level=level)
-                lo, hi = ci.ci_low, ci.ci_high
-            props[f"{m}_low"], props[f"{m}_high"] = lo, hi
-        undefined = "undefined at this threshold (a zero denominator)" if math.isnan(
-            r.estimate) else ""
-        out.append(row(prevalence="observed" if pi is None else pi, criterion=name, **interval(r),
-                       count=count, nobs=nobs, **props, undefined=undefined,
-                       degenerate=degenerate_note(r.n_degenerate, r.n_resamples)))
-    return out
 
 
 def _difference_id(metric_id: str) -> str:

@@ -53,10 +53,10 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
+from medaudit.blocks._at_threshold import CutpointRule, RuleName, as_rule
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
 from medaudit.blocks.context import AuditContext, Study
 from medaudit.blocks.notes import exposure_note, join
-from medaudit.blocks.operating_points import CutpointRule, RuleName, as_rule
 from medaudit.blocks.rows import spec_row
 from medaudit.exceptions import MedauditError
 from medaudit.io.specfile import fraction

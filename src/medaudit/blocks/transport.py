@@ -58,17 +58,17 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from medaudit.blocks import claimkit as ck
-from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
-from medaudit.blocks.cells import BootstrapCell, run_cells
-from medaudit.blocks.context import AuditContext, Resampling, Study, cell_rng
-from medaudit.blocks.notes import exposure_note, join
-from medaudit.blocks.operating_points import (
+from medaudit.blocks._at_threshold import (
     CutpointRule,
     ProportionMethod,
     as_rule,
     rate_metrics,
     rate_rows,
 )
+from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
+from medaudit.blocks.cells import BootstrapCell, run_cells
+from medaudit.blocks.context import AuditContext, Resampling, Study, cell_rng
+from medaudit.blocks.notes import exposure_note, join
 from medaudit.blocks.rows import interval, spec_row
 from medaudit.io.specfile import fraction
 from medaudit.stats import operating_point, transport_to_targets
