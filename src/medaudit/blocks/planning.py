@@ -305,7 +305,7 @@ def _paired_row(y, a_s, b_s, a, b, prev, config, base, pilot, qual) -> dict:
 LOWER_IS_BETTER = ("brier_score", "log_loss", "ece", "aurc", "selective_risk", "ece_equal_mass",
                    "debiased_l2_ce")
 PLAN_COLUMNS = ("claim_id", "claim", "kind", "change", "changed_to", "model", "prompt", "cohort",
-                "negatives", "criterion", "estimate", "ci_low", "ci_high", "verdict",
+                "negatives", "criterion", "estimate", "ci_low", "ci_high", "verdict", "source_table",
                 "claim_value", "claim_side", "n_pos", "n_neg", "status", "resolves_to", "factor",
                 "additional_pos", "additional_neg", "exact_additional", "rule", "note")
 
