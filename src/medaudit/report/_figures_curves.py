@@ -66,6 +66,15 @@ def _point_rows(points: pd.DataFrame | None, cohort: Any, model: str, x: str, y:
     return out
 
 
+def _mark_thresholds(a: Any, points: pd.DataFrame | None, cohort: Any, model: str, x: str, y: str,
+                     sources: dict[str, str], color: str, *, flip_x: bool = False) -> None:
+    """One large marker per threshold of one model (shape by threshold source)."""
+    for src, _, xv, yv in _point_rows(points, cohort, model, x, y):
+        a.plot([1.0 - xv if flip_x else xv], [yv], linestyle="none", marker=sources[src], ms=7,
+               color=color, markeredgecolor="black", markeredgewidth=0.6, zorder=5,
+               label="_threshold")
+
+
 def _legend_sources(sources: dict[str, str]) -> tuple[list, list[str]]:
     from matplotlib.lines import Line2D
 
@@ -136,9 +145,8 @@ def plot_roc_curves(table: pd.DataFrame, *, ax: Any = None, band: pd.DataFrame |
                     a.errorbar([1.0 - est], [x], xerr=[[hi - est], [est - lo]] if np.isfinite(
                         [lo, hi]).all() else None, fmt="s", color=col, ms=5, capsize=2.2,
                         elinewidth=1.0, zorder=4, label="_sp_at_se")
-            for src, _, sp, se in _point_rows(threshold_metrics, c, m, "specificity", "sensitivity"):
-                a.plot([1.0 - sp], [se], linestyle="none", marker=sources[src], ms=7, color=col,
-                       markeredgecolor="black", markeredgewidth=0.6, zorder=5, label="_threshold")
+            _mark_thresholds(a, threshold_metrics, c, m, "specificity", "sensitivity", sources,
+                             col, flip_x=True)
         a.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), aspect="equal",
               xlabel="1 − specificity (false-positive rate)", ylabel="sensitivity")
         a.set_title(lit(f"{c}, prompt {_one(g, 'prompt')}"))
@@ -184,10 +192,8 @@ def plot_pr_curves(table: pd.DataFrame, *, ax: Any = None,
             if len(gm):
                 a.plot(_num_col(gm, "recall"), _num_col(gm, "precision"), color=styles[m][0],
                        lw=1.3, ls=_dash(m, models), drawstyle="steps-post", zorder=2, label=lit(m))
-            for src, _, se, ppv in _point_rows(threshold_metrics, c, m, "sensitivity", "ppv"):
-                a.plot([se], [ppv], linestyle="none", marker=sources[src], ms=7,
-                       color=styles[m][0], markeredgecolor="black", markeredgewidth=0.6, zorder=5,
-                       label="_threshold")
+            _mark_thresholds(a, threshold_metrics, c, m, "sensitivity", "ppv", sources,
+                             styles[m][0])
         if {"n_pos", "tp", "fp"} <= set(g.columns):  # the lowest threshold flags every image
             last = g[g["model"] == models[0]].iloc[-1] if (g["model"] == models[0]).any() \
                 else g.iloc[-1]
