@@ -62,7 +62,13 @@ class CutpointRule(BlockConfig):
 
     @property
     def label(self) -> str:
-        """``youden``, or ``youden[cost=2,prevalence=0.1]`` with weights other than (1, 0.5)."""
+        """``youden``, or ``youden[cost=2,prevalence=0.1]`` with weights other than (1, 0.5).
+
+        Examples
+        --------
+        >>> CutpointRule(rule="youden").label, CutpointRule(rule="youden", cost=2, prevalence=0.1).label
+        ('youden', 'youden[cost=2,prevalence=0.1]')
+        """
         if self.weights == (1.0, 0.5):
             return self.rule
         return f"{self.rule}[cost={self.cost:g},prevalence={self.prevalence:g}]"
@@ -75,7 +81,13 @@ def as_rule(r: str | CutpointRule) -> CutpointRule:
 
 # ----------------------------------------------------------------------------- rates at a threshold
 def rate_metrics(threshold: float, prevalence: float | None) -> list[tuple[str, dict[str, Any]]]:
-    """Engine metrics of every rate at ``threshold`` (and PPV/NPV at ``prevalence``)."""
+    """Engine metrics of every rate at ``threshold`` (and PPV/NPV at ``prevalence``).
+
+    Examples
+    --------
+    >>> rate_metrics(0.5, 0.1)[-1]
+    ('npv', {'threshold': 0.5, 'prevalence': 0.1})
+    """
     out = [(n, {"threshold": float(threshold)}) for n in RATE_NAMES]
     if prevalence is not None:
         out += [(n, {"threshold": float(threshold), "prevalence": float(prevalence)})

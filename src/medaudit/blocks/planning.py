@@ -385,6 +385,21 @@ def plan_claims(claims: pd.DataFrame, results: Mapping[str, BlockResult], study:
         :func:`~medaudit.stats.cases_to_resolve`), and ``exact_additional`` for rates
         (sensitivity, specificity: :func:`~medaudit.stats.cases_to_resolve_proportion`,
         Clopper-Pearson at the observed rate); other statuses say why there is no number.
+
+    Examples
+    --------
+    AUROC 0.83 [0.78, 0.88] on 60 positives and 140 negatives, claimed ≥ 0.8: the lower
+    half-width 0.05 must shrink to 0.03, f = (0.05 / 0.03)^2, at even odds (``power=None``):
+
+    >>> claims = pd.DataFrame([{"claim_id": "L01", "claim": "m AUROC ≥ 0.8", "kind": "reliability",
+    ...                         "model": "m", "cohort": "c", "criterion": "roc_auc",
+    ...                         "estimate": 0.83, "ci_low": 0.78, "ci_high": 0.88,
+    ...                         "verdict": "unresolved", "source_table": "b.t"}])
+    >>> t = pd.DataFrame([{"model": "m", "cohort": "c", "n_pos": 60, "n_neg": 140}])
+    >>> r = plan_claims(claims, {"b": BlockResult(name="b", tables={"t": t})}, Study(),
+    ...                 power=None).iloc[0]
+    >>> r["status"], r["resolves_to"], int(r["additional_pos"]), int(r["additional_neg"])
+    ('unresolved', 'holds', 107, 249)
     """
     rows = []
     pw = None if power is None or power == 0.5 else float(power)
