@@ -370,3 +370,19 @@ def test_plan_claims_institution_and_exact_rates():
     i = out.iloc[1]
     assert (i["claim_value"], i["resolves_to"]) == (0.0, "does not hold")
     assert i["additional_pos"] == math.ceil((0.05 / 0.04) ** 2 * 50) - 50
+
+
+def test_a_declared_pair_may_name_models_outside_models():
+    from medaudit.stats import paired_auc_sample_size
+
+    rng = np.random.default_rng(6)
+    y, a = _untied(rng, 25, 35, 1.5)
+    _, b = _untied(rng, 25, 35, 0.5)
+    ctx = make_context({"c": (y, {"ma": a, "mb": b})}, n_resamples=20)
+    res = run(P, ctx, _spec(ctx, {"models": ["ma"], "auroc": [{"at_least": 0.6}],
+                                  "paired_auroc": [["mb", "ma"]]}))
+    assert set(res.tables["auroc"]["model"]) == {"ma"}
+    r = res.tables["paired_auroc"].iloc[0]
+    want = paired_auc_sample_size(y, b, a, prevalence=25 / 60)
+    assert r["model"] == "mb - ma" and (r["n_pos"], r["n_neg"]) == (want.n_pos, want.n_neg)
+    assert r["estimate"] == pytest.approx(roc_auc_score(y, b) - roc_auc_score(y, a), abs=1e-12)

@@ -173,11 +173,13 @@ class Planning(Block):
     def run(self, ctx: AuditContext, config: PlanningConfig) -> BlockResult:
         prompt = ctx.primary_prompt
         models = list(config.models or ctx.models())
+        pairs = _pairs(config.paired_auroc, models)
+        keys = list(dict.fromkeys([*models, *(m for p in pairs for m in p)]))
         cohorts = [c for c in ctx.cohorts if config.cohorts is None or c in config.cohorts]
         rows: dict[str, list] = {"auroc": [], "se_sp": [], "paired_auroc": []}
         for cohort in cohorts:
             ctx.tick(f"{NAME}: {cohort}")
-            w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+            w = ctx.wide(cohort, keys=[(m, prompt) for m in keys])
             n_pos, n_neg = float(w.label.sum()), float(w.label.size - w.label.sum())
             if n_pos == 0 or n_neg == 0:
                 continue  # no pilot: one class (said in the notes)
@@ -194,7 +196,7 @@ class Planning(Block):
                 for t in config.se_sp:
                     rows["se_sp"].append(_se_sp_row(t, w.label, s, prev, config, base, pilot,
                                                     qual))
-            for a, b in _pairs(config.paired_auroc, models):
+            for a, b in pairs:
                 rows["paired_auroc"].append(_paired_row(
                     w.label, w.scores[f"{a}|{prompt}"], w.scores[f"{b}|{prompt}"], a, b, prev,
                     config, dict(prompt=prompt, cohort=cohort, seed=ctx.seed,
