@@ -328,7 +328,18 @@ class OperatingPoints(Block):
                                        scores=w.vectors(models, prompt),
                                        metrics=base + extras[cohort].specs,
                                        design=ctx.cohort_design(cohort)))
-        results = run_cells(ctx, cells)
+        # rates at each model's own thresholds, one cell per model with the cohort cell's key:
+        # the same resampled images (the draws depend on the key, labels and design only),
+        # without evaluating every model at every other model's thresholds
+        rate_cells = [(cohort, m, BootstrapCell(key=(NAME, cohort, prompt), label=wides[cohort].label,
+                                                scores={m: wides[cohort].scores[f"{m}|{prompt}"]},
+                                                metrics=extras[cohort].rates[m],
+                                                design=ctx.cohort_design(cohort)))
+                      for cohort in ctx.cohorts for m in models if extras[cohort].rates.get(m)]
+        done = run_cells(ctx, cells + [c for _, _, c in rate_cells])
+        results = done[:len(cells)]
+        for (cohort, m, _), res in zip(rate_cells, done[len(cells):], strict=True):
+            extras[cohort].rate_results[m] = res
         rows: list[dict] = []
         for cohort, res in zip(ctx.cohorts, results, strict=True):
             for m in models:
@@ -367,6 +378,9 @@ class _Extra:
     thresholds: list[tuple[str, str, float]] = field(default_factory=list)
     #: (model, rule label) -> best_threshold result
     cuts: dict[tuple[str, str], Any] = field(default_factory=dict)
+    #: model -> the rate metrics at its thresholds (run on the cohort cell's draws)
+    rates: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    rate_results: dict[str, Any] = field(default_factory=dict)
     one_class: bool = False
 
     @staticmethod
@@ -386,12 +400,15 @@ class _Extra:
                                      weights=rule.weights)
                 ex.cuts[(m, rule.label)] = cut
                 ex.thresholds.append((m, rule.label, cut.threshold))
-        wanted = [spec for _, _, t in ex.thresholds for spec in rate_metrics(t, config.prevalence)]
-        wanted += [e.metric() for e in config.partial_auc]
+        for m in models:  # one metric per id: a model's rules may share a threshold
+            want = [sp for mm, _, t in ex.thresholds if mm == m
+                    for sp in rate_metrics(t, config.prevalence)]
+            ex.rates[m] = tuple({cls.key(*sp): sp for sp in want}.values())
+        wanted = [e.metric() for e in config.partial_auc]
         if cal is not None:
             wanted += [("ece_equal_mass", {"n_bins": 10}),
                        ("debiased_l2_ce", {"binning": "auto", "n_bins": 15})]
-        for name, opts in wanted:  # one metric per id: models or rules may share a threshold
+        for name, opts in wanted:
             specs.setdefault(cls.key(name, opts), (name, opts))
         ex.specs = tuple(specs.values())
         return ex
@@ -416,10 +433,13 @@ def _requested(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibratio
                 return spec_row(model=m, prompt=prompt, cohort=cohort, design=r.design,
                                 n_resamples=r.n_resamples, seed=ctx.seed, **e)
 
+            rres = ex.rate_results.get(m)
+            rids = {} if rres is None else {_Extra.key(n, o): mid for (n, o), mid in zip(
+                ex.rates[m], rres.metric_ids, strict=True)}
             for mm, src, t in ex.thresholds:
                 if mm != m:
                     continue
-                boot = {(n, o.get("prevalence")): res.marginal[(m, ids[_Extra.key(n, o)])]
+                boot = {(n, o.get("prevalence")): rres.marginal[(m, rids[_Extra.key(n, o)])]
                         for n, o in rate_metrics(t, config.prevalence)}
 
                 def rate_row(*, prevalence: Any, criterion: str, undefined: str, degenerate: str,
