@@ -286,3 +286,166 @@ def test_deterministic(ctx):
     for name in a.tables:
         pd.testing.assert_frame_equal(a.tables[name], b.tables[name])
     assert a.notes == b.notes
+
+
+# ----------------------------------------------------------------------------- cut-point rules (issue 17)
+# Witnesses: Youden's J and closest-to-(0, 1) by brute force over the observed thresholds
+# (ties to the highest), Se/Sp at tau by counting, the stats layer's transport_to_targets and
+# paired_bootstrap run with the generator of the block's cell key, statsmodels for the
+# proportion intervals, and the claims read by hand.
+CUT = {"rule": "closest_topleft", "cost": 2, "prevalence": 0.2}
+CUT_LABEL = "closest_topleft[cost=2,prevalence=0.2]"
+
+
+def _brute_cut(y, s, method, cost=1.0, prevalence=0.5):
+    r = (1 - prevalence) / (cost * prevalence)
+    best, best_t = None, None
+    for t in sorted(set(np.asarray(s).tolist()) | {np.inf}):
+        se, sp = O.se_sp_at(y, s, t)
+        crit = se + r * sp if method == "youden" else -((1 - se) ** 2 + r * (1 - sp) ** 2)
+        if best is None or crit >= best - 1e-12 * max(abs(best), 1.0):
+            if best is None or crit > best + 1e-12 * max(abs(best), 1.0):
+                best = crit
+            best_t = t  # ascending thresholds: the last tie is the highest
+    return best_t
+
+
+@pytest.fixture(scope="module")
+def cut(hand):
+    cohorts, _, _ = hand
+    entries = [{"source": "src", "targets": ["tgt2", "tgt1"],
+                "rules": ["sensitivity", "youden", CUT], "target_value": 0.9,
+                "fixed_targets": ["tgt2"], "threshold_metrics": {"prevalence": 0.1}}]
+    ctx = _ctx(_table(cohorts), entries)
+    return cohorts, ctx, run(transport, ctx)
+
+
+def test_cut_point_rules_chosen_on_the_source(cut):
+    cohorts, _, res = cut
+    t = res.tables["thresholds"]
+    ys, _, ss = cohorts["src"]
+    for label, crit, method, w in (("youden", "threshold[rule=youden]", "youden", (1.0, 0.5)),
+                                   (CUT_LABEL, "threshold[rule=closest_topleft,cost=2,prevalence=0.2]",
+                                    "closest_topleft", (2.0, 0.2))):
+        for m in MODELS:
+            r = _cell(t, model=m, criterion=crit)
+            tau = _brute_cut(ys, ss[m], method, *w)
+            assert r.threshold == tau and r.rule == label and np.isnan(r.target_value)
+            se, sp = O.se_sp_at(ys, ss[m], tau)
+            assert (r.source_sensitivity, r.source_specificity) == (
+                pytest.approx(se, abs=1e-12), pytest.approx(sp, abs=1e-12))
+
+
+def test_cut_point_transport_against_the_stats_layer(cut):
+    from medaudit.blocks.context import cell_rng
+    from medaudit.stats import transport_to_targets
+
+    cohorts, ctx, res = cut
+    t = res.tables["transport"]
+    ys, _, ss = cohorts["src"]
+    for label, name, w in (("youden", "youden", None), (CUT_LABEL, "closest_topleft", (2.0, 0.2))):
+        for m in MODELS:
+            want = transport_to_targets(
+                ys, ss[m], {g: (cohorts[g][0], cohorts[g][2][m]) for g in ("tgt1", "tgt2")},
+                rule=name, weights=w, design={"tgt1": "reestimate", "tgt2": "fixed"},
+                n_resamples=100, rng=cell_rng(ctx.seed, "transport", "src", m, label, "tgt1", "tgt2"))
+            for g in ("tgt1", "tgt2"):
+                yt, _, st = cohorts[g]
+                tau = want[g].threshold
+                se, sp = O.se_sp_at(yt, st[m], tau)
+                src_se, src_sp = O.se_sp_at(ys, ss[m], tau)
+                keep = se >= src_se - 1e-12 and sp >= src_sp - 1e-12  # both rates kept
+                for crit, b, val in (("sensitivity", want[g].target_sensitivity, se),
+                                     ("specificity", want[g].target_specificity, sp)):
+                    r = _cell(t, model=m, cohort=g, rule=label, criterion=crit)
+                    assert r.estimate == pytest.approx(val, abs=1e-12)
+                    assert (r.threshold, r.ci_low, r.ci_high) == (tau, b.ci_low, b.ci_high)
+                    assert bool(r.retained) is bool(keep) and np.isnan(r.target_value)
+    rc = res.tables["retention_counts"]
+    assert list(rc["rule"]) == ["sensitivity", "youden", CUT_LABEL]
+    assert list(rc["criterion"])[1:] == ["threshold[rule=youden]",
+                                        "threshold[rule=closest_topleft,cost=2,prevalence=0.2]"]
+    for r in rc.itertuples():
+        sub = t[(t["rule"] == r.rule) & (t["criterion"] == "sensitivity")]
+        assert (r.n_retained, r.n_total) == (int(sub["retained"].sum()), len(sub))
+
+
+def test_rates_at_the_transported_threshold(cut):
+    from statsmodels.stats.proportion import proportion_confint
+
+    from medaudit.blocks.context import cell_rng
+    from medaudit.stats import paired_bootstrap
+
+    cohorts, ctx, res = cut
+    tm, tr = res.tables["threshold_metrics"], res.tables["transport"]
+    assert set(tm["rule"]) == {"sensitivity", "youden", CUT_LABEL}
+    for _, r in tr[tr["criterion"] == "sensitivity"].iterrows():
+        yt, _, st = cohorts[r.cohort]
+        g = tm[(tm["cohort"] == r.cohort) & (tm["model"] == r.model) & (tm["rule"] == r.rule)]
+        assert set(g["threshold"]) == {r.threshold}
+        pred = st[r.model] >= r.threshold
+        tp, fp = int((pred & (yt == 1)).sum()), int((pred & (yt == 0)).sum())
+        fn, tn = int(yt.sum()) - tp, int((yt == 0).sum()) - fp
+        obs = g[g["prevalence"] == "observed"].set_index("criterion")
+        assert obs.loc["sensitivity", "estimate"] == pytest.approx(tp / (tp + fn), abs=1e-12)
+        assert obs.loc["accuracy", "estimate"] == pytest.approx((tp + tn) / yt.size, abs=1e-12)
+        if tp + fp:
+            assert obs.loc["ppv", "estimate"] == pytest.approx(tp / (tp + fp), abs=1e-12)
+            lo, hi = proportion_confint(tp, tp + fp, method="beta")
+            assert (obs.loc["ppv", "clopper_pearson_low"], obs.loc["ppv", "clopper_pearson_high"]) \
+                == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+        se, sp = tp / (tp + fn), tn / (tn + fp)
+        at = g[g["prevalence"] == 0.1].set_index("criterion")
+        assert at.loc["ppv", "estimate"] == pytest.approx(se * .1 / (se * .1 + (1 - sp) * .9),
+                                                          abs=1e-12)
+        x = r.target_value
+        pb = paired_bootstrap(yt, {r.model: st[r.model]},
+                              metrics=[("f1", {"threshold": float(r.threshold)})],
+                              n_resamples=100,
+                              rng=cell_rng(ctx.seed, "transport", "threshold_metrics", "src", r.rule,
+                                           x, r.cohort, r.model))
+        b = next(iter(pb.marginal.values()))
+        assert (obs.loc["f1", "ci_low"], obs.loc["f1", "ci_high"]) == (b.ci_low, b.ci_high)
+
+
+def test_cut_point_claims(cut):
+    from medaudit.audit.claims import build_claims
+
+    cohorts, ctx, res = cut
+    claims = build_claims({"transport": res}, ctx.spec)
+    y = claims[claims["claim"].str.contains("by youden")]
+    assert y["claim_id"].nunique() == len(MODELS)
+    first = y[y["claim_id"] == y["claim_id"].iloc[0]]
+    assert first["claim"].iloc[0].endswith("keeps the source's sensitivity and specificity")
+    t = res.tables["transport"]
+    for _, c in first[first["change"] == "C"].iterrows():
+        row = _cell(t, model=c.model, cohort=c.cohort, rule="youden", criterion="sensitivity")
+        assert c.verdict == ("holds" if row.retained else "does not hold")
+        assert c.criterion == "sensitivity" and c.other_criterion == "specificity"
+    # the 90 %-Se claims are unchanged by the extra rules
+    s = claims[claims["claim"].str.contains("for sensitivity ≥ 0.9")]
+    assert s["claim_id"].nunique() == len(MODELS)
+
+
+def test_default_entries_are_unchanged_by_the_extra_rules(hand, cut):
+    _, _, base = hand
+    _, _, res = cut
+    for name in ("thresholds", "transport", "named_groups"):
+        a, b = base.tables[name], res.tables[name]
+        b = b[b["rule"].isin(["sensitivity", "specificity"])].reset_index(drop=True)
+        a = a[a["rule"] == "sensitivity"].reset_index(drop=True)
+        pd.testing.assert_frame_equal(a, b)
+    assert "threshold_metrics" not in base.tables
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"rules": [{"rule": "youden", "cost": -1}]}, "greater than 0"),
+    ({"rules": [{"rule": "youden", "prevalence": 1}]}, "strictly between 0 and 1"),
+    ({"rules": ["yuoden"]}, "youden"),
+    ({"threshold_metrics": {"prevalence": 0}}, "strictly between 0 and 1"),
+])
+def test_entry_errors(entry, message):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=message):
+        transport.TransportEntry.model_validate({"source": "a", "targets": ["b"], **entry})

@@ -31,6 +31,7 @@ from tests._support import context, run
 from tests.blocks.conftest import small_context  # noqa: E402
 
 SCRIPT = "<script>alert(1)</script>"
+CURVE_FIGURES = ("fig13_roc_curves", "fig14_pr_curves", "fig15_calibration_curves")
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -284,8 +285,10 @@ def test_render_all_order_formats_and_captions(rendered, tmp_path):
     names = [f.name for f in rendered]
     # the eight paper-000 figures, in fixed order (figures 9-12 need paper 001/002 blocks,
     # which this audit does not run: tests/report/test_papers_report.py draws them)
+    # (figures 13-15 draw tables operating_points writes only when the spec asks for them)
     assert names == [stem for stem, block, _ in F.FIGURES
-                     if block not in ("label_uncertainty", "error_structure", "agreement")]
+                     if block not in ("label_uncertainty", "error_structure", "agreement")
+                     and stem not in CURVE_FIGURES]
     for f in rendered:
         assert f.png.startswith(b"\x89PNG\r\n\x1a\n") and len(f.png) > 5000
         assert f.svg.lstrip().startswith("<?xml") and "</svg>" in f.svg
@@ -344,7 +347,7 @@ def test_dollar_signs_are_not_mathtext(tables):
 
 def test_library_code_uses_no_pyplot_and_no_global_backend():
     src = Path(F.__file__).parent
-    for name in ("figures.py", "_figures_blocks.py"):
+    for name in ("figures.py", "_figures_blocks.py", "_figures_curves.py"):
         text = (src / name).read_text(encoding="utf-8")
         assert "matplotlib.pyplot" not in text and "matplotlib.use(" not in text
         assert not any(line.startswith(("import matplotlib", "from matplotlib"))
@@ -359,3 +362,125 @@ def test_colours_are_okabe_ito_and_do_not_depend_on_order(tables):
                                           "#CC79A7", "#000000", "#F0E442"}
     many = model_styles([f"m{i:02d}" for i in range(20)])
     assert len(set(many.values())) == 20  # colour x marker pairs stay distinct
+
+
+# ----------------------------------------------------------------------------- Figs. 13-15 (issue 17)
+@pytest.fixture(scope="module")
+def curve_tables():
+    """operating_points with every table a spec may ask for, on two small cohorts."""
+    from medaudit.blocks import operating_points as OP
+    from medaudit.blocks.operating_points import OperatingPointsConfig
+    from tests.blocks.test_discrimination import _untied, make_context
+
+    rng = np.random.default_rng(8)
+    y1, a1 = _untied(rng, 20, 30, 1.5)
+    _, b1 = _untied(rng, 20, 30, 0.5)
+    y2, a2 = _untied(rng, 15, 45, 2.0)
+    _, b2 = _untied(rng, 15, 45, 1.0)
+    ctx = make_context({"c1": (y1, {"ma": a1, "mb": b1}), "c2": (y2, {"ma": a2, "mb": b2})},
+                       n_resamples=60)
+    spec = ctx.spec.model_copy(update={"operating_points": OperatingPointsConfig.model_validate(
+        {"thresholds": [0.5], "rules": ["youden"], "curves": {"grid": 11}, "calibration": True})})
+    return run(OP, ctx, spec).tables
+
+
+def _model_lines(ax, models):
+    return {line.get_label(): line for line in ax.lines if line.get_label() in models}
+
+
+def test_roc_curves_bands_and_operating_points(curve_tables):
+    t = curve_tables
+    roc, band, tm = t["roc_curve"], t["roc_band"], t["threshold_metrics"]
+    ax = F.plot_roc_curves(roc, band=band, operating_points=t["operating_points"],
+                           threshold_metrics=tm)
+    labelled(ax)
+    cohorts = list(dict.fromkeys(roc["cohort"]))
+    assert len(ax.figure.axes) == len(cohorts)
+    for a, c in zip(ax.figure.axes, cohorts, strict=True):
+        g = roc[roc["cohort"] == c]
+        models = sorted(g["model"].unique())
+        lines = _model_lines(a, models)
+        assert sorted(lines) == models
+        for m, line in lines.items():
+            want = g[g["model"] == m]
+            np.testing.assert_allclose(line.get_xdata(), 1 - want["specificity"].astype(float))
+            np.testing.assert_allclose(line.get_ydata(), want["sensitivity"].astype(float))
+        fills = [p for p in a.collections if isinstance(p, PolyCollection)]
+        assert len(fills) == len(models)  # one band per model
+        # the band's polygon spans exactly the table's interval at each grid specificity
+        b = band[(band["cohort"] == c) & (band["model"] == models[0])]
+        ys = fills[0].get_paths()[0].vertices[:, 1]
+        assert np.nanmax(ys) == pytest.approx(b["ci_high"].astype(float).max())
+        assert np.nanmin(ys) == pytest.approx(b["ci_low"].astype(float).min())
+        # one large marker per (model, threshold): declared 0.5 and the Youden threshold
+        marks = [line for line in a.lines if line.get_label() == "_threshold"]
+        rows = tm[(tm["cohort"] == c) & (tm["prevalence"] == "observed")]
+        assert len(marks) == rows.groupby(["model", "threshold_rule"]).ngroups == 2 * len(models)
+        for line in marks:
+            x, y = line.get_xdata()[0], line.get_ydata()[0]
+            hit = rows.pivot_table(index=["model", "threshold_rule"], columns="criterion",
+                                   values="estimate", aggfunc="first")
+            assert any(np.isclose(1 - r["specificity"], x) and np.isclose(r["sensitivity"], y)
+                       for _, r in hit.iterrows())
+        # Se at Sp >= 0.95 and Sp at Se >= 0.95, each with its interval
+        ebars = [cont for cont in a.containers if isinstance(cont, ErrorbarContainer)]
+        assert len(ebars) == 2 * len(models)
+
+
+def test_pr_curves_and_threshold_points(curve_tables):
+    pr, tm = curve_tables["pr_curve"], curve_tables["threshold_metrics"]
+    ax = F.plot_pr_curves(pr, threshold_metrics=tm)
+    labelled(ax)
+    c = pr["cohort"].iloc[0]
+    g = pr[pr["cohort"] == c]
+    lines = _model_lines(ax, sorted(g["model"].unique()))
+    for m, line in lines.items():
+        want = g[g["model"] == m]
+        np.testing.assert_allclose(line.get_xdata(), want["recall"].astype(float))
+        np.testing.assert_allclose(line.get_ydata(), want["precision"].astype(float))
+    prevalence = [line for line in ax.lines if line.get_linestyle() == ":"]
+    y = tm[tm["cohort"] == c]["n_pos"].iloc[0] / tm[tm["cohort"] == c]["n"].iloc[0]
+    assert len(prevalence) == 1 and prevalence[0].get_ydata()[0] == pytest.approx(y)
+    marks = [line for line in ax.lines if line.get_label() == "_threshold"]
+    assert len(marks) == 2 * len(lines)
+
+
+def test_calibration_curves_with_bands(curve_tables):
+    cc = curve_tables["calibration_curve"]
+    ax = F.plot_calibration_curves(cc)
+    labelled(ax)
+    assert len(ax.figure.axes) == cc["cohort"].nunique()
+    c = cc["cohort"].iloc[0]
+    g = cc[cc["cohort"] == c]
+    lines = _model_lines(ax, sorted(g["model"].unique()))
+    for m, line in lines.items():
+        want = g[g["model"] == m]
+        np.testing.assert_allclose(line.get_xdata(), want["mean_score"].astype(float))
+        np.testing.assert_allclose(line.get_ydata(), want["fraction_positive"].astype(float))
+    assert n_segments(ax) == finite_ci(g)
+    assert "equal_mass" in ax.get_title()
+
+
+def test_curve_figures_render_deterministically_from_records(curve_tables):
+    tables = {"operating_points": curve_tables}
+    figs = [F.render_figure(n, tables) for n in CURVE_FIGURES]
+    assert [f.name for f in figs] == list(CURVE_FIGURES)
+    assert "operating_points.roc_band" in figs[0].caption and "Diamonds" in figs[0].caption
+    records = {k: v.astype(object).where(v.notna(), None).to_dict("records")
+               for k, v in curve_tables.items()}
+    again = [F.render_figure(n, {"operating_points": records}) for n in CURVE_FIGURES]
+    for a, b in zip(figs, again, strict=True):
+        assert a.png == b.png and a.svg == b.svg, a.name
+    # without the optional tables the ROC figure still draws, and says less
+    bare = F.render_figure("fig13_roc_curves", {"operating_points": {"roc_curve": curve_tables[
+        "roc_curve"]}})
+    assert bare is not None and "roc_band" not in bare.caption
+    assert F.render_figure("fig15_calibration_curves", {"operating_points": {}}) is None
+
+
+def test_transport_panel_of_a_cut_point_rule_states_no_target(tables):
+    t = tables["transport"]["transport"].copy()
+    t = t[t["rule"] == "sensitivity"].assign(rule="youden", target_value=np.nan)
+    ax = F.plot_transport(t, source="shenzhen", criterion="sensitivity", ax=new_ax())
+    assert "nan" not in ax.get_title() and "youden rule" in ax.get_title()
+    assert not [line for line in ax.lines if line.get_linestyle() == "--"]

@@ -18,6 +18,7 @@ from medaudit.blocks.discrimination import Discrimination
 from medaudit.blocks.error_structure import ErrorStructure
 from medaudit.blocks.label_uncertainty import LabelUncertainty
 from medaudit.blocks.operating_points import OperatingPoints
+from medaudit.blocks.planning import Planning
 from medaudit.blocks.prevalence import Prevalence
 from medaudit.blocks.prompts import Prompts
 from medaudit.blocks.retained import Retained
@@ -38,6 +39,7 @@ BLOCKS: MappingProxyType[str, Block] = MappingProxyType({b.name: b for b in (
     Transport(),
     Retained(),
     Subgroups(),
+    Planning(),
     LabelUncertainty(),
     ErrorStructure(),
     Agreement(),

@@ -522,7 +522,9 @@ def plot_transport(table: pd.DataFrame, *, ax: Any = None, source: str | None = 
         if str(crit) == str(rl) and _finite(tv):
             a.axhline(_f(tv), color="black", lw=0.9, ls="--", zorder=1)
         a.set(ylim=(-0.03, 1.05), xlabel="target cohort", ylabel=f"target {lit(crit)}")
-        a.set_title(lit(f"{crit} on the targets\nτ from {src}, {rl} rule ({rl} ≥ {_f(tv):g})"))
+        # a cut-point rule (youden, closest_topleft) has no target value to state
+        rule_text = f"{rl} rule ({rl} ≥ {_f(tv):g})" if _finite(tv) else f"{rl} rule"
+        a.set_title(lit(f"{crit} on the targets\nτ from {src}, {rule_text}"))
         h, lab = _model_handles(styles, models, exposure=exposure)
         return h + [Line2D([], [], color="black", lw=0.9, ls="--")], lab + ["dashed: the rule's constraint"]
 

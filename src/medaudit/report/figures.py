@@ -29,6 +29,12 @@ Figures, their source tables and drawing functions:
   (with :func:`plot_retained_delta`; both drawn in this module, the others in
   ``_figures_blocks``)
 * ``fig8_risk_coverage``: ``operating_points.risk_coverage``, :func:`plot_risk_coverage`
+* ``fig13_roc_curves``: ``operating_points.roc_curve`` (with ``roc_band``, ``operating_points``
+  and ``threshold_metrics``), :func:`plot_roc_curves`
+* ``fig14_pr_curves``: ``operating_points.pr_curve`` (with ``threshold_metrics``),
+  :func:`plot_pr_curves`
+* ``fig15_calibration_curves``: ``operating_points.calibration_curve``,
+  :func:`plot_calibration_curves` (the curve figures are drawn in ``_figures_curves``)
 """
 
 from __future__ import annotations
@@ -68,11 +74,17 @@ from medaudit.report._figures_blocks import (
     plot_transport,
     style,
 )
+from medaudit.report._figures_curves import (
+    plot_calibration_curves,
+    plot_pr_curves,
+    plot_roc_curves,
+)
 from medaudit.report._types import RenderedFigure, Tables
 
 __all__ = ["plot_discrimination", "plot_prompt_heatmap", "plot_spectrum", "plot_reliability",
            "plot_prevalence", "plot_transport", "plot_seeds", "plot_retained_delta",
-           "plot_risk_coverage", "render_all", "render_figure", "save_figures", "FIGURES", "DPI"]
+           "plot_risk_coverage", "plot_roc_curves", "plot_pr_curves", "plot_calibration_curves",
+           "render_all", "render_figure", "save_figures", "FIGURES", "DPI"]
 
 
 # ----------------------------------------------------------------------------- Fig. 7 (drawing)
@@ -411,6 +423,62 @@ def _fig12(tables: Tables) -> Built | None:
         "Budgets: " + ", ".join(_names(t["budget"])) + "." if "budget" in t else "")
 
 
+def _threshold_note(tm: pd.DataFrame | None, what: str) -> str:
+    if tm is None:
+        return ""
+    srcs = ", ".join(_names(tm["threshold_rule"])) if "threshold_rule" in tm else ""
+    return (f"Large markers: {what} at each threshold of table operating_points.threshold_metrics "
+            f"(threshold source {srcs}; one marker shape per source).")
+
+
+def _fig13(tables: Tables) -> Built | None:
+    t = _table(tables, "operating_points", "roc_curve")
+    if t is None:
+        return None
+    band = _table(tables, "operating_points", "roc_band")
+    ops = _table(tables, "operating_points", "operating_points")
+    tm = _table(tables, "operating_points", "threshold_metrics")
+    ax = plot_roc_curves(t, band=band, operating_points=ops, threshold_metrics=tm)
+    return ax, "ROC curves with bands and operating points", _caption(
+        "Empirical ROC curve (1 − specificity against sensitivity at every observed threshold, "
+        f"decision s ≥ threshold) of every model at prompt {', '.join(_names(t['prompt']))}, "
+        "from table operating_points.roc_curve.",
+        _caption("Shaded: pointwise interval of the sensitivity at fixed specificities "
+                 "(table operating_points.roc_band, pROC's ci.se).", _designs(band), _b(band))
+        if band is not None else "",
+        "Diamonds: sensitivity at specificity ≥ x drawn at FPR = 1 − x with its interval; "
+        "squares: specificity at sensitivity ≥ x drawn at TPR = x (table "
+        "operating_points.operating_points)." if ops is not None else "",
+        _threshold_note(tm, "(1 − specificity, sensitivity)"), "Dotted diagonal: chance.")
+
+
+def _fig14(tables: Tables) -> Built | None:
+    t = _table(tables, "operating_points", "pr_curve")
+    if t is None:
+        return None
+    tm = _table(tables, "operating_points", "threshold_metrics")
+    ax = plot_pr_curves(t, threshold_metrics=tm)
+    return ax, "Precision-recall curves", _caption(
+        "Precision (PPV) against recall (sensitivity) at every observed threshold of every model "
+        f"at prompt {', '.join(_names(t['prompt']))} (point estimates), from table "
+        "operating_points.pr_curve; dotted line: the cohort's prevalence.",
+        _threshold_note(tm, "(recall, PPV at the cohort's prevalence)"))
+
+
+def _fig15(tables: Tables) -> Built | None:
+    t = _table(tables, "operating_points", "calibration_curve")
+    if t is None:
+        return None
+    ax = plot_calibration_curves(t)
+    return ax, "Reliability curves with bootstrap intervals", _caption(
+        "Mean score against the observed fraction of positives per bin "
+        f"({', '.join(_names(t['criterion']))}; equal_mass: bin edges at score quantiles) "
+        "with the bootstrap interval of the fraction (bars; bins fixed on the full sample), "
+        "from table operating_points.calibration_curve; the Wilson interval of each bin is in "
+        "the table (prop_low, prop_high); dotted diagonal: perfect calibration.",
+        _designs(t), _b(t))
+
+
 #: (file stem, block, builder) in report order
 FIGURES: tuple[tuple[str, str, Callable[[Tables], Built | None]], ...] = (
     ("fig1_discrimination", "discrimination", _fig1),
@@ -425,6 +493,9 @@ FIGURES: tuple[tuple[str, str, Callable[[Tables], Built | None]], ...] = (
     ("fig10_rank_stability", "label_uncertainty", _fig10),
     ("fig11_error_rates", "error_structure", _fig11),
     ("fig12_estimator_budget", "agreement", _fig12),
+    ("fig13_roc_curves", "operating_points", _fig13),
+    ("fig14_pr_curves", "operating_points", _fig14),
+    ("fig15_calibration_curves", "operating_points", _fig15),
 )
 
 

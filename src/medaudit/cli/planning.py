@@ -1,0 +1,107 @@
+"""``medaudit plan AUDIT_DIR``: how many more cases would resolve each unresolved claim.
+
+Reads a finished audit (``results.json``, via :func:`medaudit.audit.outcome.load_outcome`;
+nothing is recomputed) and, for every cell of the portability matrix whose verdict is
+``unresolved``, says how many more positives and negatives would resolve it at the
+observed effect (:func:`medaudit.blocks.planning.plan_claims`).  Without ``--out`` the
+table is printed as Markdown; ``--out FILE.csv`` writes it at full precision, ``--out
+FILE.md`` as Markdown.  A folder that is not a readable audit gives one line and exit
+code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["register", "plan_table", "markdown"]
+
+#: columns of the Markdown table (the CSV has them all)
+SHOWN = ("claim_id", "claim", "change", "changed_to", "cohort", "criterion", "estimate", "ci_low",
+         "ci_high", "claim_value", "n_pos", "n_neg", "status", "resolves_to", "additional_pos",
+         "additional_neg", "exact_additional")
+
+
+def plan_table(directory: Path, *, power: float | None):
+    """The plan of the audit in ``directory`` (a MedauditError naming it when unreadable)."""
+    from medaudit.audit.outcome import load_outcome
+    from medaudit.blocks.planning import plan_claims
+    from medaudit.exceptions import MedauditError
+
+    if not (directory / "results.json").is_file():
+        raise MedauditError(f"{str(directory)!r} is not a medaudit audit (no results.json); point "
+                            "at a folder written by `medaudit audit SPEC.yaml --out DIR`.")
+    try:
+        outcome = load_outcome(directory)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise MedauditError(f"{str(directory / 'results.json')!r} is damaged (not JSON: "
+                            f"{exc.__class__.__name__}); re-run `medaudit audit`.") from None
+    except MedauditError as exc:
+        raise MedauditError(" ".join(str(exc).split())) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        first = " ".join(str(exc).split())[:200]
+        raise MedauditError(f"{str(directory / 'results.json')!r} is not a readable medaudit "
+                            f"audit ({exc.__class__.__name__}: {first}); re-run "
+                            "`medaudit audit`.") from None
+    return plan_claims(outcome.claims, outcome.results, outcome.spec.study(), power=power,
+                       confidence_level=outcome.spec.confidence_level)
+
+
+def markdown(table, *, power: float | None) -> str:
+    """The plan as a Markdown page (rounded for reading; the CSV keeps full precision)."""
+    from medaudit.report.format import fmt_cell, md_table
+
+    head = ["# Cases to resolve the unresolved claims", "",
+            "At the observed effect, the half-width of each interval shrinking as 1/sqrt(n) with "
+            "the class mix kept; " + ("the expected interval just excludes the claimed value."
+                                      if power is None else
+                                      f"a {power:g} chance that the interval excludes the claimed "
+                                      "value.") + " additional_pos / additional_neg: cases beyond "
+            "the audit's own (n_pos, n_neg).", ""]
+    if table.empty:
+        return "\n".join(head + ["No claim of this audit is unresolved.", ""])
+    shown = table[[c for c in SHOWN if c in table.columns]]
+    text = shown.apply(lambda col: [fmt_cell(v, col.name)[0] for v in col])
+    return "\n".join(head + md_table(text) + [""])
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from medaudit.exceptions import MedauditError
+    from medaudit.io.output import atomic_write_bytes, check_output_file, write_csv
+
+    power = args.power
+    if power is not None and not 0.0 < power < 1.0:
+        raise MedauditError(f"--power must lie strictly between 0 and 1; got {power!r}.")
+    directory = Path(args.audit_dir)
+    table = plan_table(directory, power=power)
+    if args.out is None:
+        print(markdown(table, power=power), end="")
+        return 0
+    out = Path(args.out)
+    if out.suffix.lower() not in (".csv", ".md"):
+        raise MedauditError(f"--out {str(out)!r}: give a .csv or a .md file name.")
+    check_output_file(out, inputs={"audit": directory / "results.json"}, overwrite=True)
+    if out.suffix.lower() == ".csv":
+        write_csv(table, out)
+    else:
+        atomic_write_bytes(out, markdown(table, power=power).encode("utf-8"))
+    if not args.quiet:
+        n = int((table["status"] == "unresolved").sum()) if len(table) else 0
+        print(f"wrote {out} ({len(table)} unresolved claim cell(s), {n} with a number of cases)")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``medaudit plan`` to the sub-command parser ``sub``."""
+    p = sub.add_parser("plan", help="cases needed to resolve each unresolved claim of a finished "
+                                    "audit")
+    p.add_argument("audit_dir", help="output directory of `medaudit audit`")
+    p.add_argument("--power", type=float, default=0.8,
+                   help="chance that the resolved interval excludes the claimed value (default "
+                        "0.8; 0.5 asks for the expected interval to just exclude it)")
+    p.add_argument("--out", default=None, help="write the table here (.csv full precision, .md "
+                                               "Markdown) instead of printing Markdown")
+    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    p.set_defaults(func=_cmd_plan)
