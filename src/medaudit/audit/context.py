@@ -83,7 +83,8 @@ def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str
         for w in spec.scores_wide:
             path = resolve_input(_under(base_dir, w.path), what="prediction file")
             frames.append(read_wide(path, w))
-            hashes.append({"path": w.path, "sha256": file_sha256(path), "cohort": w.cohort})
+            cohort = w.cohort if w.cohort is not None else f"per row: column {w.cohort_column}"
+            hashes.append({"path": w.path, "sha256": file_sha256(path), "cohort": cohort})
         return pd.concat(frames, ignore_index=True), {"scores_wide": hashes}, spec
     if str(spec.scores).startswith("dataset:"):
         # scores shipped with a public dataset (ENHANCE's algorithmic scores), read in place:
@@ -148,7 +149,9 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> Loaded:
                                    judgment_variants=variants), inputs, spec)
     table, score_inputs, spec = load_scores(spec, base_dir)
     inputs.update(score_inputs)
-    source = score_inputs.get("scores", "simulated paper-000 table")
+    source = score_inputs.get("scores") or (
+        "prediction file(s) " + ", ".join(repr(w.path) for w in spec.scores_wide)
+        if spec.scores_wide is not None else "simulated paper-000 table")
     if spec.annotations is not None:
         from medaudit.labels.io import attach_labels, load_annotations
 
