@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from medaudit.audit.defaults import default_spec, describe_table, starter_yaml
 from medaudit.audit.spec import load_spec
 from medaudit.cli.main import main
+from tests.cli.test_bad_inputs import _one_line
 
 SITES = (("site-1", 150, 40), ("site-2", 150, 75))
 
@@ -43,13 +44,6 @@ def _run(argv, capsys):
     rc = main([str(a) for a in argv])
     cap = capsys.readouterr()
     return rc, cap.out, cap.err.strip()
-
-
-def _one_line(err: str) -> str:
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("medaudit: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 @pytest.fixture
