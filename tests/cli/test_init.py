@@ -81,6 +81,14 @@ def test_init_without_prompt_column_writes_a_spec_that_matches_the_table(csv, tm
     assert raw["seed"] == spec.seed and raw["n_resamples"] == spec.n_resamples
 
 
+def test_same_table_and_command_give_the_same_bytes(csv, tmp_path, capsys):
+    out = tmp_path / "spec.yaml"
+    assert _run(["init", csv, "--out", out], capsys)[0] == 0
+    first = out.read_bytes()
+    assert _run(["init", csv, "--out", out, "--overwrite"], capsys)[0] == 0
+    assert out.read_bytes() == first
+
+
 def test_every_key_written_has_a_comment(csv, tmp_path, capsys):
     out = tmp_path / "spec.yaml"
     assert _run(["init", csv, "--out", out], capsys)[0] == 0
