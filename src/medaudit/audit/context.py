@@ -95,7 +95,8 @@ def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str
         for w in spec.scores_wide:
             path = resolve_input(_under(base_dir, w.path), what="prediction file")
             frames.append(read_wide(path, w))
-            hashes.append({"path": w.path, "sha256": file_sha256(path), "cohort": w.cohort})
+            cohort = w.cohort if w.cohort is not None else f"per row: column {w.cohort_column}"
+            hashes.append({"path": w.path, "sha256": file_sha256(path), "cohort": cohort})
         return pd.concat(frames, ignore_index=True), {"scores_wide": hashes}, spec
     if str(spec.scores).startswith("dataset:"):
         # scores shipped with a public dataset (ENHANCE's algorithmic scores), read in place:

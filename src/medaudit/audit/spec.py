@@ -56,23 +56,91 @@ class ClaimsSpec(Strict):
         return None if v is None else fraction(v, "auroc_at_least")
 
 
+#: the columns :func:`medaudit.io.tables.read_wide` makes from a wide file (never kept as they are)
+_WIDE_MADE = ("image_id", "cohort", "model", "prompt", "score", "label", "seed")
+
+
 class WideScoresSpec(Strict):
     """A wide prediction file: one row per image, one score column per model (and seed).
 
-    ``column_pattern`` is a regular expression with a named group ``model`` (and
-    optionally ``seed`` and ``prompt``) matched against the column names; columns
-    that do not match (other than the id and label columns) are an error, so
-    nothing is silently ignored.
+    Every column of the file has one declared use, and nothing is ignored unless the entry
+    says so:
+
+    * ``id_column`` holds the image id, ``label_column`` the 0/1 label (or give
+      ``label_column: null`` when labels come from ``annotations:``);
+    * the cohort is ``cohort:`` for the whole file, or each row's value of
+      ``cohort_column`` (a file holding several hospitals); give exactly one of the two;
+    * ``keep_columns`` are carried beside every score as they are (``negative_group``,
+      ``patient_id``, subgroup columns such as ``sex``), ``ignore_columns`` are left out;
+    * every other column is a score column: its whole name must match ``column_pattern``,
+      a regular expression with a named group ``model`` (and optionally ``seed`` and
+      ``prompt``), e.g. ``s(?P<seed>\\d+)_(?P<model>\\w+)`` for ``s42_densenet``.
+
+    A column that is none of these is an error naming the file and the column, and so is
+    a score column holding anything but finite numbers (with the default pattern, which
+    matches every name, that is how a forgotten column of text shows itself).
     """
 
+    #: the CSV or Parquet file, relative to the spec file
     path: str
-    cohort: str
+    #: the one cohort of every row (give this or ``cohort_column``)
+    cohort: str | None = None
+    #: the column holding each row's cohort (give this or ``cohort``)
+    cohort_column: str | None = None
+    #: the column holding the image id (read as text: ``007`` stays ``007``)
     id_column: str = "image_id"
-    #: None when the file has no label column (labels then come from ``annotations:``)
+    #: the 0/1 label column; None when the file has no label column (labels then come from
+    #: ``annotations:``)
     label_column: str | None = "label"
+    #: which columns are score columns, and the model (seed, prompt) each holds: a regular
+    #: expression with a named group ``model`` that the whole column name must match
     column_pattern: str = r"(?P<model>.+)"
+    #: text put before every model name taken from a column name
     model_prefix: str = ""
+    #: the prompt of every score column whose pattern has no ``prompt`` group
     prompt: str = "none"
+    #: per-image columns carried beside every score, as they are
+    keep_columns: list[str] = Field(default_factory=list)
+    #: columns read and left out on purpose
+    ignore_columns: list[str] = Field(default_factory=list)
+
+    @field_validator("column_pattern")
+    @classmethod
+    def _pattern(cls, v: str) -> str:
+        import re
+
+        try:
+            groups = re.compile(v).groupindex
+        except re.error as exc:
+            raise ValueError(f"column_pattern {v!r} is not a valid regular expression: {exc}") from None
+        if "model" not in groups:
+            raise ValueError(f"column_pattern {v!r} needs a named group 'model', e.g. "
+                             "'(?P<model>.+)' or 's(?P<seed>\\d+)_(?P<model>\\w+)'")
+        return v
+
+    @model_validator(mode="after")
+    def _columns(self) -> WideScoresSpec:
+        if (self.cohort is None) == (self.cohort_column is None):
+            raise ValueError("give exactly one of `cohort:` (the cohort of the whole file) or "
+                             "`cohort_column:` (the column holding each row's cohort); got "
+                             + ("both" if self.cohort is not None else "neither"))
+        named = [("id_column", self.id_column), ("label_column", self.label_column),
+                 ("cohort_column", self.cohort_column),
+                 *(("keep_columns", c) for c in self.keep_columns),
+                 *(("ignore_columns", c) for c in self.ignore_columns)]
+        seen: dict[str, str] = {}
+        for role, col in named:
+            if col is None:
+                continue
+            if col in seen:
+                raise ValueError(f"column {col!r} is named twice ({seen[col]} and {role}); give "
+                                 "each column one use")
+            seen[col] = role
+        made = [c for c in self.keep_columns if c in _WIDE_MADE]
+        if made:
+            raise ValueError(f"keep_columns {made} would replace a column the reader makes "
+                             f"({', '.join(_WIDE_MADE)}); rename them in the file")
+        return self
 
 
 class _AuditSpecBase(Strict):

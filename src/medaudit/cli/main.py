@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: modules under ``medaudit.cli`` that add sub-commands (dicom, manifest, overlap, score, train)
-_COMMAND_MODULES = ("imaging", "scoring", "training", "planning")
+_COMMAND_MODULES = ("imaging", "scoring", "training", "planning", "init")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

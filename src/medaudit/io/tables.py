@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -95,46 +96,170 @@ def read_table(path: str | Path, *, what: str = "score table", id_columns: Seque
     raise SchemaError(f"{str(path)!r}: unsupported file type {suffix!r}; use .csv or .parquet.")
 
 
-def read_wide(path: str | Path, wide) -> pd.DataFrame:
-    """Read a wide prediction file into the long ScoreTable form (see ``WideScoresSpec``)."""
+def _where(path: Path, i: int) -> str:
+    """Where data row ``i`` (0-based) of the file is, in the user's terms (1-based)."""
+    if path.suffix.lower() in (".csv", ".txt"):
+        return f"line {i + 2}"  # line 1 is the header
+    return f"row {i + 1}"
+
+
+def _empty(v: Any) -> bool:
+    return v is None or (np.ndim(v) == 0 and bool(pd.isna(v))) or (isinstance(v, str) and not v.strip())
+
+
+def _first_bad(path: Path, values: pd.Series, bad: np.ndarray) -> str:
+    """``"'x' on line 5 (and 2 more row(s))"``: the first cell of ``values`` where ``bad`` holds."""
+    i = int(np.flatnonzero(bad)[0])
+    v = values.iloc[i]
+    shown = "an empty cell" if _empty(v) else quote(v)
+    more = int(bad.sum()) - 1
+    return f"{shown} on {_where(path, i)}" + (f" (and {more} more row(s))" if more else "")
+
+
+def _wide_field(wide: Any, name: str, default: Any) -> Any:
+    # a WideScoresSpec, or an object with its older attributes (no cohort_column, keep_columns...)
+    return getattr(wide, name, default)
+
+
+def read_wide(path: str | Path, wide: Any) -> pd.DataFrame:
+    """Read a wide prediction file into the long ScoreTable form.
+
+    Parameters
+    ----------
+    path : path
+        The file (CSV or Parquet).
+    wide : WideScoresSpec
+        The ``scores_wide:`` entry (:class:`medaudit.audit.spec.WideScoresSpec`), which says
+        what every column is.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per image x score column: ``image_id, cohort, model, prompt, score`` (and
+        ``label``, ``seed`` and the ``keep_columns`` when given), score columns in file order.
+
+    Raises
+    ------
+    SchemaError
+        Naming the file, the column and the line: a declared column absent; a column that is
+        none of id, label, cohort, kept, ignored or a score column (nothing is silently
+        ignored); a score column with a cell that is not a finite number (often a column of
+        text the default pattern took for a model); an empty cohort cell; a label other than
+        0/1; an image id given twice for one cohort.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from medaudit.audit.spec import WideScoresSpec
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = Path(d, "w.csv")
+    ...     _ = p.write_text("image_id,hospital,label,a,b\\n1,h1,1,0.9,0.8\\n2,h2,0,0.2,0.4\\n")
+    ...     long = read_wide(p, WideScoresSpec(path="w.csv", cohort_column="hospital"))
+    >>> long[["image_id", "cohort", "model", "score"]].values.tolist()
+    [['1', 'h1', 'a', 0.9], ['2', 'h2', 'a', 0.2], ['1', 'h1', 'b', 0.8], ['2', 'h2', 'b', 0.4]]
+    """
     import re
 
-    table = read_table(path, id_columns=(wide.id_column,))
+    path = Path(path)
+    cohort_column = _wide_field(wide, "cohort_column", None)
+    keep = list(_wide_field(wide, "keep_columns", ()))
+    ignore = list(_wide_field(wide, "ignore_columns", ()))
+    text_columns = (wide.id_column,) + ((cohort_column,) if cohort_column is not None else ())
+    table = read_table(path, what="prediction file", id_columns=text_columns)
     # no label column: labels come from the spec's ``annotations:`` (attached afterwards)
-    fixed = tuple(c for c in (wide.id_column, wide.label_column) if c is not None)
-    for col in fixed:
+    roles = {wide.id_column: "id_column", wide.label_column: "label_column",
+             cohort_column: "cohort_column", **{c: "keep_columns" for c in keep},
+             **{c: "ignore_columns" for c in ignore}}
+    roles.pop(None, None)
+    for col, role in roles.items():
         if col not in table.columns:
-            raise SchemaError(f"{str(path)!r}: column {quote(col)} not found; columns are "
+            raise SchemaError(f"{str(path)!r}: column {quote(col)} not found ({role}); columns are "
                               f"{quote(list(table.columns))}.")
     try:
         pattern = re.compile(wide.column_pattern)
     except re.error as exc:
         raise SchemaError(f"column_pattern {quote(wide.column_pattern)} is not a valid regular "
                           f"expression: {exc}") from None
-    frames = []
-    unmatched = []
+    ids = table[wide.id_column]
+    no_id = ids.map(_empty).to_numpy(dtype=bool)
+    if no_id.any():
+        raise SchemaError(f"{str(path)!r}: id_column {quote(wide.id_column)} is empty at "
+                          f"{_first_bad(path, ids, no_id)}; every row needs its image id.")
+    if cohort_column is not None:
+        cohort = table[cohort_column]
+        empty = (cohort.isna() | (cohort.astype(str).str.strip() == "")).to_numpy()
+        if empty.any():
+            raise SchemaError(f"{str(path)!r}: cohort_column {quote(cohort_column)} is empty at "
+                              f"{_first_bad(path, cohort, empty)}; every row needs "
+                              "its cohort.")
+        cohort = cohort.astype(str)
+    else:
+        cohort = pd.Series(wide.cohort, index=table.index, dtype=object)
+    if wide.label_column is not None:
+        lab = pd.to_numeric(table[wide.label_column], errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isin(lab, (0.0, 1.0))
+        if bad.any():
+            raise SchemaError(f"{str(path)!r}: label_column {quote(wide.label_column)} must be 0 or 1 "
+                              f"(1 = positive); it has "
+                              f"{_first_bad(path, table[wide.label_column], bad)}.")
+    dup = pd.DataFrame({"c": cohort, "i": ids}).duplicated(keep=False).to_numpy()
+    if dup.any():
+        where = [_where(path, int(i)) for i in np.flatnonzero(dup)[:2]]
+        raise SchemaError(f"{str(path)!r}: image {quote(ids[dup].iloc[0])} (id_column "
+                          f"{quote(wide.id_column)}) appears more than once for one cohort "
+                          f"({' and '.join(where)}); keep one row per image.")
+    frames, unmatched, matched = [], [], []
     for col in table.columns:
-        if col in fixed:
+        if col in roles:
             continue
         m = pattern.fullmatch(str(col))
         if m is None or "model" not in m.groupdict():
             unmatched.append(col)
             continue
         g = m.groupdict()
+        matched.append(col)
+        raw = table[col]
+        score = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(score)
+        if bad.any():
+            # text where numbers belong: typically a column (a hospital, a note) that the
+            # pattern took for a model; otherwise holes (empty cells, infinities)
+            text = bad & np.isnan(score) & ~raw.map(_empty).to_numpy(dtype=bool)
+            what = (f"{str(path)!r}: column {quote(col)} matches column_pattern "
+                    f"{quote(wide.column_pattern)}, so it is read as the scores of model "
+                    f"{quote(wide.model_prefix + g['model'])}, but it has "
+                    f"{_first_bad(path, raw, text if text.any() else bad)} where a finite "
+                    "number belongs")
+            if not text.any():
+                raise SchemaError(f"{what}; every image needs a finite score from every model.")
+            raise SchemaError(
+                f"{what}. If it is each row's cohort, give `cohort_column: {col}`; to carry it "
+                "beside the scores (a subgroup such as sex) list it in `keep_columns:`; to leave "
+                "it out, list it in `ignore_columns:`; or narrow column_pattern to the score "
+                "columns.")
         # ids were read as text; an empty cell stays missing so validation names its row
-        part = pd.DataFrame({"image_id": table[wide.id_column],
-                             "cohort": wide.cohort,
+        part = pd.DataFrame({"image_id": ids, "cohort": cohort,
                              "model": wide.model_prefix + g["model"],
-                             "prompt": g.get("prompt") or wide.prompt,
-                             "score": table[col]})
+                             "prompt": g.get("prompt") or wide.prompt, "score": score})
         if wide.label_column is not None:
             part["label"] = table[wide.label_column]
         if g.get("seed") is not None:
             part["seed"] = int(g["seed"])
+        for c in keep:
+            part[c] = table[c]
         frames.append(part)
     if unmatched:
-        raise SchemaError(f"{str(path)!r}: column(s) {quote(unmatched)} do not match column_pattern "
-                          f"{quote(wide.column_pattern)} (which needs a named group 'model').")
+        declared = ", ".join(f"{role} {quote(c)}" for c, role in roles.items()) or "the declared columns"
+        scored = f"the score columns it matched are {quote(matched)}" if matched else \
+            "it matched no column"
+        raise SchemaError(
+            f"{str(path)!r}: column(s) {quote(unmatched)} do not match column_pattern "
+            f"{quote(wide.column_pattern)} (a score column's whole name must match it, with a "
+            f"named group 'model'; {scored}) and are none of {declared}. List them in "
+            "`keep_columns:` to carry them beside the scores (sex, negative_group, patient_id) or "
+            "in `ignore_columns:` to leave them out; nothing is ignored unless declared.")
     if not frames:
-        raise SchemaError(f"{str(path)!r}: no score columns found.")
+        raise SchemaError(f"{str(path)!r}: no score columns found: no column besides the id, "
+                          f"label, cohort, kept and ignored ones matches column_pattern "
+                          f"{quote(wide.column_pattern)}.")
     return pd.concat(frames, ignore_index=True)
