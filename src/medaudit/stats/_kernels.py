@@ -194,7 +194,9 @@ def copies_sum(a: NDArray[np.float64], b: NDArray[np.float64], k: NDArray[np.flo
     b_full = np.broadcast_to(b, w.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (a + b_full) / (k + 1.0)
-    out = np.where(w >= 1, out, 0.0)
+    # C order whatever the inputs' layout: the flat indices below are C-order positions,
+    # and ravel() of an F-ordered array would be a copy, silently dropping the extra terms
+    out = np.ascontiguousarray(np.where(w >= 1, out, 0.0))
     wf = np.ascontiguousarray(w).ravel()
     idx = np.flatnonzero(wf >= 2)
     if idx.size:
@@ -213,7 +215,7 @@ def copies_sum(a: NDArray[np.float64], b: NDArray[np.float64], k: NDArray[np.flo
             extra[:n_live] += (a_s[:n_live] + j * b_s[:n_live]) / (k_s[:n_live] + j)
             j += 1
             n_live = int(np.count_nonzero(w_s[:n_live] >= j))
-        flat = out.ravel()  # out is a fresh contiguous array: ravel is a view
+        flat = out.reshape(-1)  # a view: out is C-contiguous
         flat[idx] += extra
     return out
 
