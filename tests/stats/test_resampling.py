@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import time
 import types
-import warnings
 
 import numpy as np
 import pytest
@@ -37,7 +36,6 @@ from medaudit.stats import (
 from medaudit.stats._metricspec import Prepared, evaluate, parse_metrics
 from medaudit.stats.designs import make_plan
 from tests import _oracles as O
-
 from tests.stats._helpers import (
     ATOL,
     HARD_METRICS,
@@ -52,7 +50,6 @@ from tests.stats._helpers import (
     reference,
     tied_data,
 )
-
 
 # clusters (patients) of 1-3 items and sites holding whole patients
 _N_PATIENTS = 22
