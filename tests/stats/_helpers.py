@@ -54,7 +54,7 @@ def _sk_ap(y, s):
 
 
 # (metric spec, reference on the materialised data, when defined: "two" = both classes,
-# "pos" = at least one positive, "any" = always)
+# "pos" = at least one positive, "neg" = at least one negative, "any" = always)
 HARD_METRICS = [
     ("roc_auc", _sk_auroc, "two"),
     ("average_precision", O.average_precision_individual, "pos"),
@@ -89,6 +89,8 @@ def reference(fn, when, y, s) -> float:
     if when == "two" and (n_pos == 0 or n_pos == y.size):
         return math.nan
     if when == "pos" and n_pos == 0:
+        return math.nan
+    if when == "neg" and n_pos == y.size:
         return math.nan
     return float(fn(y, s))
 

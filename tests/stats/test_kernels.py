@@ -139,3 +139,89 @@ def test_copies_sum_of_fortran_counts_keeps_the_copies():
     i = materialise(w[7])
     assert c_order[7] == pytest.approx(O.average_precision_individual(y[i], s[i]), rel=1e-12)
     assert not math.isnan(c_order[7])
+
+
+# ------------------------------------------------------- one-pass kernels on the layout
+def _layout_data(kind: str, seed: int = 3):
+    """Labels and probabilities: continuous; tied on a grid with no confidence tie across
+    0.5 (so the layout's confidence cuts apply, partial tie blocks included); and tied
+    on the 0.1 grid, where 0.3 and 0.7 tie in confidence (the general path)."""
+    rng = np.random.default_rng(seed)
+    n = 41
+    y = (rng.random(n) < 0.4).astype(float)
+    y[:2] = [0.0, 1.0]
+    if kind == "continuous":
+        s = np.clip(0.25 * y + 0.75 * rng.random(n), 0.0, 1.0)
+    elif kind == "grid":  # k/10 + 0.013: s and 1 - s never coincide
+        s = np.round(np.clip(0.3 * y + 0.7 * rng.random(n), 0.0, 0.95), 1) + 0.013
+    else:
+        s = np.round(np.clip(0.3 * y + 0.7 * rng.random(n), 0.0, 1.0), 1)
+    return y, s
+
+
+LAYOUT_METRICS = [
+    ("roc_auc", O.auroc_pairwise, "two"),
+    ("average_precision", O.average_precision_individual, "pos"),
+    (("average_precision", {"ties": "pooled"}), O.average_precision_pooled, "pos"),
+    ("brier_score", O.brier, "any"),
+    (("brier_score", {"prevalence": 0.3}), lambda y, s: O.brier_prevalence(y, s, 0.3), "two"),
+    (("log_loss", {"prevalence": 0.4}), lambda y, s: O.log_loss(y, s, pi=0.4), "two"),
+    ("ece", lambda y, s: O.ece(y, s, 15), "any"),
+    (("ece", {"n_bins": 7, "prevalence": 0.3}), lambda y, s: O.ece(y, s, 7, 0.3), "two"),
+    ("aurc", O.aurc, "any"),
+    (("selective_risk", {"coverage": 0.37}), lambda y, s: O.risk_at_coverage(y, s, 0.37), "any"),
+    (("selective_risk", {"coverage": 1.0}), lambda y, s: O.risk_at_coverage(y, s, 1.0), "any"),
+    (("sensitivity_at_specificity", {"min_specificity": 0.7}),
+     lambda y, s: O.se_at_sp(y, s, 0.7), "two"),
+    (("specificity_at_sensitivity", {"min_sensitivity": 0.6}),
+     lambda y, s: O.sp_at_se(y, s, 0.6), "two"),
+    (("specificity_at_sensitivity", {"min_sensitivity": 0.0}),
+     lambda y, s: O.sp_at_se(y, s, 0.0), "two"),
+    # a rate at a fixed threshold needs only its own class
+    (("sensitivity", {"threshold": 0.513}), lambda y, s: O.se_sp_at(y, s, 0.513)[0], "pos"),
+    (("specificity", {"threshold": 0.5}), lambda y, s: O.se_sp_at(y, s, 0.5)[1], "neg"),
+]
+
+
+@pytest.mark.parametrize("kind", ["continuous", "grid", "cross-ties"])
+def test_layout_kernels_equal_the_definitions_on_materialised_resamples(kind):
+    from medaudit.stats._metricspec import Prepared, evaluate_columns, parse_metrics
+    y, s = _layout_data(kind)
+    p = Prepared.build(y, s, need_conf=True)
+    assert (p.layout.cuts is not None) == (kind != "cross-ties")
+    if kind == "grid":  # some cut falls inside a low-score tie block
+        assert p.layout.cuts.partial
+    w = _counts(y.size, 25, 9)
+    w[1] = 0
+    w[1, :3] = [5, 0, 2]  # most items absent, one drawn five times
+    specs = parse_metrics([m for m, _, _ in LAYOUT_METRICS])
+    scratch: dict = {}
+    for layout_name, wl in _layouts(np.take(w, p.columns, axis=1)):
+        got = evaluate_columns(p, specs, wl, scratch)
+        for (_, ref, when), m in zip(LAYOUT_METRICS, specs, strict=True):
+            expected = [reference(ref, when, y[materialise(r)], s[materialise(r)]) for r in w]
+            assert_reps_match(got[m.id], expected, f"{kind} {m.id} {layout_name}")
+
+
+def test_layout_kernels_equal_the_general_kernels():
+    """Same replicates as the per-order kernels: bit for bit where the integer
+    arithmetic is shared (AUROC, Se/Sp, selective risk), within 1e-12 where only the
+    summation order changed (AP, calibration, AURC)."""
+    from medaudit.stats._metricspec import REGISTRY, Prepared, evaluate_columns, parse_metrics
+    y, s = _layout_data("continuous", seed=11)
+    p = Prepared.build(y, s, need_conf=True)
+    w = _counts(y.size, 40, 2)
+    wl = np.take(w, p.columns, axis=1)
+    wr = np.take(w, p.ranked.order, axis=1)
+    wc = np.take(w, p.conf.order, axis=1)
+    exact = {"roc_auc", "sensitivity_at_specificity", "specificity_at_sensitivity",
+             "selective_risk[coverage=0.37]", "sensitivity[threshold=0.513]",
+             "specificity[threshold=0.5]", "specificity_at_sensitivity[min_sensitivity=0.0]"}
+    specs = parse_metrics([m for m, _, _ in LAYOUT_METRICS])
+    got = evaluate_columns(p, specs, wl)
+    for m in specs:
+        general = REGISTRY[m.name][3](p, lambda: w, lambda: wr, lambda: wc, m.options, {})
+        if m.id in exact or m.name in exact:
+            np.testing.assert_array_equal(got[m.id], general, err_msg=m.id)
+        else:
+            np.testing.assert_allclose(got[m.id], general, rtol=1e-12, atol=1e-15, err_msg=m.id)

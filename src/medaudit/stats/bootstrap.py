@@ -157,10 +157,23 @@ class _Engine:
             return {(name, "roc_auc"): np.concatenate([
                 K.auroc_binned(w, pl)
                 for w in self.plan.batches(n_resamples, rng, batch, columns=pl.bins)])}
+        # the counts are drawn straight into the first score vector's column layout (the
+        # same draws, so the same replicates); the others gather from it, and cluster
+        # counts, which are per cluster, are gathered from item order
+        first = p
+        cols = first.column_of() if self.plan.unit_of_item is None else None
+        moves = {k: (None if q is first else first.column_of()[q.columns])
+                 for k, q in self.prepared.items()}
+        scratch: dict[str, dict] = {k: {} for k in self.prepared}
         chunks: dict[tuple[str, str], list] = {}
-        for w in self.plan.batches(n_resamples, rng, batch):
-            for k, v in self._eval_all(w).items():
-                chunks.setdefault(k, []).append(v)
+        for w in self.plan.batches(n_resamples, rng, batch, columns=cols):
+            for k, q in self.prepared.items():
+                if cols is None:
+                    wc = np.take(w, q.columns, axis=1)
+                else:
+                    wc = w if moves[k] is None else np.take(w, moves[k], axis=1)
+                for mid, vals in MS.evaluate_columns(q, self.specs, wc, scratch[k]).items():
+                    chunks.setdefault((k, mid), []).append(vals)
         return {k: np.concatenate(v) for k, v in chunks.items()}
 
     def jackknife(self, batch) -> dict[tuple[str, str], NDArray[np.float64]]:
