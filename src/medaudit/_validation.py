@@ -47,6 +47,10 @@ def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArra
         raise MedauditError(f"{name} must be 1-dimensional; got shape {arr.shape}.")
     if arr.size == 0 and not allow_empty:
         raise MedauditError(f"{name} is empty; at least one value is needed.")
+    # one reduction instead of an isfinite mask: the sum of finite values is finite
+    # unless it overflows, and only then (or with a NaN/inf) is every value checked
+    if np.isfinite(np.add.reduce(arr)):
+        return arr
     finite = np.isfinite(arr)
     if not finite.all():
         kind = "NaN" if np.isnan(arr[~finite]).any() else "inf"
@@ -81,6 +85,8 @@ def as_scores(s: ArrayLike, *, name: str = "y_score") -> NDArray[np.float64]:
 def as_probabilities(s: ArrayLike, *, name: str = "y_prob") -> NDArray[np.float64]:
     """Return probabilities, refusing values outside [0, 1] (no clipping)."""
     arr = as_1d_float(s, name=name)
+    if arr.size and 0.0 <= arr.min() and arr.max() <= 1.0:  # two reductions, no mask
+        return arr
     bad = (arr < 0.0) | (arr > 1.0)
     if bad.any():
         lo, hi = float(arr.min()), float(arr.max())
@@ -95,6 +101,8 @@ def as_probabilities(s: ArrayLike, *, name: str = "y_prob") -> NDArray[np.float6
 def as_soft_labels(p: ArrayLike, *, name: str = "p_true") -> NDArray[np.float64]:
     """Return soft labels (probability the item is positive) in [0, 1]."""
     arr = as_1d_float(p, name=name)
+    if arr.size and 0.0 <= arr.min() and arr.max() <= 1.0:
+        return arr
     bad = (arr < 0.0) | (arr > 1.0)
     if bad.any():
         raise MedauditError(

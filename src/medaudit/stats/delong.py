@@ -31,47 +31,89 @@ __all__ = [
 ALTERNATIVES = ("two-sided", "greater", "less")
 
 
+def _counts(is_pos: NDArray[np.bool_], s: NDArray[np.float64], n_pos: int
+            ) -> tuple[NDArray[np.int64], int]:
+    """Per item (input order) the DeLong count in integers, and its scale (1 or 2).
+
+    A positive's count is the number of negatives scored below it, a negative's the
+    number of positives scored above it; a tie counts one half, so with ties the counts
+    are doubled (scale 2) to stay integers.  Placements are ``count / (scale * n_other)``.
+
+    One sort in numpy's fastest kind (tied scores form one block, so the order within
+    ties does not matter and no stable sort is needed), a tie check on the sorted scores,
+    and cumulative class counts; no pairwise comparison is formed.
+    """
+    order = np.argsort(s)
+    ss = s[order]
+    ys = is_pos[order]
+    n = s.size
+    out = np.empty(n, dtype=np.int64)
+    if n < 2 or not np.any(ss[1:] == ss[:-1]):
+        # untied: a positive at sorted position i has i + 1 - cum_p[i] negatives below,
+        # a negative n_pos - cum_p[i] positives above: v = n_pos - cum + ys (i + 1 - n_pos)
+        cum = np.cumsum(ys, dtype=np.int64)
+        v = np.arange(1 - n_pos, n + 1 - n_pos, dtype=np.int64)
+        v *= ys
+        v -= cum
+        v += n_pos
+        out[order] = v
+        return out, 1
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(ss[1:], ss[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    block = np.cumsum(new) - 1
+    bp = np.add.reduceat(ys.astype(np.int64), starts)
+    bn = np.diff(np.r_[starts, n]) - bp
+    neg_below2 = 2 * (np.cumsum(bn) - bn) + bn  # twice the negatives below, ties one half
+    pos_above2 = 2 * (n_pos - np.cumsum(bp)) + bp
+    out[order] = np.where(ys, neg_below2[block], pos_above2[block])
+    return out, 2
+
+
+class _Curve:
+    """One score vector's DeLong counts split by class (positives, negatives in input order)."""
+
+    __slots__ = ("pos", "neg", "scale", "n_pos", "n_neg")
+
+    def __init__(self, is_pos, pos_idx, neg_idx, s):
+        n_pos, n_neg = pos_idx.size, neg_idx.size
+        cnt, self.scale = _counts(is_pos, s, n_pos)
+        self.pos, self.neg = np.take(cnt, pos_idx), np.take(cnt, neg_idx)
+        self.n_pos, self.n_neg = n_pos, n_neg
+
+    def rescaled(self, scale: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        f = scale // self.scale
+        return (self.pos, self.neg) if f == 1 else (self.pos * f, self.neg * f)
+
+    def auc(self) -> float:
+        """Mean placement.  Both classes count every (positive, negative) pair once, so the
+        two sums agree exactly in these integers (pROC's theta == AUC guard), checked."""
+        num_p, num_n = int(self.pos.sum()), int(self.neg.sum())
+        if num_p != num_n:
+            raise RuntimeError(f"internal error: DeLong placements disagree ({num_p} vs {num_n}).")
+        return num_p / (self.scale * self.n_pos * self.n_neg)
+
+
+def _split(y: NDArray[np.float64]):
+    is_pos = y == 1.0
+    return is_pos, np.flatnonzero(is_pos), np.flatnonzero(~is_pos)
+
+
 def _placements(y: NDArray[np.float64], s: NDArray[np.float64]):
     """Return (V10 over positives, V01 over negatives), each in input order."""
-    order = np.argsort(s)  # tied scores form one block: their order does not matter
-    ss, ys = s[order], y[order]
-    new = np.empty(ss.size, dtype=bool)
-    new[:1] = True
-    np.not_equal(ss[1:], ss[:-1], out=new[1:])
-    if new.all():
-        return _placements_untied(y, order, ys)
-    block = np.cumsum(new) - 1
-    starts = np.flatnonzero(new)
-    bp = np.add.reduceat(ys, starts)
-    bn = np.add.reduceat(1.0 - ys, starts)
-    n_pos, n_neg = bp.sum(), bn.sum()
-    neg_below = np.cumsum(bn) - bn  # negatives strictly below each block (ascending)
-    pos_above = n_pos - np.cumsum(bp)  # positives strictly above
-    v10_sorted = (neg_below + 0.5 * bn)[block] / n_neg
-    v01_sorted = (pos_above + 0.5 * bp)[block] / n_pos
-    v10 = np.empty(s.size)
-    v01 = np.empty(s.size)
-    v10[order] = v10_sorted
-    v01[order] = v01_sorted
-    return v10[y == 1.0], v01[y == 0.0]
+    is_pos, pos_idx, neg_idx = _split(y)
+    c = _Curve(is_pos, pos_idx, neg_idx, s)
+    return c.pos / (c.scale * c.n_neg), c.neg / (c.scale * c.n_pos)
 
 
-def _placements_untied(y, order, ys):
-    """:func:`_placements` when no two scores tie (continuous scores): every block is one
-    item, so one cumulative count of positives gives both placements.  The values are
-    the same integer counts over the same class sizes, hence bit-identical.
-    """
-    n = ys.size
-    cum_p = np.cumsum(ys)  # positives at or below each sorted position
-    n_pos = cum_p[-1]
-    n_neg = n - n_pos
-    # positive at sorted position i: i + 1 - cum_p[i] negatives below it, none tied;
-    # negative: n_pos - cum_p[i] positives above it
-    v = np.where(ys == 1.0, (np.arange(1.0, n + 1.0) - cum_p) / n_neg, (n_pos - cum_p) / n_pos)
-    v_in = np.empty(n)
-    v_in[order] = v
-    is_pos = y == 1.0
-    return v_in[is_pos], v_in[~is_pos]
+def _var_counts(d: NDArray[np.int64], scale: float) -> float:
+    """Sample variance of ``d / scale`` (two passes: mean, then squared deviations)."""
+    if d.size < 2:
+        return math.nan
+    x = d / scale
+    x -= x.mean()
+    return float(np.dot(x, x) / (d.size - 1))
 
 
 def delong_placements(y_true: ArrayLike, y_score: ArrayLike):
@@ -243,11 +285,14 @@ def delong_test(
     sb = as_scores(y_score_b, name="y_score_b")  # the labels are validated once, above
     check_same_length(y_true=y, y_score_b=sb)
     n_pos, n_neg = _need_both(y)
-    a10, a01 = _placements(y, sa)
-    b10, b01 = _placements(y, sb)
-    auc_a, auc_b = _checked_auc(a10, a01), _checked_auc(b10, b01)
-    d10, d01 = a10 - b10, a01 - b01
-    var = _var(d10) / n_pos + _var(d01) / n_neg
+    split = _split(y)
+    a, b = _Curve(*split, sa), _Curve(*split, sb)
+    auc_a, auc_b = a.auc(), b.auc()
+    scale = max(a.scale, b.scale)
+    (ap, an), (bp, bn) = a.rescaled(scale), b.rescaled(scale)
+    # the placement differences in integers, so only the variance itself rounds
+    var = (_var_counts(ap - bp, scale * n_neg) / n_pos
+           + _var_counts(an - bn, scale * n_pos) / n_neg)
     return _finish(auc_a - auc_b, var, auc_a, auc_b, level, alternative, True, n_pos, n_neg)
 
 
