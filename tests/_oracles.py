@@ -338,6 +338,21 @@ def soft_ap(p, s):
     return float(total / n_pos)
 
 
+def soft_ap_known_self(p, s):
+    """Definition 10e: soft AP with the own label known at its own rank (paper 001 Table 4),
+    sum over i of p_i (1 + sum_{j < i} p_j) / (i n+)."""
+    ps, n_pos, _ = _soft_sorted(p, s)
+    if n_pos == 0:
+        return float("nan")
+    total = 0.0
+    for i in range(len(ps)):
+        above = 0.0
+        for j in range(i):
+            above += ps[j]
+        total += ps[i] * (1.0 + above) / (i + 1)
+    return float(total / n_pos)
+
+
 # ------------------------------------------------------------ 11. DeLong
 def delong_placements(y, s):
     """Definition 11a: brute-force DeLong placements (V10 over P, V01 over N)."""

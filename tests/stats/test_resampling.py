@@ -160,9 +160,11 @@ SOFT_METRICS = [
     (("soft_roc_auc", {"variant": "inclusive"}), O.soft_auroc_inclusive),
     (("soft_roc_auc", {"variant": "strict"}), O.soft_auroc_strict),
     (("soft_roc_auc", {"variant": "trapezoid"}), O.soft_auroc_trapezoid),
-    ("soft_average_precision", O.soft_ap),
-    (("soft_roc_auc", {"ties": "grouped"}), _soft_grouped_auroc),
-    (("soft_average_precision", {"ties": "grouped"}), _soft_grouped_ap),
+    (("soft_average_precision", {"variant": "as_written"}), O.soft_ap),
+    ("soft_roc_auc", O.soft_auroc_strict),  # the defaults (paper 001 Table 4)
+    ("soft_average_precision", O.soft_ap_known_self),
+    (("soft_roc_auc", {"variant": "trapezoid", "ties": "grouped"}), _soft_grouped_auroc),
+    (("soft_average_precision", {"variant": "as_written", "ties": "grouped"}), _soft_grouped_ap),
 ]
 
 

@@ -182,6 +182,39 @@ def soft_auroc_stable(
     return _safe_div(num, n_pos * (_rowsum(w) - n_pos))
 
 
+def soft_auroc_grouped(w: NDArray[np.float64], r: Ranked, variant: str) -> NDArray[np.float64]:
+    """Soft AUROC with tied scores pooled (each tied pair of distinct copies counts 1/2)
+    and the self pair of every copy weighted by the variant: :func:`auroc` counts it 1/2
+    (the trapezoid), the strict form 0, the inclusive form 1, i.e. the trapezoid
+    -/+ ``sum w p (1 - p) / 2`` over ``n+ n-``."""
+    out = auroc(w, r)
+    if variant == "trapezoid":
+        return out
+    p = r.label
+    wp = w * p
+    n_pos = _rowsum(wp)
+    half_self = 0.5 * _rowsum(wp * (1.0 - p))
+    adj = _safe_div(half_self, n_pos * (_rowsum(w) - n_pos))
+    return out - adj if variant == "strict" else out + adj
+
+
+def soft_ap_grouped(w: NDArray[np.float64], r: Ranked, variant: str) -> NDArray[np.float64]:
+    """Soft AP with tied scores pooled into one threshold.  ``"as_written"``: each copy
+    of an item in a tied block adds ``p C_b / K_b`` (:func:`average_precision_grouped`);
+    ``"known_self"``: ``p (1 + C_b - p) / K_b``, its own label counted as 1."""
+    if variant == "as_written":
+        return average_precision_grouped(w, r)
+    p = r.label
+    wp = w * p
+    bp = _blocks(wp, r)
+    bp2 = _blocks(wp * p, r)
+    cum_p = np.cumsum(bp, axis=-1)
+    cum_w = np.cumsum(_blocks(w, r), axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(cum_w > 0, (bp * (1.0 + cum_p) - bp2) / cum_w, 0.0)
+    return _safe_div(_rowsum(terms), cum_p[..., -1])
+
+
 def copies_sum(a: NDArray[np.float64], b: NDArray[np.float64], k: NDArray[np.float64],
                w: NDArray[np.float64]) -> NDArray[np.float64]:
     """Elementwise ``sum_{j=1..w} (a + j b) / (k + j)`` for integer counts ``w >= 0``.
@@ -221,12 +254,15 @@ def copies_sum(a: NDArray[np.float64], b: NDArray[np.float64], k: NDArray[np.flo
     return out
 
 
-def average_precision_stable(w: NDArray[np.float64], r: Ranked) -> NDArray[np.float64]:
+def average_precision_stable(w: NDArray[np.float64], r: Ranked,
+                             variant: str = "as_written") -> NDArray[np.float64]:
     """Non-interpolated AP with individual ranks; soft labels allowed (paper 001 eq. 5).
 
     An item with label p, count w, K items and C positive mass ranked before it
-    contributes ``p * sum_{j=1..w} (C + j p) / (K + j)`` (precision at each copy).
-    Items with p = 0 contribute nothing and are skipped.
+    contributes ``p * sum_{j=1..w} (C + j p) / (K + j)`` (precision at each copy;
+    ``variant="known_self"``: ``p * sum_j (1 + C + (j - 1) p) / (K + j)``, the copy's own
+    label counted as 1).  Items with p = 0 contribute nothing and are skipped; on binary
+    labels both variants are the ordinary AP.
     """
     w2 = np.atleast_2d(w)
     p = r.label
@@ -241,6 +277,8 @@ def average_precision_stable(w: NDArray[np.float64], r: Ranked) -> NDArray[np.fl
     else:  # a label row per weight row (the annotation bootstrap)
         p_nz, w_nz = p, w2
     binary = p.ndim == 1 and bool(np.all(p_nz == 1.0))
+    if variant == "known_self" and not binary:
+        c_before = c_before + (1.0 - p_nz)  # C + j p + (1 - p) = 1 + C + (j - 1) p
     num = _ap_copies(c_before, k_before + 1, w_nz, None if binary else p_nz)
     out = _safe_div(num, _rowsum(wp))
     return out[0] if np.ndim(w) == 1 else out
@@ -689,17 +727,18 @@ class LayoutSums:
     from which ``W_P``, ``W_N`` and every cumulated count are read.
     """
 
-    def __init__(self, w: NDArray, lay: Layout, scratch: dict | None = None):
+    def __init__(self, w: NDArray, lay: Layout, scratch: dict | None = None, *,
+                 float_passes: int = 0):
         self.w, self.lay = w, lay
-        b = w.shape[0]
-        buf = scratch.get("c") if scratch is not None else None
-        if buf is not None and buf.shape[0] >= b and buf.shape[1] == lay.n + 1 and (
-                buf.dtype == w.dtype):
-            c = buf[:b]  # a fresh (b, n) array per batch would pay its page faults every time
-        else:
-            c = np.empty((b, lay.n + 1), dtype=w.dtype)
-            if scratch is not None:
-                scratch["c"] = c
+        self.scratch = {} if scratch is None else scratch
+        c = self._buffer("c", (w.shape[0], lay.n + 1), w.dtype)
+        # dot products of integer counts with float vectors convert every element on the
+        # fly, at about twice the cost of a float pass: with two or more such passes (say
+        # Brier and ECE) one conversion, into a reused buffer, is cheaper
+        self.wf = w
+        if float_passes >= 2 and w.dtype != np.float64:
+            self.wf = self._buffer("wf", w.shape, np.float64)
+            np.copyto(self.wf, w, casting="unsafe")
         c[:, 0] = 0
         np.cumsum(w, axis=1, out=c[:, 1:])
         self.c = c
@@ -707,6 +746,15 @@ class LayoutSums:
         self.w_pos = c[:, lay.n_pos]
         self.w_neg = self.total - self.w_pos
         self._cache: dict[str, Any] = {}
+
+    def _buffer(self, key, shape, dtype) -> NDArray:
+        """A work array reused across batches: a fresh (b, n) array per batch would pay
+        its page faults every time."""
+        buf = self.scratch.get(key)
+        if buf is None or buf.shape[0] < shape[0] or buf.shape[1:] != shape[1:] or (
+                buf.dtype != dtype):
+            buf = self.scratch[key] = np.empty(shape, dtype=dtype)
+        return buf[:shape[0]]
 
     def cached(self, key, fn):
         if key not in self._cache:
@@ -717,7 +765,7 @@ class LayoutSums:
         return self.w[:, :self.lay.n_pos]
 
     def slice_dot(self, lo: int, hi: int, v: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.einsum("ij,j->i", self.w[:, lo:hi], v[lo:hi])
+        return np.einsum("ij,j->i", self.wf[:, lo:hi], v[lo:hi])
 
 
 def auroc_layout(t: LayoutSums) -> NDArray[np.float64]:
@@ -745,12 +793,12 @@ def _extra_copies(w: NDArray, term) -> NDArray[np.float64]:
     number of rows in the batch.
     """
     b, m = w.shape
-    wf = np.ascontiguousarray(w).reshape(-1)
-    idx = np.flatnonzero(wf >= 2)
+    many = w >= 2  # a fresh C-ordered mask whatever the layout of w (a view, say)
+    idx = np.flatnonzero(many)
     if not idx.size:
         return np.zeros(b)
     extra = term(idx, 2)
-    w_s = wf[idx]
+    w_s = w[many]  # C order, as idx
     live = np.flatnonzero(w_s >= 3)
     j = 3
     while live.size:

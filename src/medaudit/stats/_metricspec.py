@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 from medaudit._validation import check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
+from medaudit.stats.soft import soft_metric_options
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,10 @@ def _rates_layout(p: Prepared, t: K.LayoutSums, tau: float):
     return K._safe_div(tp, n_pos), K._safe_div(t.w_neg - fp, n_neg)
 
 
+def _soft(o: Mapping[str, Any], metric: str) -> tuple[str, str]:
+    return soft_metric_options(metric, variant=o.get("variant"), ties=o.get("ties"))
+
+
 def _conf_fast(fn):
     """A confidence kernel on the layout, or None (general path) when the confidence
     order is not expressible as layout intervals (see ``K._confidence_cuts``)."""
@@ -128,11 +133,14 @@ REGISTRY: dict[str, tuple[bool, bool, tuple[str, ...], _Kernel, _LayoutKernel | 
         lambda p, t, o: (K.average_precision_pooled_layout(t) if o.get("ties") == "pooled"
                          else K.average_precision_layout(t))),
     "soft_roc_auc": (False, False, ("variant", "ties"), lambda p, w, wr, wc, o, c: (
-        K.auroc(wr(), p.ranked) if o.get("ties", "stable") == "grouped"
-        else K.soft_auroc_stable(wr(), p.ranked, o.get("variant", "inclusive"))), None),
-    "soft_average_precision": (False, False, ("ties",), lambda p, w, wr, wc, o, c: (
-        K.average_precision_grouped(wr(), p.ranked) if o.get("ties", "stable") == "grouped"
-        else K.average_precision_stable(wr(), p.ranked)), None),
+        K.soft_auroc_grouped(wr(), p.ranked, _soft(o, "soft_roc_auc")[0])
+        if _soft(o, "soft_roc_auc")[1] == "grouped"
+        else K.soft_auroc_stable(wr(), p.ranked, _soft(o, "soft_roc_auc")[0])), None),
+    "soft_average_precision": (False, False, ("variant", "ties"), lambda p, w, wr, wc, o, c: (
+        K.soft_ap_grouped(wr(), p.ranked, _soft(o, "soft_average_precision")[0])
+        if _soft(o, "soft_average_precision")[1] == "grouped"
+        else K.average_precision_stable(wr(), p.ranked, _soft(o, "soft_average_precision")[0])),
+        None),
     "brier_score": (True, False, ("prevalence",), lambda p, w, wr, wc, o, c: K.mean_loss(
         w(), p.y, _loss_sq(p), _prev(o)),
         lambda p, t, o: K.mean_loss_layout(t, p.per_column("sq", _loss_sq), _prev(o))),
@@ -165,6 +173,7 @@ REGISTRY: dict[str, tuple[bool, bool, tuple[str, ...], _Kernel, _LayoutKernel | 
         wr(), p.ranked, float(o["threshold"]))[1],
         lambda p, t, o: _rates_layout(p, t, float(o["threshold"]))[1]),
 }
+_FLOAT_PASSES = ("brier_score", "log_loss", "ece")  # metrics reading every count once, as floats
 SOFT_METRICS = ("soft_roc_auc", "soft_average_precision")
 _REQUIRED = {"selective_risk": ("coverage",), "sensitivity": ("threshold",),
              "specificity": ("threshold",)}
@@ -212,12 +221,10 @@ def _check_values(spec: MetricSpec) -> None:
     for k in ("min_specificity", "min_sensitivity"):
         if k in o:
             check_fraction(o[k], name=f"{spec.name} {k}", closed="both")
-    if "ties" in o:
-        allowed = ("individual", "pooled") if spec.name == "average_precision" else (
-            "stable", "grouped")
-        check_option(o["ties"], allowed, name=f"{spec.name} ties")
-    if "variant" in o:
-        check_option(o["variant"], ("inclusive", "strict", "trapezoid"), name="variant")
+    if spec.name in SOFT_METRICS:  # the one rule for soft options (stats.soft)
+        soft_metric_options(spec.name, variant=o.get("variant"), ties=o.get("ties"))
+    elif "ties" in o:
+        check_option(o["ties"], ("individual", "pooled"), name=f"{spec.name} ties")
     if "n_bins" in o and (not isinstance(o["n_bins"], (int, np.integer)) or o["n_bins"] < 1):
         raise MedauditError(f"{spec.name} n_bins must be a positive integer; got {o['n_bins']!r}.")
 
@@ -256,7 +263,10 @@ def evaluate_columns(p: Prepared, specs: Sequence[MetricSpec], wc: NDArray,
     w_orig = lazy("original", np.arange(p.y.size))
     wr = (lambda: wc) if p.layout is None else lazy("ranked", p.ranked.order)
     wconf = lazy("conf", p.conf.order) if p.conf is not None else None
-    sums = K.LayoutSums(wc, p.layout, scratch) if p.layout is not None else None
+    sums = None
+    if p.layout is not None:
+        passes = sum(m.name in _FLOAT_PASSES for m in specs)
+        sums = K.LayoutSums(wc, p.layout, scratch, float_passes=passes)
     c: dict[str, Any] = {}
     out = {}
     # every kernel returns nan itself where its metric is undefined (a class with zero
