@@ -168,6 +168,8 @@ LAYOUT_METRICS = [
     (("log_loss", {"prevalence": 0.4}), lambda y, s: O.log_loss(y, s, pi=0.4), "two"),
     ("ece", lambda y, s: O.ece(y, s, 15), "any"),
     (("ece", {"n_bins": 7, "prevalence": 0.3}), lambda y, s: O.ece(y, s, 7, 0.3), "two"),
+    (("ece", {"n_bins": 10, "binning": "linspace"}),
+     lambda y, s: O.ece(y, s, 10, binning="linspace"), "any"),
     ("aurc", O.aurc, "any"),
     (("selective_risk", {"coverage": 0.37}), lambda y, s: O.risk_at_coverage(y, s, 0.37), "any"),
     (("selective_risk", {"coverage": 1.0}), lambda y, s: O.risk_at_coverage(y, s, 1.0), "any"),

@@ -439,13 +439,40 @@ def mean_loss(
     return out
 
 
-def bin_index(prob: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
-    """Equal-width bin of each probability; the last bin includes 1.0."""
-    return np.minimum(np.floor(prob * n_bins).astype(np.intp), n_bins - 1)
+BINNINGS = ("floor", "linspace")
+
+
+def bin_index(prob: NDArray[np.float64], n_bins: int, binning: str = "floor") -> NDArray[np.intp]:
+    """Equal-width calibration bin of each probability: the one rule of every binned metric.
+
+    * ``"floor"`` (paper 000 M0.7, the default): ``min(floor(n_bins * s), n_bins - 1)``
+      computed in float64, so the last bin includes 1.0 and a typed 0.3 lands in
+      ``[0.3, 0.4)`` (``10 * 0.3`` rounds to 3.0000000000000004).
+    * ``"linspace"`` (netcal/torchmetrics): bin ``b`` holds ``e_b <= s < e_{b+1}`` for the
+      float64 edges ``e = np.linspace(0, 1, n_bins + 1)`` and ``s == 1.0`` forms bin
+      ``n_bins`` of its own, as ``torch.bucketize(s, e, right=True) - 1`` leaves it.  The
+      edge ``e_3`` of 10 bins is 0.30000000000000004, above the double 0.3, so a typed 0.3
+      lands in ``[0.2, 0.3)`` here.
+    """
+    if binning == "floor":
+        return np.minimum(np.floor(prob * n_bins).astype(np.intp), n_bins - 1)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return (np.searchsorted(edges, prob, side="right") - 1).astype(np.intp)
+
+
+def bin_edges(index: NDArray[np.intp], n_bins: int, binning: str = "floor"
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Lower and upper edge of the bins ``index`` under ``binning`` (the 1.0 bin of
+    ``"linspace"`` is ``[1, 1]``)."""
+    if binning == "floor":
+        return index / n_bins, (index + 1) / n_bins
+    edges = np.r_[np.linspace(0.0, 1.0, n_bins + 1), 1.0]
+    return edges[index], edges[index + 1]
 
 
 def ece(
-    w: NDArray[np.float64], r: Ranked, n_bins: int, prevalence: float | None
+    w: NDArray[np.float64], r: Ranked, n_bins: int, prevalence: float | None,
+    binning: str = "floor",
 ) -> NDArray[np.float64]:
     """Expected calibration error with equal-width bins (empty bins contribute 0).
 
@@ -453,7 +480,7 @@ def ece(
     ``reduceat`` over the sorted weights.
     """
     y, s = r.label, r.score
-    b = bin_index(s, n_bins)
+    b = bin_index(s, n_bins, binning)
     starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
     d = s - y
     wd_p = np.add.reduceat(w * (y * d), starts, axis=-1)
@@ -704,11 +731,12 @@ def _confidence_cuts(y, s, order, n_pos, cr: ConfidenceRanked) -> dict:
             "err_col": column[cr.order[err_conf]]}
 
 
-def layout_bins(lay: Layout, n_bins: int) -> tuple:
+def layout_bins(lay: Layout, n_bins: int, binning: str = "floor") -> tuple:
     """Per occupied calibration bin, its column slice among the positives and the negatives
     (descending scores make every bin one contiguous run within each class)."""
-    if n_bins not in lay.bins:
-        b = bin_index(lay.score, n_bins)
+    key = (n_bins, binning)
+    if key not in lay.bins:
+        b = bin_index(lay.score, n_bins, binning)
         out = []
         for lo, hi in ((0, lay.n_pos), (lay.n_pos, lay.n)):
             bb = b[lo:hi]
@@ -716,8 +744,8 @@ def layout_bins(lay: Layout, n_bins: int) -> tuple:
             en = np.r_[st[1:], hi].astype(np.intp)
             out.append({int(b[i]): (int(i), int(j)) for i, j in zip(st, en, strict=True)})
         occupied = sorted(set(out[0]) | set(out[1]), reverse=True)
-        lay.bins[n_bins] = tuple((out[0].get(k), out[1].get(k)) for k in occupied)
-    return lay.bins[n_bins]
+        lay.bins[key] = tuple((out[0].get(k), out[1].get(k)) for k in occupied)
+    return lay.bins[key]
 
 
 class LayoutSums:
@@ -890,7 +918,8 @@ def mean_loss_layout(t: LayoutSums, loss: NDArray[np.float64], prevalence: float
             + (1.0 - prevalence) * _safe_div(sn_, t.w_neg.astype(np.float64)))
 
 
-def ece_layout(t: LayoutSums, n_bins: int, prevalence: float | None) -> NDArray[np.float64]:
+def ece_layout(t: LayoutSums, n_bins: int, prevalence: float | None,
+               binning: str = "floor") -> NDArray[np.float64]:
     """:func:`ece` from per-bin sums of ``w (s - y)`` over contiguous column slices."""
     lay = t.lay
     d = lay.score - lay.label
@@ -901,7 +930,7 @@ def ece_layout(t: LayoutSums, n_bins: int, prevalence: float | None) -> NDArray[
         cp = _safe_div(np.full(zero.shape, prevalence), t.w_pos.astype(np.float64))
         cn = _safe_div(np.full(zero.shape, 1.0 - prevalence), t.w_neg.astype(np.float64))
     acc = np.zeros_like(zero)
-    for ps, ns in layout_bins(lay, n_bins):
+    for ps, ns in layout_bins(lay, n_bins, binning):
         wp = t.slice_dot(*ps, d) if ps else zero
         wn = t.slice_dot(*ns, d) if ns else zero
         acc += np.abs(wp + wn) if cp is None else np.abs(cp * wp + cn * wn)

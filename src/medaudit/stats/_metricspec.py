@@ -148,9 +148,10 @@ REGISTRY: dict[str, tuple[bool, bool, tuple[str, ...], _Kernel, _LayoutKernel | 
         w(), p.y, _loss_log(p, o.get("eps", 1e-15)), _prev(o)),
         lambda p, t, o: K.mean_loss_layout(t, p.per_column(
             ("log", o.get("eps", 1e-15)), lambda q: _loss_log(q, o.get("eps", 1e-15))), _prev(o))),
-    "ece": (True, False, ("n_bins", "prevalence"), lambda p, w, wr, wc, o, c: K.ece(
-        wr(), p.ranked, int(o.get("n_bins", 15)), _prev(o)),
-        lambda p, t, o: K.ece_layout(t, int(o.get("n_bins", 15)), _prev(o))),
+    "ece": (True, False, ("n_bins", "prevalence", "binning"), lambda p, w, wr, wc, o, c: K.ece(
+        wr(), p.ranked, int(o.get("n_bins", 15)), _prev(o), o.get("binning", "floor")),
+        lambda p, t, o: K.ece_layout(t, int(o.get("n_bins", 15)), _prev(o),
+                                     o.get("binning", "floor"))),
     "aurc": (True, True, (), lambda p, w, wr, wc, o, c: K.aurc(wc(), p.conf),
              _conf_fast(lambda p, t, o: K.aurc_layout(t))),
     "selective_risk": (True, True, ("coverage",), lambda p, w, wr, wc, o, c: K.selective_risk(
@@ -225,6 +226,8 @@ def _check_values(spec: MetricSpec) -> None:
         soft_metric_options(spec.name, variant=o.get("variant"), ties=o.get("ties"))
     elif "ties" in o:
         check_option(o["ties"], ("individual", "pooled"), name=f"{spec.name} ties")
+    if "binning" in o:
+        check_option(o["binning"], K.BINNINGS, name=f"{spec.name} binning")
     if "n_bins" in o and (not isinstance(o["n_bins"], (int, np.integer)) or o["n_bins"] < 1):
         raise MedauditError(f"{spec.name} n_bins must be a positive integer; got {o['n_bins']!r}.")
 

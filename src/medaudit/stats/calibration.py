@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from medaudit._validation import check_fraction
+from medaudit._validation import check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores, warn_if_one_class
@@ -78,10 +78,38 @@ def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | Non
     return float(K.mean_loss(np.ones(y.size), y, (s - y) ** 2, pi))
 
 
+_BINNING_DOC = """binning : {"floor", "linspace"}, default="floor"
+        How a probability ``s`` is assigned to one of the equal-width bins (one rule for
+        :func:`ece`, :func:`reliability_diagram` and the bootstrap kernels,
+        :func:`medaudit.stats._kernels.bin_index`):
+
+        * ``"floor"`` (paper 000 M0.7): bin ``min(floor(n_bins * s), n_bins - 1)``
+          computed in float64; 1.0 falls in the last bin.  Because ``10 * 0.3`` rounds
+          to ``3.0000000000000004``, a typed 0.3 lands in ``[0.3, 0.4)``, as a reader
+          expects (but, e.g., ``49 * (1/49)`` rounds to ``0.9999999999999999``, so
+          1/49 lands in the first of 49 bins).
+        * ``"linspace"``: bin ``b`` holds ``e_b <= s < e_{b+1}`` for the float64 edges
+          ``e = numpy.linspace(0, 1, n_bins + 1)``, and ``s == 1.0`` forms a bin of its
+          own, as torchmetrics' ``binary_calibration_error`` bins (and the anchors'
+          netcal).  Here a typed 0.3 lands in ``[0.2, 0.3)`` for 10 bins (the edge is
+          0.30000000000000004): ``ece([1, 0, 0], [0.3, 0.3, 0.25], n_bins=10)`` is 0.2167
+          with ``"floor"`` and 0.05 with ``"linspace"``.  The two rules differ only for
+          probabilities at or next to an edge (0.3, 0.6 and 0.7 at 10 bins, seven values
+          at 20 bins, none of the k/15 at 15 bins)."""
+
+
+def _binning(binning: str) -> str:
+    return check_option(binning, K.BINNINGS, name="binning")
+
+
 def ece(
-    y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, prevalence: float | None = None
+    y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, prevalence: float | None = None,
+    binning: str = "floor",
 ) -> float:
     r"""Expected calibration error of the positive-class probability, equal-width bins.
+
+    A probability ``s`` goes to bin ``min(floor(n_bins * s), n_bins - 1)`` computed in
+    float64 (paper 000 M0.7; ``binning="linspace"`` for netcal/torchmetrics' edges).
 
     Parameters
     ----------
@@ -90,11 +118,11 @@ def ece(
     y_prob : array-like of shape (n_samples,)
         Probabilities in [0, 1].
     n_bins : int, default=15
-        Bins ``[(b-1)/n_bins, b/n_bins)``; the final bin is closed and includes 1.0
-        (bin index ``min(floor(n_bins * s), n_bins - 1)``).  Empty bins contribute 0.
+        Number of equal-width bins on [0, 1].  Empty bins contribute 0.
     prevalence : float in (0, 1), optional
         Class-weighted version :math:`\sum_b |\sum_{i\in B_b} w_i (s_i - y_i)|` with
         :math:`w_i = \pi/|P|` for positives and :math:`(1-\pi)/|N|` for negatives.
+    {binning}
 
     Returns
     -------
@@ -114,11 +142,12 @@ def ece(
     0.066666666667
     """
     nb = _n_bins(n_bins)
+    rule = _binning(binning)
     y, s = labels_scores(y_true, y_prob, prob=True)
     pi = _prevalence(prevalence)
     if _undefined_for_prevalence(y, pi, "ece"):
         return math.nan
-    return float(K.ece(np.ones(y.size), K.rank(y, s), nb, pi))
+    return float(K.ece(np.ones(y.size), K.rank(y, s), nb, pi, rule))
 
 
 def log_loss(
@@ -162,8 +191,12 @@ def log_loss(
     return float(K.mean_loss(np.ones(y.size), y, loss, pi))
 
 
-def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 10) -> ReliabilityBins:
+def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 10,
+                        binning: str = "floor") -> ReliabilityBins:
     """Data for a reliability diagram: equal-width bins, empty bins omitted.
+
+    A probability ``s`` goes to bin ``min(floor(n_bins * s), n_bins - 1)`` computed in
+    float64, the rule of :func:`ece` (``binning="linspace"`` for netcal/torchmetrics' edges).
 
     Parameters
     ----------
@@ -172,7 +205,8 @@ def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 1
     y_prob : array-like of shape (n_samples,)
         Probabilities in [0, 1].
     n_bins : int, default=10
-        Same edge convention as :func:`ece` (last bin includes 1.0).
+        Number of equal-width bins on [0, 1].
+    {binning}
 
     Returns
     -------
@@ -187,19 +221,25 @@ def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 1
     ([0, 9], [1, 2], [0.0, 1.0])
     """
     nb = _n_bins(n_bins)
+    rule = _binning(binning)
     y, s = labels_scores(y_true, y_prob, prob=True)
-    b = K.bin_index(s, nb)
+    b = K.bin_index(s, nb, rule)
     count = np.bincount(b, minlength=nb)
     ssum = np.bincount(b, weights=s, minlength=nb)
     ysum = np.bincount(b, weights=y, minlength=nb)
     keep = count > 0
     idx = np.flatnonzero(keep)
+    low, high = K.bin_edges(idx, nb, rule)
     return ReliabilityBins(
         bin_index=idx.astype(np.int64),
-        bin_low=idx / nb,
-        bin_high=(idx + 1) / nb,
+        bin_low=low,
+        bin_high=high,
         count=count[keep].astype(np.int64),
         mean_score=ssum[keep] / count[keep],
         fraction_positive=ysum[keep] / count[keep],
         n_bins=nb,
     )
+
+
+for _f in (ece, reliability_diagram):
+    _f.__doc__ = _f.__doc__.replace("{binning}", _BINNING_DOC)
