@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from medaudit.exceptions import MedauditError
-from medaudit.stats import bootstrap_metrics, ece, reliability_diagram
 from medaudit.stats import _kernels as K
+from medaudit.stats import bootstrap_metrics, ece, reliability_diagram
 from tests import _oracles as O
 
 NS = range(2, 51)
