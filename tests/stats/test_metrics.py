@@ -859,3 +859,35 @@ def test_single_class_defined_cases_do_not_warn():
         assert ece([0, 0, 0, 0], s) == _approx(0.5, rel=RTOL)  # 4 bins, all s - 0
         assert math.isfinite(log_loss([0, 0, 0, 0], s))
         assert selective_risk([0, 0, 0, 0], s, coverage=1.0) == 0.5
+
+
+def test_operating_point_accepts_both_infinite_thresholds():
+    """+inf: nothing predicted positive (Se 0, Sp 1); -inf: everything (Se 1, Sp 0),
+    as the oracle's rule s >= t gives."""
+    y, s = [0, 0, 1, 1, 0], [0.2, 0.5, 0.5, 0.9, 0.1]
+    for t, want in ((math.inf, (0.0, 1.0)), (-math.inf, (1.0, 0.0))):
+        op = operating_point(y, s, threshold=t)
+        assert (op.sensitivity, op.specificity) == want == oracle.se_sp_at(y, s, t)
+        assert op.threshold == t
+
+
+def test_ties_that_move_average_precision_warn_with_both_values():
+    """The individual-rank default depends on row order under ties: a constant scorer gets
+    AP 1.0 with the positives listed first; the warning carries the pooled value."""
+    from medaudit.exceptions import TiedScoresWarning
+    from medaudit.stats.ranking import AP_TIE_TOLERANCE
+    y = np.r_[np.ones(18), np.zeros(82)]
+    s = np.full(100, 0.5)
+    for labels, individual in ((y, 1.0), (y[::-1], oracle.average_precision_individual(y[::-1], s))):
+        with pytest.warns(TiedScoresWarning, match="ties pooled it is 0.18") as rec:
+            assert average_precision(labels, s) == pytest.approx(individual, rel=1e-12)
+        w = rec[0].message
+        assert w.individual == pytest.approx(individual, rel=1e-12)
+        assert w.pooled == pytest.approx(average_precision_score(labels, s), rel=1e-12)
+    # no warning without ties, or when ties move AP by less than the tolerance
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        average_precision([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.6])
+        y2, s2 = np.r_[1.0, 0.0, np.ones(3000), np.zeros(3000)], np.r_[0.5, 0.5, np.arange(6000.0)]
+        gap = abs(average_precision(y2, s2) - average_precision(y2, s2, ties="pooled"))
+        assert 0 < gap <= AP_TIE_TOLERANCE

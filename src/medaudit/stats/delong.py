@@ -7,6 +7,7 @@ the mean placement is checked against the AUROC (pROC's theta == AUC guard).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -119,6 +120,9 @@ def _var_counts(d: NDArray[np.int64], scale: float) -> float:
 def delong_placements(y_true: ArrayLike, y_score: ArrayLike):
     """Structural components V10 (one per positive) and V01 (one per negative).
 
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
+
     ``V10_i`` is the fraction of negatives scored below positive ``i`` (ties 1/2);
     ``V01_j`` the fraction of positives scored above negative ``j``.  Both have
     mean equal to the AUROC.
@@ -162,6 +166,9 @@ def _var(x: NDArray[np.float64]) -> float:
 def delong_variance(y_true: ArrayLike, y_score: ArrayLike) -> float:
     """DeLong variance of one AUROC: ``var(V10)/|P| + var(V01)/|N|`` (sample variances).
 
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
+
     Matches ``var(roc, method = "delong")`` of R's pROC.  With a single positive or
     negative the sample variance is undefined and the result is nan.
 
@@ -195,6 +202,9 @@ def _pvalue(z: float, alternative: str) -> float:
 
 def delong_ci(y_true: ArrayLike, y_score: ArrayLike, *, confidence_level: float = 0.95) -> AUCInterval:
     """AUROC with its DeLong normal-theory interval ``AUC ± z sqrt(var)``.
+
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
 
     The bounds are not clipped to [0, 1] (pROC clips; clip only for display).
 
@@ -246,6 +256,9 @@ def delong_test(
     confidence_level: float = 0.95,
 ) -> PairedAUCTest:
     r"""Paired DeLong test of two correlated AUROCs on the same images.
+
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
 
     Parameters
     ----------
@@ -304,21 +317,44 @@ def delong_test_unpaired(
     *,
     alternative: str = "two-sided",
     confidence_level: float = 0.95,
+    distribution: str = "normal",
 ) -> PairedAUCTest:
-    """DeLong comparison of two AUROCs on independent samples: ``z = ΔA / sqrt(var_a + var_b)``.
+    r"""DeLong comparison of two AUROCs on independent samples: ``D = ΔA / sqrt(var_a + var_b)``.
 
-    The p-value uses the standard normal.  (R's pROC refers the same statistic
-    to a Welch-type t distribution for unpaired curves; its normal p-value is
-    what this function reproduces.)
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
+
+    Parameters
+    ----------
+    y_true_a, y_score_a, y_true_b, y_score_b : array-like
+        Labels and scores of the two independent samples.
+    alternative : {"two-sided", "greater", "less"}, default="two-sided"
+        ``"greater"`` tests AUROC_a > AUROC_b.
+    confidence_level : float, default=0.95
+        Level of the normal interval for the difference.
+    distribution : {"normal", "t"}, default="normal"
+        Reference distribution of ``D`` for the p-value.  ``"normal"``: the standard normal
+        (a z test).  ``"t"``: Student's t with the Welch-Satterthwaite-type degrees of
+        freedom R's pROC uses for unpaired ``roc.test``,
+        :math:`\nu = (V_a + V_b)^2 / (V_a^2/(n_a - 1) + V_b^2/(n_b - 1))` with
+        :math:`V` the DeLong variances and :math:`n` the sample sizes (recorded as
+        ``df``), so pROC's p-values are reproduced.  The statistic, variance and interval
+        are the same under both.
 
     Examples
     --------
     >>> r = delong_test_unpaired([0, 1, 0, 1], [0.1, 0.9, 0.2, 0.8], [0, 1, 0, 1], [0.1, 0.9, 0.2, 0.8])
     >>> r.estimate, r.pvalue
     (0.0, 1.0)
+    >>> r = delong_test_unpaired([0, 1, 0, 1, 1], [0.1, 0.9, 0.7, 0.8, 0.3],
+    ...                          [0, 1, 0, 0, 1, 0], [0.2, 0.6, 0.1, 0.4, 0.5, 0.3],
+    ...                          distribution="t")
+    >>> round(r.statistic, 6), r.df, round(r.pvalue, 6)  # pROC: D = -0.707107, df = 4, p = 0.518519
+    (-0.707107, 4.0, 0.518519)
     """
     alternative = check_option(alternative, ALTERNATIVES, name="alternative")
     level = check_fraction(confidence_level, name="confidence_level")
+    distribution = check_option(distribution, ("normal", "t"), name="distribution")
     ya, sa = labels_scores(y_true_a, y_score_a, score_name="y_score_a")
     yb, sb = labels_scores(y_true_b, y_score_b, score_name="y_score_b")
     pa, na = _need_both(ya)
@@ -326,5 +362,18 @@ def delong_test_unpaired(
     a10, a01 = _placements(ya, sa)
     b10, b01 = _placements(yb, sb)
     auc_a, auc_b = _checked_auc(a10, a01), _checked_auc(b10, b01)
-    var = _var(a10) / pa + _var(a01) / na + _var(b10) / pb + _var(b01) / nb
-    return _finish(auc_a - auc_b, var, auc_a, auc_b, level, alternative, False, pa + pb, na + nb)
+    var_a = _var(a10) / pa + _var(a01) / na
+    var_b = _var(b10) / pb + _var(b01) / nb
+    res = _finish(auc_a - auc_b, var_a + var_b, auc_a, auc_b, level, alternative, False,
+                  pa + pb, na + nb)
+    if distribution == "normal":
+        return res
+    # pROC's delong.unpaired.test: t with Welch-type df over the two samples' sizes
+    den = var_a**2 / (ya.size - 1) + var_b**2 / (yb.size - 1)
+    df = (var_a + var_b) ** 2 / den if den > 0 else math.nan
+    p = res.pvalue
+    if math.isfinite(res.statistic) and not math.isnan(df):
+        t = res.statistic
+        p = {"greater": special.stdtr(df, -t), "less": special.stdtr(df, t),
+             "two-sided": min(1.0, 2.0 * special.stdtr(df, -abs(t)))}[alternative]
+    return dataclasses.replace(res, pvalue=float(p), df=float(df), distribution="t")

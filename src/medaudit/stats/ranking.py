@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from medaudit._validation import check_option
+from medaudit.exceptions import TiedScoresWarning
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores, warn_if_one_class
 
-__all__ = ["roc_auc", "average_precision", "AP_TIES"]
+__all__ = ["roc_auc", "average_precision", "AP_TIES", "AP_TIE_TOLERANCE"]
 
 AP_TIES = ("individual", "pooled")
 
@@ -54,8 +56,19 @@ def roc_auc(y_true: ArrayLike, y_score: ArrayLike) -> float:
     return float(K.auroc(np.ones(y.size), K.rank(y, s)))
 
 
+#: |AP(individual ranks) - AP(pooled ties)| above which average_precision warns
+AP_TIE_TOLERANCE = 1e-3
+
+
 def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "individual") -> float:
     r"""Non-interpolated average precision (area under the precision–recall steps).
+
+    With tied scores the default individual-rank AP depends on the row order of the
+    input (a constant scorer gets AP = 1.0 on a file that lists its positives first, and
+    less than the prevalence when they come last); when ties move it by more than
+    :data:`AP_TIE_TOLERANCE` from the tie-pooled value, a
+    :class:`~medaudit.exceptions.TiedScoresWarning` says so and carries both values
+    (``.individual``, ``.pooled``) for a report to show.
 
     Parameters
     ----------
@@ -97,6 +110,13 @@ def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "ind
         return math.nan
     r = K.rank(y, s)
     w = np.ones(y.size)
+    pooled = float(K.average_precision_grouped(w, r)) if (ties == "pooled" or r.has_ties) else None
     if ties == "pooled":
-        return float(K.average_precision_grouped(w, r))
-    return float(K.average_precision_stable(w, r))
+        return pooled
+    value = float(K.average_precision_stable(w, r))
+    if pooled is not None and abs(value - pooled) > AP_TIE_TOLERANCE:
+        warnings.warn(TiedScoresWarning(
+            f"average_precision: tied scores make the individual-rank AP ({value:.4g}) depend "
+            f"on the row order; with ties pooled it is {pooled:.4g} (ties='pooled').",
+            individual=value, pooled=pooled), stacklevel=2)
+    return value

@@ -126,21 +126,25 @@ def threshold_for_specificity(
 def operating_point(y_true: ArrayLike, y_score: ArrayLike, *, threshold: float) -> OperatingPoint:
     """Sensitivity and specificity at ``threshold`` with the rule ``s >= threshold``.
 
-    ``threshold`` may be ``inf`` (nothing predicted positive).  A class that is
-    absent gives ``nan`` for its rate.
+    ``threshold`` may be ``inf`` (nothing predicted positive: Se = 0, Sp = 1) or ``-inf``
+    (everything predicted positive: Se = 1, Sp = 0).  A class that is absent gives
+    ``nan`` for its rate.
 
     Examples
     --------
     >>> op = operating_point([0, 0, 1, 1], [0.2, 0.5, 0.5, 0.9], threshold=0.5)
     >>> op.sensitivity, op.specificity
     (1.0, 0.5)
+    >>> op = operating_point([0, 0, 1, 1], [0.2, 0.5, 0.5, 0.9], threshold=float("-inf"))
+    >>> op.sensitivity, op.specificity
+    (1.0, 0.0)
     """
     try:
         tau = float(threshold)
     except (TypeError, ValueError):
-        raise MedauditError(f"threshold must be a number or +inf; got {threshold!r}.") from None
-    if math.isnan(tau) or tau == -math.inf:
-        raise MedauditError(f"threshold must be a number or +inf; got {threshold!r}.")
+        raise MedauditError(f"threshold must be a number or +/-inf; got {threshold!r}.") from None
+    if math.isnan(tau):
+        raise MedauditError(f"threshold must be a number or +/-inf; got {threshold!r}.")
     y, s = labels_scores(y_true, y_score)
     se, sp = K.rates_at(np.ones(y.size), K.rank(y, s), tau)
     return OperatingPoint(threshold=tau, sensitivity=float(se), specificity=float(sp),
