@@ -27,6 +27,7 @@ __all__ = [
     "check_option",
     "check_fraction",
     "as_generator",
+    "as_sample_weight",
 ]
 
 
@@ -195,3 +196,18 @@ def as_generator(rng: Any) -> tuple[np.random.Generator, dict[str, Any]]:
         f"rng must be None, an int seed, a numpy SeedSequence or a numpy Generator; "
         f"got {type(rng).__name__}. (np.random.RandomState is not supported.)"
     )
+
+
+def as_sample_weight(w: ArrayLike | None, n: int, *, name: str = "sample_weight"
+                     ) -> NDArray[np.float64] | None:
+    """Return finite non-negative weights of length ``n`` (scikit-learn's semantics), or
+    None when no weights are given."""
+    if w is None:
+        return None
+    arr = as_1d_float(w, name=name)
+    if arr.size != n:
+        raise MedauditError(f"{name} must have one weight per sample ({n}); got {arr.size}.")
+    if arr.min() < 0.0:
+        raise MedauditError(f"{name} must be non-negative; found {float(arr.min())!r} "
+                            f"{_where(arr < 0.0)}. Give weight 0 to leave a sample out.")
+    return arr

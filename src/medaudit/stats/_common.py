@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 from medaudit._validation import (
     as_binary_labels,
     as_probabilities,
+    as_sample_weight,
     as_scores,
     as_soft_labels,
     check_same_length,
@@ -51,3 +52,15 @@ def warn_if_one_class(n_pos: float, n_neg: float, metric: str, *, stacklevel: in
         stacklevel=stacklevel,
     )
     return True
+
+
+def weights(sample_weight: ArrayLike | None, y: NDArray[np.float64]
+            ) -> tuple[NDArray[np.float64], float, float]:
+    """The kernels' weight row (ones without ``sample_weight``) and the weighted class
+    masses (n_pos, n_neg): with weights, a class is absent when its weight is zero."""
+    w = as_sample_weight(sample_weight, y.size)
+    if w is None:
+        n_pos = float(y.sum())
+        return np.ones(y.size), n_pos, y.size - n_pos
+    n_pos = float(w @ y)
+    return w, n_pos, float(w.sum()) - n_pos

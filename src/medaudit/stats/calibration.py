@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 from medaudit._validation import check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._common import labels_scores, warn_if_one_class, weights
 from medaudit.stats._results import ReliabilityBins
 
 __all__ = ["brier_score", "ece", "log_loss", "reliability_diagram", "DEFAULT_LOG_LOSS_EPS"]
@@ -35,14 +35,14 @@ def _n_bins(n_bins: int) -> int:
     return int(n_bins)
 
 
-def _undefined_for_prevalence(y, prevalence, metric) -> bool:
+def _undefined_for_prevalence(n_pos, n_neg, prevalence, metric) -> bool:
     if prevalence is None:
         return False
-    n_pos = float(y.sum())
-    return warn_if_one_class(n_pos, y.size - n_pos, f"{metric} at prevalence={prevalence}", stacklevel=4)
+    return warn_if_one_class(n_pos, n_neg, f"{metric} at prevalence={prevalence}", stacklevel=4)
 
 
-def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | None = None) -> float:
+def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | None = None,
+                sample_weight: ArrayLike | None = None) -> float:
     r"""Brier score, optionally standardised to a specified prevalence.
 
     Parameters
@@ -54,6 +54,9 @@ def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | Non
     prevalence : float in (0, 1), optional
         If given, return :math:`BS_\pi = \frac{\pi}{|P|}\sum_P (1-s_i)^2 +
         \frac{1-\pi}{|N|}\sum_N s_i^2` (paper 000 eq. 6).
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights with scikit-learn's semantics: an integer weight is that many
+        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
 
     Returns
     -------
@@ -73,9 +76,10 @@ def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | Non
     """
     y, s = labels_scores(y_true, y_prob, prob=True)
     pi = _prevalence(prevalence)
-    if _undefined_for_prevalence(y, pi, "brier_score"):
+    w, n_pos, n_neg = weights(sample_weight, y)
+    if _undefined_for_prevalence(n_pos, n_neg, pi, "brier_score"):
         return math.nan
-    return float(K.mean_loss(np.ones(y.size), y, (s - y) ** 2, pi))
+    return float(K.mean_loss(w, y, (s - y) ** 2, pi))
 
 
 _BINNING_DOC = """binning : {"floor", "linspace"}, default="floor"
@@ -104,7 +108,7 @@ def _binning(binning: str) -> str:
 
 def ece(
     y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, prevalence: float | None = None,
-    binning: str = "floor",
+    binning: str = "floor", sample_weight: ArrayLike | None = None,
 ) -> float:
     r"""Expected calibration error of the positive-class probability, equal-width bins.
 
@@ -123,6 +127,9 @@ def ece(
         Class-weighted version :math:`\sum_b |\sum_{i\in B_b} w_i (s_i - y_i)|` with
         :math:`w_i = \pi/|P|` for positives and :math:`(1-\pi)/|N|` for negatives.
     {binning}
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights with scikit-learn's semantics: an integer weight is that many
+        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
 
     Returns
     -------
@@ -145,9 +152,11 @@ def ece(
     rule = _binning(binning)
     y, s = labels_scores(y_true, y_prob, prob=True)
     pi = _prevalence(prevalence)
-    if _undefined_for_prevalence(y, pi, "ece"):
+    w, n_pos, n_neg = weights(sample_weight, y)
+    if _undefined_for_prevalence(n_pos, n_neg, pi, "ece"):
         return math.nan
-    return float(K.ece(np.ones(y.size), K.rank(y, s), nb, pi, rule))
+    r = K.rank(y, s)
+    return float(K.ece(w[r.order], r, nb, pi, rule))  # weights in the sorted order
 
 
 def log_loss(
@@ -156,6 +165,7 @@ def log_loss(
     *,
     eps: float = DEFAULT_LOG_LOSS_EPS,
     prevalence: float | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     r"""Mean negative log-likelihood with declared clipping of the probabilities.
 
@@ -171,6 +181,9 @@ def log_loss(
     prevalence : float in (0, 1), optional
         Class-weighted version :math:`-\frac{\pi}{|P|}\sum_P \ln s_i -
         \frac{1-\pi}{|N|}\sum_N \ln(1 - s_i)`.
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights with scikit-learn's semantics: an integer weight is that many
+        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
 
     Returns
     -------
@@ -184,11 +197,12 @@ def log_loss(
     eps = check_fraction(eps, name="eps", low=0.0, high=0.5, closed="neither")
     y, s = labels_scores(y_true, y_prob, prob=True)
     pi = _prevalence(prevalence)
-    if _undefined_for_prevalence(y, pi, "log_loss"):
+    w, n_pos, n_neg = weights(sample_weight, y)
+    if _undefined_for_prevalence(n_pos, n_neg, pi, "log_loss"):
         return math.nan
     c = np.clip(s, eps, 1.0 - eps)
     loss = -(y * np.log(c) + (1.0 - y) * np.log1p(-c))
-    return float(K.mean_loss(np.ones(y.size), y, loss, pi))
+    return float(K.mean_loss(w, y, loss, pi))
 
 
 def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 10,
