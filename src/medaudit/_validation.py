@@ -28,7 +28,14 @@ __all__ = [
     "check_fraction",
     "as_generator",
     "as_sample_weight",
+    "check_n_resamples",
+    "check_batch",
+    "RNGLike",
 ]
+
+#: what an ``rng`` argument accepts: None (fresh entropy), an int seed, a SeedSequence or a
+#: Generator (SPEC 7)
+RNGLike = np.random.Generator | np.random.SeedSequence | int | None
 
 
 def _where(bad: NDArray[np.bool_], limit: int = 5) -> str:
@@ -154,7 +161,24 @@ def check_fraction(
     return val
 
 
-def as_generator(rng: Any) -> tuple[np.random.Generator, dict[str, Any]]:
+def check_n_resamples(n_resamples: int, *, name: str = "n_resamples") -> int:
+    """Return ``n_resamples`` as an int >= 1 or raise naming it (booleans refused)."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
+            n_resamples < 1):
+        raise MedauditError(f"{name} must be a positive integer; got {n_resamples!r}.")
+    return int(n_resamples)
+
+
+def check_batch(batch: int | None, *, name: str = "batch") -> int | None:
+    """Return ``batch`` (replicates per memory batch) as an int >= 1, or None (automatic)."""
+    if batch is None:
+        return None
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise MedauditError(f"{name} must be a positive integer or None; got {batch!r}.")
+    return int(batch)
+
+
+def as_generator(rng: RNGLike) -> tuple[np.random.Generator, dict[str, Any]]:
     """Normalise ``rng`` (SPEC 7) and describe how to reproduce it.
 
     Returns the generator and a provenance record: the integer seed when one was

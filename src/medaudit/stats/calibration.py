@@ -38,7 +38,7 @@ def _n_bins(n_bins: int) -> int:
 def _undefined_for_prevalence(n_pos, n_neg, prevalence, metric) -> bool:
     if prevalence is None:
         return False
-    return warn_if_one_class(n_pos, n_neg, f"{metric} at prevalence={prevalence}", stacklevel=4)
+    return warn_if_one_class(n_pos, n_neg, f"{metric} at prevalence={prevalence}")
 
 
 def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | None = None,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -17,7 +16,7 @@ from scipy import special
 
 from medaudit._validation import as_scores, check_fraction, check_option, check_same_length
 from medaudit.exceptions import MedauditError, UndefinedMetricWarning
-from medaudit.stats._common import labels_scores
+from medaudit.stats._common import labels_scores, warn
 from medaudit.stats._results import AUCInterval, PairedAUCTest
 
 __all__ = [
@@ -227,9 +226,8 @@ def delong_ci(y_true: ArrayLike, y_score: ArrayLike, *, confidence_level: float 
 
 def _finish(delta, var, auc_a, auc_b, level, alternative, paired, n_pos, n_neg) -> PairedAUCTest:
     if math.isnan(var):
-        warnings.warn("DeLong variance is undefined with a single positive or negative; "
-                      "returning nan for z, p and the interval.", UndefinedMetricWarning,
-                      stacklevel=3)
+        warn("DeLong variance is undefined with a single positive or negative; "
+             "returning nan for z, p and the interval.", UndefinedMetricWarning)
         return PairedAUCTest(estimate=delta, statistic=math.nan, pvalue=math.nan,
                              ci_low=math.nan, ci_high=math.nan, confidence_level=level,
                              auc_a=auc_a, auc_b=auc_b, variance=math.nan,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -11,7 +10,7 @@ from numpy.typing import ArrayLike
 from medaudit._validation import check_option
 from medaudit.exceptions import MedauditError, TiedScoresWarning
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores, warn_if_one_class, weights
+from medaudit.stats._common import labels_scores, warn, warn_if_one_class, weights
 
 __all__ = ["roc_auc", "average_precision", "AP_TIES", "AP_TIE_TOLERANCE"]
 
@@ -132,8 +131,8 @@ def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "ind
         return pooled
     value = float(K.average_precision_stable(w, r))
     if pooled is not None and abs(value - pooled) > AP_TIE_TOLERANCE:
-        warnings.warn(TiedScoresWarning(
+        warn(TiedScoresWarning(
             f"average_precision: tied scores make the individual-rank AP ({value:.4g}) depend "
             f"on the row order; with ties pooled it is {pooled:.4g} (ties='pooled').",
-            individual=value, pooled=pooled), stacklevel=2)
+            individual=value, pooled=pooled))
     return value

@@ -14,7 +14,6 @@ selectable by name (``variant="inclusive"`` and ``variant="as_written"``).
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -22,7 +21,7 @@ from numpy.typing import ArrayLike
 from medaudit._validation import check_option
 from medaudit.exceptions import UndefinedMetricWarning
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import soft_scores
+from medaudit.stats._common import soft_scores, warn
 
 __all__ = ["soft_roc_auc", "soft_average_precision", "soft_metric_options",
            "SOFT_AUROC_VARIANTS", "SOFT_AP_VARIANTS", "SOFT_TIES", "SOFT_DEFAULTS"]
@@ -75,8 +74,8 @@ def soft_metric_options(metric: str, *, variant: str | None = None, ties: str | 
 def _undefined(n_pos: float, n_neg: float, name: str, need_neg: bool = True) -> bool:
     if n_pos > 0 and (n_neg > 0 or not need_neg):
         return False
-    warnings.warn(f"{name} is undefined: total positive or negative label mass is zero; "
-                  "returning nan.", UndefinedMetricWarning, stacklevel=3)
+    warn(f"{name} is undefined: total positive or negative label mass is zero; "
+         "returning nan.", UndefinedMetricWarning)
     return True
 
 

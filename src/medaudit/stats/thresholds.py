@@ -34,7 +34,7 @@ def _prepare(y_true, y_score, target, name, metric, sample_weight=None):
     x = check_fraction(target, name=name, low=0.0, high=1.0, closed="both")
     y, s = labels_scores(y_true, y_score)
     w, n_pos, n_neg = weights(sample_weight, y)
-    undefined = warn_if_one_class(n_pos, n_neg, metric, stacklevel=4)
+    undefined = warn_if_one_class(n_pos, n_neg, metric)
     r = K.rank(y, s)
     return x, r, w[r.order], undefined
 
