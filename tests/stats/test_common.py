@@ -19,10 +19,6 @@ Y = np.array([0, 0, 0, 0, 0, 0, 1.0])  # one positive: ordinary resamples lose i
 S = np.linspace(0.1, 0.9, 7)
 
 
-def _line() -> int:
-    return inspect.currentframe().f_back.f_lineno
-
-
 def _caught(fn, category):
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
@@ -32,33 +28,35 @@ def _caught(fn, category):
     return hits[0]
 
 
+def _body_line(fn) -> int:
+    """The line of a one-statement function's body."""
+    return inspect.getsourcelines(fn)[1] + 1
+
+
 def test_direct_bootstrap_metrics_call_is_named():
     def call():
-        bootstrap_metrics(Y, S, metrics=["roc_auc"], n_resamples=30, rng=0); line[0] = _line()
-    line = [0]
+        bootstrap_metrics(Y, S, metrics=["roc_auc"], n_resamples=30, rng=0)
     w = _caught(call, DegenerateDataWarning)
-    assert (w.filename, w.lineno) == (__file__, line[0])
+    assert (w.filename, w.lineno) == (__file__, _body_line(call))
 
 
 def test_nested_public_calls_name_the_outer_caller():
     def call():
-        bootstrap_ci(Y, S, n_resamples=30, rng=0); line[0] = _line()  # calls bootstrap_metrics
-    line = [0]
+        bootstrap_ci(Y, S, n_resamples=30, rng=0)  # which calls bootstrap_metrics
     w = _caught(call, DegenerateDataWarning)
-    assert (w.filename, w.lineno) == (__file__, line[0])
+    assert (w.filename, w.lineno) == (__file__, _body_line(call))
 
     def paired():
-        paired_bootstrap(Y, {"a": S, "b": S[::-1]}, n_resamples=30, rng=0); line[0] = _line()
+        paired_bootstrap(Y, {"a": S, "b": S[::-1]}, n_resamples=30, rng=0)
     w = _caught(paired, DegenerateDataWarning)
-    assert (w.filename, w.lineno) == (__file__, line[0])
+    assert (w.filename, w.lineno) == (__file__, _body_line(paired))
 
 
 def test_a_helper_of_the_user_is_the_frame_named():
     def helper():
         return roc_auc([1, 1], [0.2, 0.4])  # the warning names this line
-    expected = inspect.getsourcelines(helper)[1] + 1
     w = _caught(helper, UndefinedMetricWarning)
-    assert (w.filename, w.lineno) == (__file__, expected)
+    assert (w.filename, w.lineno) == (__file__, _body_line(helper))
 
 
 def test_python_312_path_passes_the_stats_directory_to_skip_file_prefixes(monkeypatch):
@@ -92,7 +90,6 @@ def test_stacklevel_outside_counts_the_frames_under_the_prefix():
     exec(compile(_FAKE, "/fake/medaudit/stats/mod.py", "exec"), ns)
 
     def call():
-        ns["entry"](); line[0] = _line()
-    line = [0]
+        ns["entry"]()
     w = _caught(call, UserWarning)
-    assert (w.filename, w.lineno) == (__file__, line[0])
+    assert (w.filename, w.lineno) == (__file__, _body_line(call))
