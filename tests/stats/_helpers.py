@@ -12,7 +12,11 @@ import math
 import warnings
 
 import numpy as np
-from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score
+import pytest
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from sklearn.metrics import average_precision_score, brier_score_loss, roc_auc_score, roc_curve
+from sklearn.metrics import log_loss as sklearn_log_loss
 
 from medaudit.exceptions import DegenerateDataWarning
 from medaudit.stats._metricspec import parse_metrics
@@ -107,3 +111,109 @@ def _quiet(fn, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
         return fn(*args, **kwargs)
+
+
+# ------------------------------------------------- point metrics (tests of ranking,
+# calibration, thresholds, selective and their shared properties)
+# Absolute slack only where the exact value can be 0 (ECE of a calibrated bin, the log loss
+# of a perfect prediction clipped at eps): there a relative tolerance means nothing.
+ATOL_ZERO = 1e-15
+EPS = 1e-15  # medaudit's default log-loss clipping
+
+def _approx(expected, rel=RTOL, abs=0.0):  # noqa: A002 - pytest.approx's own keyword
+    """pytest.approx without its default abs=1e-12, which would swamp small values."""
+    return pytest.approx(expected, rel=rel, abs=abs)
+
+
+def _random_case(rng: np.random.Generator, n: int, *, tied: bool):
+    """Labels with >= 1 positive and >= 1 negative (n >= 2); probabilities, tied or not.
+
+    The tied grid {0, 0.2, ..., 1} gives heavy ties and also exact 0 and 1.
+    """
+    y = rng.integers(0, 2, n).astype(float)
+    if n >= 2:  # n = 1 is only asked for by metrics defined on one class (AURC)
+        i, j = rng.choice(n, size=2, replace=False)
+        y[i], y[j] = 1.0, 0.0
+    s = rng.integers(0, 6, n) / 5.0 if tied else rng.random(n)
+    return y, s
+
+
+def _cases(seed: int, *, tied: bool, n_cases: int = 150, n_min: int = 2, n_max: int = 30):
+    rng = np.random.default_rng(seed)
+    for _ in range(n_cases):
+        yield _random_case(rng, int(rng.integers(n_min, n_max + 1)), tied=tied)
+
+
+def _prevalence_weights(y, pi):
+    """Per-image weights of M0.7: pi/|P| for positives, (1-pi)/|N| for negatives."""
+    y = np.asarray(y, dtype=float)
+    n_pos = y.sum()
+    return np.where(y == 1, pi / n_pos, (1.0 - pi) / (y.size - n_pos))
+
+
+def _reference_sklearn_log_loss(y, s, *, eps=EPS, sample_weight=None):
+    # sklearn >= 1.5 dropped ``eps``; clip ourselves exactly as medaudit declares it does.
+    return sklearn_log_loss(
+        y,
+        np.clip(np.asarray(s, dtype=float), eps, 1 - eps),
+        labels=[0, 1],
+        sample_weight=sample_weight,
+    )
+
+
+def _reference_manual_log_loss(y, s, *, eps=EPS):
+    y = np.asarray(y, dtype=float)
+    c = np.clip(np.asarray(s, dtype=float), eps, 1 - eps)
+    return float(np.mean(-(y * np.log(c) + (1 - y) * np.log1p(-c))))
+
+
+def _reference_sklearn_threshold_for_sensitivity(y, s, x, *, drop_intermediate):
+    """Highest ROC threshold with TPR >= x, read off sklearn's roc_curve."""
+    _, tpr, thr = roc_curve(y, s, drop_intermediate=drop_intermediate)
+    return float(thr[np.argmax(tpr >= x)])
+
+
+# ------------------------------------------------------------------ hypothesis strategies
+@st.composite
+def labelled(
+    draw, *, prob: bool, ties: bool | None = None, min_size: int = 2, max_size: int = 30, unique: bool = False
+):
+    """(y, s) with at least one positive and one negative.
+
+    ``prob``: scores in [0, 1] (else in [-1e3, 1e3]).  ``ties``: draw scores from a coarse
+    grid (heavy ties); ``None`` lets hypothesis choose.  ``unique``: no tied scores.
+    """
+    n = draw(st.integers(min_size, max_size))
+    y = draw(arrays(np.int8, n, elements=st.integers(0, 1))).astype(float)
+    i, j = draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
+    y[i], y[j] = 1.0, 0.0
+    use_grid = (draw(st.booleans()) if ties is None else ties) and not unique
+    if use_grid:
+        k = draw(arrays(np.int64, n, elements=st.integers(0, 10)))
+        s = k / 10.0 if prob else (k - 5.0) * 7.0
+    else:
+        lo, hi = (0.0, 1.0) if prob else (-1e3, 1e3)
+        s = draw(
+            arrays(
+                np.float64,
+                n,
+                unique=unique,
+                elements=st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False),
+            )
+        )
+    return y, s
+
+
+@st.composite
+def labelled_grid(draw, max_size: int = 30):
+    """(y, s) with s on the grid k/50, k in [-500, 500]: both tied and untied values.
+
+    On this grid s**3 + 2 and exp(s) are strictly increasing *in floating point too*
+    (neighbours stay distinct), so rank invariance can be asserted exactly.
+    """
+    n = draw(st.integers(2, max_size))
+    y = draw(arrays(np.int8, n, elements=st.integers(0, 1))).astype(float)
+    i, j = draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
+    y[i], y[j] = 1.0, 0.0
+    s = draw(arrays(np.int64, n, elements=st.integers(-500, 500))) / 50.0
+    return y, s
