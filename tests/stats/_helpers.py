@@ -217,3 +217,32 @@ def labelled_grid(draw, max_size: int = 30):
     y[i], y[j] = 1.0, 0.0
     s = draw(arrays(np.int64, n, elements=st.integers(-500, 500))) / 50.0
     return y, s
+
+
+# clusters (patients) of 1-3 items and sites holding whole patients
+_N_PATIENTS = 22
+
+
+def _cluster_data():
+    rng = np.random.default_rng(77)
+    sizes = rng.integers(1, 4, _N_PATIENTS)
+    patient = np.repeat(np.arange(_N_PATIENTS), sizes)
+    site_of_patient = rng.integers(0, 3, _N_PATIENTS)
+    site = site_of_patient[patient]
+    n = patient.size
+    y = (rng.random(n) < 0.45).astype(float)
+    y[:2] = [0.0, 1.0]
+    s = np.round(np.clip(0.3 * y + 0.8 * rng.random(n) - 0.05, 0.0, 1.0), 1)
+    return y, s, patient, site
+
+
+Y_CL, S_CL, PATIENT, SITE = _cluster_data()
+
+DESIGN_CASES = {
+    "ordinary": ("ordinary", {}),
+    "ordinary+strata": ("ordinary", {"strata": SITE}),
+    "within_label": ("within_label", {}),
+    "within_label+strata": ("within_label", {"strata": SITE}),
+    "cluster": ("cluster", {"cluster": PATIENT}),
+    "cluster+strata": ("cluster", {"cluster": PATIENT, "strata": SITE}),
+}
