@@ -81,17 +81,24 @@ def section(title: str) -> None:
 def interleaved(methods: dict[str, Callable[[], object]], repeats: int,
                 once: tuple[str, ...] = ()) -> dict[str, tuple[float, int]]:
     """Median wall time of each method over ``repeats`` rounds in which every method runs
-    once, in turn; methods named in ``once`` run in the first round only.  Returns
-    name -> (median seconds, runs)."""
+    once, in turn; methods named in ``once`` run in the first round only.  The order
+    rotates from round to round, so that no method always runs first (after another
+    method's memory traffic, or cold) or last; the garbage collector is off while timing.
+    Returns name -> (median seconds, runs)."""
     times: dict[str, list[float]] = {k: [] for k in methods}
-    for r in range(repeats):
-        gc.collect()  # once per round: a collection before each call would evict its data
-        for k, fn in methods.items():
-            if r and k in once:
-                continue
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
+    names = list(methods)
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(repeats):
+            for k in names[r % len(names):] + names[:r % len(names)]:
+                if r and k in once:
+                    continue
+                t0 = time.perf_counter()
+                methods[k]()
+                times[k].append(time.perf_counter() - t0)
+    finally:
+        gc.enable()
     return {k: (float(np.median(v)), len(v)) for k, v in times.items()}
 
 
@@ -370,7 +377,9 @@ def render(quick, machine, multi, interval, delong, soft, elapsed) -> str:
         "",
         "Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_core.py "
         "--write`. Every figure is a median of interleaved repeats (the methods of a table "
-        "take turns); ratios are between figures of the same run on the same data.",
+        "take turns, in an order that rotates from round to round); ratios are between "
+        "figures of the same run on the same data. The machine is shared: the load average "
+        "is recorded as each part starts, and a ratio is only as steady as that load.",
         "",
         *machine,
         "",
