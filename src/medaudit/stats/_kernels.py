@@ -833,10 +833,10 @@ def _extra_copies(w: NDArray, term) -> NDArray[np.float64]:
         extra[live] += term(idx[live], j)
         j += 1
         live = live[w_s[live] >= j]
-    # per-row sums in column order (reduceat over each row's run of entries)
-    starts = np.searchsorted(idx, np.arange(b) * m)
-    out = np.add.reduceat(extra, np.minimum(starts, idx.size - 1))
-    return np.where(np.diff(np.r_[starts, idx.size]) > 0, out, 0.0)
+    # per-row sums: bincount adds each row's entries one by one in column order, so a row's
+    # sum does not depend on the other rows of the batch (add.reduceat sums a run
+    # pairwise, with a rounding that depends on where the run starts in memory)
+    return np.bincount(idx // m, weights=extra, minlength=b)
 
 
 def _first_copies(terms: NDArray[np.float64], w: NDArray) -> NDArray[np.float64]:
