@@ -149,7 +149,9 @@ class _Engine:
         cols = first.column_of() if self.plan.unit_of_item is None else None
         moves = {k: (None if q is first else first.column_of()[q.columns])
                  for k, q in self.prepared.items()}
-        scratch: dict[str, dict] = {k: {} for k in self.prepared}
+        # one set of work buffers for every score vector: each is evaluated in turn and
+        # keeps nothing of them, so 20 models cost the memory of one
+        scratch: dict = {}
         chunks: dict[tuple[str, str], list] = {}
         for w in self.plan.batches(n_resamples, rng, batch, columns=cols):
             for k, q in self.prepared.items():
@@ -157,7 +159,7 @@ class _Engine:
                     wc = np.take(w, q.columns, axis=1)
                 else:
                     wc = w if moves[k] is None else np.take(w, moves[k], axis=1)
-                for mid, vals in MS.evaluate_columns(q, self.specs, wc, scratch[k]).items():
+                for mid, vals in MS.evaluate_columns(q, self.specs, wc, scratch).items():
                     chunks.setdefault((k, mid), []).append(vals)
         return {k: np.concatenate(v) for k, v in chunks.items()}
 
