@@ -20,6 +20,7 @@ Worked soft-label example (scores 0.9, 0.8, 0.7, 0.6; p = 1, 0.5, 0, 0.5):
 (0.75, 0.8125)
 """
 
+import bisect
 import math
 
 import numpy as np
@@ -146,7 +147,21 @@ def brier_prevalence(y, s, pi):
 
 
 # -------------------------------------------------------------- 4. ECE
-def ece(y, s, n_bins=15, pi=None):
+def linspace_edges(n_bins):
+    """The float64 edges numpy.linspace(0, 1, n_bins + 1) gives: i * (1 / n_bins), then 1."""
+    step = 1.0 / n_bins
+    return [i * step for i in range(n_bins)] + [1.0]
+
+
+def bin_of(x, n_bins, binning="floor"):
+    """Definition 4a: the bin of probability x.  "floor": min(floor(n x), n - 1) in float64
+    (paper 000 M0.7); "linspace": e_b <= x < e_{b+1} on linspace_edges, x = 1.0 in bin n."""
+    if binning == "floor":
+        return min(int(math.floor(n_bins * x)), n_bins - 1)
+    return bisect.bisect_right(linspace_edges(n_bins), x) - 1
+
+
+def ece(y, s, n_bins=15, pi=None, binning="floor"):
     """Definition 4: expected calibration error with equal-width bins."""
     y, s = _as_floats(y), _as_floats(s)
     n = len(s)
@@ -158,10 +173,9 @@ def ece(y, s, n_bins=15, pi=None):
         if n_pos == 0 or n_neg == 0:
             return float("nan")
         weights = [pi / n_pos if yi == 1 else (1.0 - pi) / n_neg for yi in y]
-    bins = [[] for _ in range(n_bins)]
+    bins = [[] for _ in range(n_bins + 1)]
     for i in range(n):
-        b = min(int(math.floor(n_bins * s[i])), n_bins - 1)
-        bins[b].append(i)
+        bins[bin_of(s[i], n_bins, binning)].append(i)
     total = 0.0
     for members in bins:
         if not members:
@@ -335,6 +349,21 @@ def soft_ap(p, s):
     for i in range(len(ps)):
         for j in range(i + 1):
             total += ps[i] * ps[j] / (i + 1)
+    return float(total / n_pos)
+
+
+def soft_ap_known_self(p, s):
+    """Definition 10e: soft AP with the own label known at its own rank (paper 001 Table 4),
+    sum over i of p_i (1 + sum_{j < i} p_j) / (i n+)."""
+    ps, n_pos, _ = _soft_sorted(p, s)
+    if n_pos == 0:
+        return float("nan")
+    total = 0.0
+    for i in range(len(ps)):
+        above = 0.0
+        for j in range(i):
+            above += ps[j]
+        total += ps[i] * (1.0 + above) / (i + 1)
     return float(total / n_pos)
 
 

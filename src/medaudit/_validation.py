@@ -27,7 +27,15 @@ __all__ = [
     "check_option",
     "check_fraction",
     "as_generator",
+    "as_sample_weight",
+    "check_n_resamples",
+    "check_batch",
+    "RNGLike",
 ]
+
+#: what an ``rng`` argument accepts: None (fresh entropy), an int seed, a SeedSequence or a
+#: Generator (SPEC 7)
+RNGLike = np.random.Generator | np.random.SeedSequence | int | None
 
 
 def _where(bad: NDArray[np.bool_], limit: int = 5) -> str:
@@ -47,6 +55,10 @@ def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArra
         raise MedauditError(f"{name} must be 1-dimensional; got shape {arr.shape}.")
     if arr.size == 0 and not allow_empty:
         raise MedauditError(f"{name} is empty; at least one value is needed.")
+    # one reduction instead of an isfinite mask: the sum of finite values is finite
+    # unless it overflows, and only then (or with a NaN/inf) is every value checked
+    if np.isfinite(np.add.reduce(arr)):
+        return arr
     finite = np.isfinite(arr)
     if not finite.all():
         kind = "NaN" if np.isnan(arr[~finite]).any() else "inf"
@@ -81,6 +93,8 @@ def as_scores(s: ArrayLike, *, name: str = "y_score") -> NDArray[np.float64]:
 def as_probabilities(s: ArrayLike, *, name: str = "y_prob") -> NDArray[np.float64]:
     """Return probabilities, refusing values outside [0, 1] (no clipping)."""
     arr = as_1d_float(s, name=name)
+    if arr.size and 0.0 <= arr.min() and arr.max() <= 1.0:  # two reductions, no mask
+        return arr
     bad = (arr < 0.0) | (arr > 1.0)
     if bad.any():
         lo, hi = float(arr.min()), float(arr.max())
@@ -95,6 +109,8 @@ def as_probabilities(s: ArrayLike, *, name: str = "y_prob") -> NDArray[np.float6
 def as_soft_labels(p: ArrayLike, *, name: str = "p_true") -> NDArray[np.float64]:
     """Return soft labels (probability the item is positive) in [0, 1]."""
     arr = as_1d_float(p, name=name)
+    if arr.size and 0.0 <= arr.min() and arr.max() <= 1.0:
+        return arr
     bad = (arr < 0.0) | (arr > 1.0)
     if bad.any():
         raise MedauditError(
@@ -145,7 +161,24 @@ def check_fraction(
     return val
 
 
-def as_generator(rng: Any) -> tuple[np.random.Generator, dict[str, Any]]:
+def check_n_resamples(n_resamples: int, *, name: str = "n_resamples") -> int:
+    """Return ``n_resamples`` as an int >= 1 or raise naming it (booleans refused)."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
+            n_resamples < 1):
+        raise MedauditError(f"{name} must be a positive integer; got {n_resamples!r}.")
+    return int(n_resamples)
+
+
+def check_batch(batch: int | None, *, name: str = "batch") -> int | None:
+    """Return ``batch`` (replicates per memory batch) as an int >= 1, or None (automatic)."""
+    if batch is None:
+        return None
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise MedauditError(f"{name} must be a positive integer or None; got {batch!r}.")
+    return int(batch)
+
+
+def as_generator(rng: RNGLike) -> tuple[np.random.Generator, dict[str, Any]]:
     """Normalise ``rng`` (SPEC 7) and describe how to reproduce it.
 
     Returns the generator and a provenance record: the integer seed when one was
@@ -187,3 +220,18 @@ def as_generator(rng: Any) -> tuple[np.random.Generator, dict[str, Any]]:
         f"rng must be None, an int seed, a numpy SeedSequence or a numpy Generator; "
         f"got {type(rng).__name__}. (np.random.RandomState is not supported.)"
     )
+
+
+def as_sample_weight(w: ArrayLike | None, n: int, *, name: str = "sample_weight"
+                     ) -> NDArray[np.float64] | None:
+    """Return finite non-negative weights of length ``n`` (scikit-learn's semantics), or
+    None when no weights are given."""
+    if w is None:
+        return None
+    arr = as_1d_float(w, name=name)
+    if arr.size != n:
+        raise MedauditError(f"{name} must have one weight per sample ({n}); got {arr.size}.")
+    if arr.min() < 0.0:
+        raise MedauditError(f"{name} must be non-negative; found {float(arr.min())!r} "
+                            f"{_where(arr < 0.0)}. Give weight 0 to leave a sample out.")
+    return arr

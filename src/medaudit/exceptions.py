@@ -7,6 +7,7 @@ __all__ = [
     "SchemaError",
     "UndefinedMetricWarning",
     "DegenerateDataWarning",
+    "TiedScoresWarning",
 ]
 
 
@@ -24,3 +25,13 @@ class UndefinedMetricWarning(UserWarning):
 
 class DegenerateDataWarning(UserWarning):
     """Resampling produced replicates on which a statistic is undefined; they are counted, not hidden."""
+
+
+class TiedScoresWarning(UserWarning):
+    """Tied scores change a metric that depends on their order (e.g. average precision with
+    individual ranks); ``individual`` and ``pooled`` carry both values."""
+
+    def __init__(self, message: str, *, individual: float = float("nan"),
+                 pooled: float = float("nan")):
+        super().__init__(message)
+        self.individual, self.pooled = individual, pooled

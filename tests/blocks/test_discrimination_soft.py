@@ -64,10 +64,11 @@ def test_soft_rows_match_the_double_sums(soft_run):
     (_, p, models), res = soft_run
     t = res.tables["metrics"]
     for m, s in models.items():
+        # the stats defaults: strict s-AUROC, s-AP with the own label known (paper 001 Table 4)
         assert _row(t, model=m, criterion="soft_roc_auc")["estimate"] == pytest.approx(
-            oracle.soft_auroc_inclusive(p, s), rel=1e-12)
+            oracle.soft_auroc_strict(p, s), rel=1e-12)
         assert _row(t, model=m, criterion="soft_average_precision")["estimate"] == pytest.approx(
-            oracle.soft_ap(p, s), rel=1e-12)
+            oracle.soft_ap_known_self(p, s), rel=1e-12)
     assert any("label_soft" in n for n in res.notes)
 
 
@@ -81,10 +82,14 @@ def test_soft_rows_match_sklearn_on_duplicated_data(soft_run):
     for m, s in models.items():
         s_dup = np.r_[s, s]
         trap = roc_auc_score(y_dup, s_dup, sample_weight=w_dup)
-        want = trap + 0.5 * np.sum(p * (1 - p)) / (n_pos * n_neg)  # inclusive (T9)
+        want = trap - 0.5 * np.sum(p * (1 - p)) / (n_pos * n_neg)  # strict (T9)
         assert _row(t, model=m, criterion="soft_roc_auc")["estimate"] == pytest.approx(want,
                                                                                       rel=1e-12)
+        # sklearn's AP on the duplicated data is Definition 2.2; the default adds each
+        # item's self-term p_i (1 - p_i) / i (ranks in descending score order, untied)
         ap = average_precision_score(y_dup, s_dup, sample_weight=w_dup)
+        o = np.argsort(-s, kind="stable")
+        ap += np.sum(p[o] * (1 - p[o]) / np.arange(1, n + 1)) / n_pos
         assert _row(t, model=m, criterion="soft_average_precision")["estimate"] == pytest.approx(
             ap, rel=1e-12)
 

@@ -6,8 +6,9 @@ Witnesses:
   resampled images -- under the ordinary and the within-label design;
 * the double-sum soft oracles of tests/_oracles.py and scikit-learn on the data set
   duplicated into a positive copy of weight p and a negative copy of weight 1 - p
-  (anchors T9: s-AP equals sklearn's AP there; inclusive s-AUROC equals sklearn's AUROC
-  plus half the self-pair term);
+  (anchors T9: Definition 2.2's s-AP equals sklearn's AP there, and the default s-AP adds
+  the self-terms; the default strict s-AUROC is sklearn's AUROC less half the self-pair
+  term);
 * the ordinary rows are byte-identical with and without ``label_soft`` in the table;
 * where a soft row has no ordinary bootstrap twin (prompt contrasts: the ordinary rows are
   DeLong), its interval is the hard-label engine's own interval for 0/1 labels;
@@ -195,16 +196,21 @@ def test_binary_soft_labels_reproduce_spectrum_rows(binary_run):
 
 # ----------------------------------------------------------------------------- soft values
 def _t9_auroc(p, s):
-    """Inclusive s-AUROC from sklearn on the duplicated data (anchors T9)."""
+    """Strict s-AUROC (the stats default, paper 001 Table 4) from sklearn on the duplicated
+    data (anchors T9): the trapezoid less half the self pairs."""
     n = p.size
     trap = roc_auc_score(np.r_[np.ones(n), np.zeros(n)], np.r_[s, s], sample_weight=np.r_[p, 1 - p])
-    return trap + 0.5 * np.sum(p * (1 - p)) / (p.sum() * (1 - p).sum())
+    return trap - 0.5 * np.sum(p * (1 - p)) / (p.sum() * (1 - p).sum())
 
 
 def _t9_ap(p, s):
+    """s-AP with the own label known (the stats default): sklearn on the duplicated data
+    gives Definition 2.2, plus each item's self-term p_i (1 - p_i) / rank_i."""
     n = p.size
-    return average_precision_score(np.r_[np.ones(n), np.zeros(n)], np.r_[s, s],
-                                   sample_weight=np.r_[p, 1 - p])
+    written = average_precision_score(np.r_[np.ones(n), np.zeros(n)], np.r_[s, s],
+                                      sample_weight=np.r_[p, 1 - p])
+    o = np.argsort(-s, kind="stable")
+    return written + np.sum(p[o] * (1 - p[o]) / np.arange(1, n + 1)) / p.sum()
 
 
 def test_prompt_soft_values_match_double_sums_and_sklearn(soft_run):
@@ -213,7 +219,7 @@ def test_prompt_soft_values_match_double_sums_and_sklearn(soft_run):
     for (c, m, p), g in mat.groupby(["cohort", "model", "prompt"]):
         _, ps, s = _cell(table, c, m, p)
         soft = _one(g, criterion="soft_roc_auc")["estimate"]
-        assert soft == pytest.approx(O.soft_auroc_inclusive(ps, s), rel=1e-12)
+        assert soft == pytest.approx(O.soft_auroc_strict(ps, s), rel=1e-12)
         assert soft == pytest.approx(_t9_auroc(ps, s), rel=1e-9)
     con = pr.tables["contrasts"]
     soft_con = _sel(con, criterion="soft_roc_auc_difference")
@@ -221,7 +227,7 @@ def test_prompt_soft_values_match_double_sums_and_sklearn(soft_run):
     for _, r in soft_con.iterrows():
         _, ps, sa = _cell(table, r["cohort"], r["model"], r["prompt_a"])
         _, _, sb = _cell(table, r["cohort"], r["model"], r["prompt_b"])
-        want = O.soft_auroc_inclusive(ps, sa) - O.soft_auroc_inclusive(ps, sb)
+        want = O.soft_auroc_strict(ps, sa) - O.soft_auroc_strict(ps, sb)
         assert r["estimate"] == pytest.approx(want, rel=1e-9)
         assert r["ci_low"] <= r["estimate"] <= r["ci_high"]
         assert r["family"] == prompts.DESCRIPTIVE and np.isnan(r["pvalue"]) and np.isnan(r["z"])
@@ -232,9 +238,9 @@ def test_prompt_soft_values_match_double_sums_and_sklearn(soft_run):
     for _, r in _sel(md, criterion="soft_roc_auc_difference").iterrows():
         _, ps, sa = _cell(table, r["cohort"], r["model_a"], r["prompt"])
         _, _, sb = _cell(table, r["cohort"], r["model_b"], r["prompt"])
-        assert r["auroc_a"] == pytest.approx(O.soft_auroc_inclusive(ps, sa), rel=1e-12)
-        assert r["estimate"] == pytest.approx(O.soft_auroc_inclusive(ps, sa)
-                                              - O.soft_auroc_inclusive(ps, sb), rel=1e-9)
+        assert r["auroc_a"] == pytest.approx(O.soft_auroc_strict(ps, sa), rel=1e-12)
+        assert r["estimate"] == pytest.approx(O.soft_auroc_strict(ps, sa)
+                                              - O.soft_auroc_strict(ps, sb), rel=1e-9)
 
 
 def test_spectrum_soft_values_match_double_sums_and_sklearn(soft_run):
@@ -244,11 +250,11 @@ def test_spectrum_soft_values_match_double_sums_and_sklearn(soft_run):
     assert len(soft) == 2 * 2 * 2  # cohorts x models x groups
     for _, r in soft.iterrows():
         y, ps, s = _cell(table, r["cohort"], r["model"], PROMPTS[0], r["group"])
-        assert r["estimate"] == pytest.approx(O.soft_auroc_inclusive(ps, s), rel=1e-12)
+        assert r["estimate"] == pytest.approx(O.soft_auroc_strict(ps, s), rel=1e-12)
         assert r["estimate"] == pytest.approx(_t9_auroc(ps, s), rel=1e-9)
         ap = _one(groups, criterion="soft_average_precision", cohort=r["cohort"],
                   model=r["model"], group=r["group"])
-        assert ap["estimate"] == pytest.approx(O.soft_ap(ps, s), rel=1e-12)
+        assert ap["estimate"] == pytest.approx(O.soft_ap_known_self(ps, s), rel=1e-12)
         assert ap["estimate"] == pytest.approx(_t9_ap(ps, s), rel=1e-9)
         assert (r["n_pos"], r["n_neg"]) == (int(y.sum()), int((1 - y).sum()))  # image counts
         assert r["ci_low"] <= r["estimate"] <= r["ci_high"] and r["n_resamples"] == B

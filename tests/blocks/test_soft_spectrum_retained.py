@@ -107,8 +107,8 @@ def test_soft_contrasts_and_group_rows_recomputed_on_hand_drawn_resamples(spectr
             reps, est = {}, {}
             for k, g in enumerate(GROUPS, start=1):
                 keep = (strata == 0) | (strata == k)
-                est[g] = O.soft_auroc_inclusive(p[keep], s[keep])
-                reps[g] = np.array([O.soft_auroc_inclusive(p[i], s[i]) for i in
+                est[g] = O.soft_auroc_strict(p[keep], s[keep])
+                reps[g] = np.array([O.soft_auroc_strict(p[i], s[i]) for i in
                                     (np.repeat(np.arange(s.size), w * keep) for w in W)])
                 if cohort == "b":  # within-label cohort: the shared-positive marginal
                     row = _one(groups, cohort=cohort, model=m, group=g, criterion="soft_roc_auc")
@@ -208,21 +208,21 @@ def test_retained_soft_values_and_interval_recomputed(retained_runs):
         assert np.any((p > 0.5) != (y == 1))  # soft labels disagree with the hard strata somewhere
         ea, eb = wa.loc[ids].mean(axis=1).to_numpy(), wb.loc[ids].mean(axis=1).to_numpy()
         r = _one(comp, cohort=cohort, criterion="soft_roc_auc_difference")
-        sa, sb = O.soft_auroc_inclusive(p, ea), O.soft_auroc_inclusive(p, eb)
+        sa, sb = O.soft_auroc_strict(p, ea), O.soft_auroc_strict(p, eb)
         assert (r["auroc_a"], r["auroc_b"]) == pytest.approx((sa, sb), rel=1e-12)
         assert r["estimate"] == pytest.approx(sb - sa, rel=1e-9, abs=1e-15)
         # the comparison's own generator, strata = the hard labels (not p > 0.5)
         W = hand_draw(y, B, cell_rng(SEED_RETAINED, "retained", "comparisons", cohort, "orig",
                                      "retr", "p"))
-        reps = [O.soft_auroc_inclusive(p[i], eb[i]) - O.soft_auroc_inclusive(p[i], ea[i])
+        reps = [O.soft_auroc_strict(p[i], eb[i]) - O.soft_auroc_strict(p[i], ea[i])
                 for i in (np.repeat(np.arange(y.size), w) for w in W)]
         assert (r["ci_low"], r["ci_high"]) == pytest.approx(percentile_ci(reps), rel=1e-9,
                                                             abs=1e-15)
         assert (r["n"], r["n_pos"], r["n_retained"]) == (len(ids), int(y.sum()), len(ids))
         # seed-paired soft changes on the retained targets
         d = _sel(seeds, cohort=cohort, criterion="soft_roc_auc_difference")
-        want = [O.soft_auroc_inclusive(p, wb.loc[ids, s].to_numpy())
-                - O.soft_auroc_inclusive(p, wa.loc[ids, s].to_numpy()) for s in (1, 2, 3)]
+        want = [O.soft_auroc_strict(p, wb.loc[ids, s].to_numpy())
+                - O.soft_auroc_strict(p, wa.loc[ids, s].to_numpy()) for s in (1, 2, 3)]
         np.testing.assert_allclose(_sel(d, kind="seed")["estimate"], want, rtol=1e-9, atol=1e-15)
         summ = _one(d, kind="seed_summary")
         assert summ["estimate"] == pytest.approx(statistics.mean(want), rel=1e-9)
@@ -232,8 +232,8 @@ def test_retained_soft_values_and_interval_recomputed(retained_runs):
         for model, w in (("orig", wa), ("retr", wb)):
             pm = meta.loc[w.index, "label_soft"].to_numpy(float)
             g = _sel(seeds, cohort=cohort, model=model, criterion="soft_roc_auc")
-            per = [O.soft_auroc_inclusive(pm, w[s].to_numpy()) for s in (1, 2, 3)]
-            ens = O.soft_auroc_inclusive(pm, w.mean(axis=1).to_numpy())
+            per = [O.soft_auroc_strict(pm, w[s].to_numpy()) for s in (1, 2, 3)]
+            ens = O.soft_auroc_strict(pm, w.mean(axis=1).to_numpy())
             np.testing.assert_allclose(_sel(g, kind="seed")["estimate"], per, rtol=1e-12)
             np.testing.assert_allclose(_sel(g, kind="seed")["difference_vs_ensemble"],
                                        np.array(per) - ens, rtol=1e-9, atol=1e-15)

@@ -262,7 +262,7 @@ NIH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / \
 def test_nih_readers_as_a_test_bed():
     # five radiologists on 810 images: every crowd model must agree closely with the plain
     # majority on a finding most images are read unanimously for
-    from medaudit.labels.datasets import read_nih_readers
+    from medaudit.datasets.annotations import read_nih_readers
 
     loaded = read_nih_readers(NIH, findings=["Pneumothorax"])
     t = validate_annotations(loaded.table, scale=RatingScale.numeric(0, 1))

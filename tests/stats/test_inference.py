@@ -1,4 +1,5 @@
-"""DeLong, multiplicity and tests on counts against oracles, scipy, statsmodels, sklearn and hand work."""
+"""Multiplicity, tests on counts and association against oracles, scipy, statsmodels, sklearn and
+hand work (DeLong is in test_delong.py)."""
 
 from __future__ import annotations
 
@@ -16,97 +17,12 @@ from medaudit.stats import (
     binomial_test,
     cmh_test,
     cohen_kappa,
-    delong_ci,
-    delong_placements,
-    delong_test,
-    delong_test_unpaired,
-    delong_variance,
     fisher_exact,
     jaccard,
     kendall,
-    roc_auc,
     spearman,
 )
 from tests import _oracles as O
-
-
-def _tied_data(seed, n=40, grid=6):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    y[:2] = [0, 1]
-    sa = rng.integers(0, grid, n) / grid + 0.3 * y
-    sb = rng.integers(0, grid, n) / grid + 0.1 * y
-    return y.astype(float), sa, sb
-
-
-# ------------------------------------------------------------------------ DeLong
-@pytest.mark.parametrize("seed", range(8))
-def test_delong_placements_match_bruteforce(seed):
-    y, sa, _ = _tied_data(seed)
-    v10, v01 = delong_placements(y, sa)
-    o10, o01 = O.delong_placements(y, sa)
-    np.testing.assert_allclose(v10, o10, rtol=1e-12)
-    np.testing.assert_allclose(v01, o01, rtol=1e-12)
-    # theta == AUC (pROC's runtime guard), against the pairwise definition
-    assert math.isclose(v10.mean(), O.auroc_pairwise(y, sa), rel_tol=1e-12)
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_delong_variance_and_paired_z_match_bruteforce(seed):
-    y, sa, sb = _tied_data(seed)
-    assert math.isclose(delong_variance(y, sa), O.delong_var(y, sa), rel_tol=1e-12)
-    delta, var, z = O.delong_paired_z(y, sa, sb)
-    r = delong_test(y, sa, sb)
-    assert math.isclose(r.estimate, delta, rel_tol=1e-12, abs_tol=1e-15)
-    assert math.isclose(r.variance, var, rel_tol=1e-10)
-    assert math.isclose(r.statistic, z, rel_tol=1e-10)
-    assert math.isclose(r.pvalue, 2 * sps.norm.sf(abs(z)), rel_tol=1e-10)
-
-
-def test_delong_hand_worked():
-    # y = 0 0 1 1, s = .1 .4 .35 .8: V10 = (1/2, 1), V01 = (1, 1/2); var = .125/2 + .125/2
-    r = delong_ci([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
-    assert r.estimate == 0.75 and math.isclose(r.variance, 0.125)
-    half = sps.norm.ppf(0.975) * math.sqrt(0.125)
-    assert math.isclose(r.ci_low, 0.75 - half) and math.isclose(r.ci_high, 0.75 + half)
-
-
-def test_delong_self_comparison_and_swap():
-    y, sa, sb = _tied_data(3)
-    same = delong_test(y, sa, sa)
-    assert (same.estimate, same.statistic, same.pvalue) == (0.0, 0.0, 1.0)
-    ab, ba = delong_test(y, sa, sb), delong_test(y, sb, sa)
-    assert ab.estimate == -ba.estimate and ab.statistic == -ba.statistic
-    assert ab.pvalue == ba.pvalue
-    g = delong_test(y, sa, sb, alternative="greater")
-    l_ = delong_test(y, sa, sb, alternative="less")
-    assert math.isclose(g.pvalue + l_.pvalue, 1.0)
-
-
-def test_delong_unpaired_matches_sum_of_variances():
-    y1, s1, _ = _tied_data(1)
-    y2, s2, _ = _tied_data(2, n=55)
-    r = delong_test_unpaired(y1, s1, y2, s2)
-    var = O.delong_var(y1, s1) + O.delong_var(y2, s2)
-    z = (O.auroc_pairwise(y1, s1) - O.auroc_pairwise(y2, s2)) / math.sqrt(var)
-    assert math.isclose(r.statistic, z, rel_tol=1e-10)
-    assert r.paired is False
-
-
-def test_delong_scales_monotone_transform_invariant():
-    y, sa, sb = _tied_data(5)
-    r1, r2 = delong_test(y, sa, sb), delong_test(y, np.exp(3 * sa), sb**3 + 1)
-    assert math.isclose(r1.statistic, r2.statistic, rel_tol=1e-12)
-
-
-def test_delong_needs_both_classes():
-    with pytest.raises(MedauditError, match="at least 1 positive"):
-        delong_test([1, 1, 1], [0.1, 0.2, 0.3], [0.3, 0.2, 0.1])
-
-
-def test_delong_mismatched_lengths():
-    with pytest.raises(MedauditError, match="y_score_b"):
-        delong_test([0, 1, 0], [0.1, 0.2, 0.3], [0.3, 0.2])
 
 
 # ------------------------------------------------------------------ multiplicity
@@ -281,18 +197,3 @@ def test_kendall_tau_b_by_pairs():
                 tx += 1
     tau_b = (c - d) / math.sqrt((c + d + tx) * (c + d + ty))
     assert math.isclose(kendall(x, y).estimate, tau_b, rel_tol=1e-12)
-
-
-def test_roc_auc_consistent_with_delong_ci_estimate():
-    y, sa, _ = _tied_data(11)
-    assert roc_auc(y, sa) == delong_ci(y, sa).estimate
-
-
-def test_delong_single_case_class_is_undefined_not_certain():
-    # R's var() of one value is NA; a one-positive comparison cannot be assessed
-    from medaudit.exceptions import UndefinedMetricWarning
-
-    with pytest.warns(UndefinedMetricWarning, match="single positive or negative"):
-        r = delong_test([1, 0, 0, 0, 0], [.9, .1, .2, .3, .4], [.05, .1, .2, .3, .4])
-    assert r.estimate == 1.0 and math.isnan(r.statistic) and math.isnan(r.pvalue)  # 1 - 0
-    assert math.isnan(delong_variance([1, 0, 0], [0.9, 0.1, 0.2]))

@@ -114,7 +114,7 @@ LIDC = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "lidc_py
 def test_lidc_malignancy_readers_as_a_test_bed():
     # up to four readers per nodule, malignancy 1-5: alpha over all 2,637 nodules (missing
     # ratings as nan), kappa over the nodules every reader rated
-    from medaudit.labels.datasets import read_dataset
+    from medaudit.datasets.annotations import read_dataset
 
     t = read_dataset("lidc", LIDC).table
     slot = t.groupby("item_id").cumcount()

@@ -28,7 +28,8 @@ from medaudit.stats import shared_positive_bootstrap
 from tests import _oracles as O
 
 SOFT = ["soft_roc_auc", "soft_average_precision"]
-ORACLE = {"soft_roc_auc": O.soft_auroc_inclusive, "soft_average_precision": O.soft_ap}
+# the defaults: strict s-AUROC and s-AP with the own label known (paper 001 Table 4)
+ORACLE = {"soft_roc_auc": O.soft_auroc_strict, "soft_average_precision": O.soft_ap_known_self}
 
 
 def hand_weights(sizes: list[int], n_resamples: int, seed: int) -> np.ndarray:
@@ -52,16 +53,21 @@ def untie(s):
 
 
 def t9_auroc(p, s):
-    """Inclusive s-AUROC from sklearn on duplicated data: trapezoid + half the self pairs."""
+    """Strict s-AUROC (the default) from sklearn on duplicated data: the trapezoid less half
+    the self pairs (T9; the inclusive form adds them)."""
     n = p.size
     trap = roc_auc_score(np.r_[np.ones(n), np.zeros(n)], np.r_[s, s], sample_weight=np.r_[p, 1 - p])
-    return trap + 0.5 * np.sum(p * (1 - p)) / (p.sum() * (1 - p).sum())
+    return trap - 0.5 * np.sum(p * (1 - p)) / (p.sum() * (1 - p).sum())
 
 
 def t9_ap(p, s):
+    """s-AP with the own label known (the default) from sklearn on duplicated data, which
+    gives Definition 2.2, plus each item's self-term p_i (1 - p_i) / rank_i (untied s)."""
     n = p.size
-    return average_precision_score(np.r_[np.ones(n), np.zeros(n)], np.r_[s, s],
-                                   sample_weight=np.r_[p, 1 - p])
+    written = average_precision_score(np.r_[np.ones(n), np.zeros(n)], np.r_[s, s],
+                                      sample_weight=np.r_[p, 1 - p])
+    o = np.argsort(-s, kind="stable")
+    return written + np.sum(p[o] * (1 - p[o]) / np.arange(1, n + 1)) / p.sum()
 
 
 def data(seed: int = 3, tied: bool = True):

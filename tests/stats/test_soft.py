@@ -122,16 +122,21 @@ def test_worked_example_m1_2():
     #   strict    = sum (1 - p_i) n+_{<i} / 4 = (0 + .5*1 + 1*1.5 + .5*1.5) / 4 = 2.75/4 = .6875
     #   trapezoid = (.8125 + .6875) / 2 = .75
     #   s-AP = sum (n+_i / i)(p_i / n+) = (1/1*1 + 1.5/2*.5 + 0 + 2/4*.5) / 2 = 1.625/2 = .8125
+    #   s-AP known_self = sum p_i (1 + n+_{<i}) / i / n+ = (1 + .5*2/2 + 0 + .5*2.5/4)/2 = .90625
     s, p = [0.9, 0.8, 0.7, 0.6], [1.0, 0.5, 0.0, 0.5]
-    assert soft_roc_auc(p, s) == 0.8125  # inclusive is the default
+    assert soft_roc_auc(p, s) == 0.6875  # strict is the default (paper 001 Table 4)
     assert soft_roc_auc(p, s, variant="inclusive") == 0.8125
     assert soft_roc_auc(p, s, variant="strict") == 0.6875
     assert soft_roc_auc(p, s, variant="trapezoid") == 0.75
-    assert soft_average_precision(p, s) == 0.8125
+    assert soft_average_precision(p, s, variant="as_written") == 0.8125  # Definition 2.2
+    assert soft_average_precision(p, s) == 0.90625  # known_self is the default (Table 4)
     # no ties: the tie options agree; trapezoid = sklearn on the duplicated data
-    assert soft_roc_auc(p, s, ties="grouped") == 0.75
+    assert soft_roc_auc(p, s, variant="trapezoid", ties="grouped") == 0.75
+    for v in VARIANTS:
+        assert soft_roc_auc(p, s, variant=v, ties="grouped") == _approx(soft_roc_auc(p, s, variant=v))
     assert _reference_sklearn_soft_auroc(p, s) == _approx(0.75)
-    assert soft_average_precision(p, s, ties="grouped") == _approx(0.8125)
+    assert soft_average_precision(p, s, variant="as_written", ties="grouped") == _approx(0.8125)
+    assert soft_average_precision(p, s, ties="grouped") == _approx(0.90625)
     assert _reference_sklearn_soft_ap(p, s) == _approx(0.8125)
 
 
@@ -166,7 +171,9 @@ def test_soft_roc_auc_matches_oracle(variant, tied):
 @pytest.mark.parametrize("tied", [True, False], ids=["tied-stable-order", "untied"])
 def test_soft_average_precision_matches_oracle(tied):
     for p, s in _cases(21, tied=tied):
-        assert_allclose(soft_average_precision(p, s), oracle.soft_ap(p, s), rtol=RTOL)
+        assert_allclose(soft_average_precision(p, s, variant="as_written"), oracle.soft_ap(p, s),
+                        rtol=RTOL)
+        assert_allclose(soft_average_precision(p, s), oracle.soft_ap_known_self(p, s), rtol=RTOL)
 
 
 @given(soft_labelled())
@@ -176,7 +183,10 @@ def test_soft_metrics_match_oracle_property(ps):
         assert_allclose(
             soft_roc_auc(p, s, variant=variant), ORACLE_AUROC[variant](p, s), rtol=RTOL, atol=ATOL
         )
-    assert_allclose(soft_average_precision(p, s), oracle.soft_ap(p, s), rtol=RTOL, atol=ATOL)
+    assert_allclose(soft_average_precision(p, s, variant="as_written"), oracle.soft_ap(p, s),
+                    rtol=RTOL, atol=ATOL)
+    assert_allclose(soft_average_precision(p, s), oracle.soft_ap_known_self(p, s), rtol=RTOL,
+                    atol=ATOL)
 
 
 # ======================================================= sklearn on duplicated data
@@ -184,7 +194,8 @@ def test_sklearn_duplication_identities_untied():
     # M1.2/M1.3 [INV], T9: on untied scores sklearn on the duplicated data gives s-AP exactly
     # and the *trapezoid* s-AUROC exactly (the two copies of an item tie: half credit).
     for p, s in _cases(22, tied=False):
-        assert_allclose(soft_average_precision(p, s), _reference_sklearn_soft_ap(p, s), rtol=RTOL)
+        assert_allclose(soft_average_precision(p, s, variant="as_written"),
+                        _reference_sklearn_soft_ap(p, s), rtol=RTOL)
         assert_allclose(
             soft_roc_auc(p, s, variant="trapezoid"), _reference_sklearn_soft_auroc(p, s), rtol=RTOL
         )
@@ -194,10 +205,10 @@ def test_sklearn_duplication_identities_grouped_with_ties():
     # ties="grouped" pools a tied block into one threshold, exactly as sklearn does, so the
     # identities hold with ties too.
     for p, s in _cases(23, tied=True):
-        assert_allclose(soft_roc_auc(p, s, ties="grouped"), _reference_sklearn_soft_auroc(p, s), rtol=RTOL)
-        assert_allclose(
-            soft_average_precision(p, s, ties="grouped"), _reference_sklearn_soft_ap(p, s), rtol=RTOL
-        )
+        assert_allclose(soft_roc_auc(p, s, variant="trapezoid", ties="grouped"),
+                        _reference_sklearn_soft_auroc(p, s), rtol=RTOL)
+        assert_allclose(soft_average_precision(p, s, variant="as_written", ties="grouped"),
+                        _reference_sklearn_soft_ap(p, s), rtol=RTOL)
 
 
 def test_T9_inclusive_minus_strict_is_the_self_pair_term():
@@ -315,8 +326,10 @@ def test_soft_labels_without_negative_or_positive_mass():
         warnings.simplefilter("error")
         assert soft_average_precision([1.0, 1.0, 1.0], s) == 1.0
         assert soft_average_precision([1.0, 1.0, 1.0], s) == average_precision([1, 1, 1], s)
-        # all items half positive: precision 1/2 at every rank
-        assert soft_average_precision([0.5, 0.5, 0.5], s) == _approx(0.5)
+        # all items half positive: precision 1/2 at every rank (Definition 2.2); with the
+        # own label known, (1 + 0.5 (i - 1)) / i: (1 + 0.75 + 2/3) / 3
+        assert soft_average_precision([0.5, 0.5, 0.5], s, variant="as_written") == _approx(0.5)
+        assert soft_average_precision([0.5, 0.5, 0.5], s) == _approx((1 + 0.75 + 2 / 3) / 3)
         assert soft_roc_auc([0.5, 0.5, 0.5], s, variant="trapezoid") == _approx(0.5)
 
 
@@ -330,3 +343,78 @@ def test_soft_average_precision_is_exact_when_positive_ranked_last():
     assert _reference_sklearn_soft_ap(p, s) == _approx(1e-3)
     assert soft_average_precision(p, s, ties="grouped") == _approx(1e-3)
     assert soft_average_precision(p, s) == _approx(1e-3)
+
+
+# ============================================== s-AP with the own label known (Table 4)
+@pytest.mark.parametrize("tied", [True, False], ids=["tied-stable-order", "untied"])
+def test_soft_ap_known_self_matches_the_double_sum(tied):
+    """``(1/n+) sum_i p_i (1 + sum_{j ranked above i} p_j) / i`` against a double loop, and
+    its margin over Definition 2.2: ``(1/n+) sum_i p_i (1 - p_i) / i`` (the self-term)."""
+    for p, s in _cases(31, tied=tied):
+        got = soft_average_precision(p, s, variant="known_self")
+        assert_allclose(got, oracle.soft_ap_known_self(p, s), rtol=RTOL)
+        order = np.argsort(-np.asarray(s), kind="stable")
+        ps = np.asarray(p)[order]
+        margin = np.sum(ps * (1 - ps) / np.arange(1, ps.size + 1)) / ps.sum()
+        assert_allclose(got - soft_average_precision(p, s, variant="as_written"), margin,
+                        rtol=1e-9, atol=1e-15)
+
+
+@given(binary_labelled(unique=False))
+def test_every_soft_variant_reduces_to_the_ordinary_metric_on_binary_labels(ys):
+    y, s = ys
+    for ties, ap_ties in (("stable", "individual"), ("grouped", "pooled")):
+        for v in ("known_self", "as_written"):
+            assert_allclose(soft_average_precision(y, s, variant=v, ties=ties),
+                            average_precision(y, s, ties=ap_ties), rtol=RTOL)
+    for v in VARIANTS:
+        assert_allclose(soft_roc_auc(y, s, variant=v, ties="grouped"), roc_auc(y, s), rtol=RTOL)
+
+
+def _grouped_double_sum_auroc(p, s, self_weight):
+    """Pairs (i, j): p_j (1 - p_i) times 1 if s_j > s_i, 1/2 if tied (j != i), and the self
+    pair with ``self_weight``; over n+ n-."""
+    p, s = np.asarray(p, float), np.asarray(s, float)
+    total = 0.0
+    for i in range(p.size):
+        for j in range(p.size):
+            k = self_weight if i == j else (1.0 if s[j] > s[i] else 0.5 if s[j] == s[i] else 0.0)
+            total += p[j] * (1 - p[i]) * k
+    return total / (p.sum() * (p.size - p.sum()))
+
+
+def _grouped_known_self_ap(p, s):
+    p, s = np.asarray(p, float), np.asarray(s, float)
+    total = 0.0
+    for i in range(p.size):
+        through = s >= s[i]
+        total += p[i] * (1.0 + p[through].sum() - p[i]) / through.sum()
+    return total / p.sum()
+
+
+def test_grouped_ties_apply_every_variant():
+    """The reported defect: with ties="grouped" the variant was ignored (all three gave the
+    trapezoid, 0.6875); now the variant weights the self pair under both tie rules."""
+    p, s = [1, 0.5, 0, 0.5], [0.9, 0.7, 0.7, 0.6]
+    got = {v: soft_roc_auc(p, s, variant=v, ties="grouped") for v in VARIANTS}
+    assert got == {"inclusive": 0.75, "strict": 0.625, "trapezoid": 0.6875}
+    for q, t in _cases(32, tied=True, n_cases=60):
+        for v, w in (("inclusive", 1.0), ("strict", 0.0), ("trapezoid", 0.5)):
+            assert_allclose(soft_roc_auc(q, t, variant=v, ties="grouped"),
+                            _grouped_double_sum_auroc(q, t, w), rtol=RTOL)
+        assert_allclose(soft_average_precision(q, t, ties="grouped"), _grouped_known_self_ap(q, t),
+                        rtol=RTOL)
+
+
+def test_soft_metric_options_is_the_one_rule():
+    from medaudit.exceptions import MedauditError
+    from medaudit.stats.soft import SOFT_DEFAULTS, soft_metric_options
+    assert SOFT_DEFAULTS == {"soft_roc_auc": ("strict", "stable"),
+                             "soft_average_precision": ("known_self", "stable")}
+    for v in VARIANTS:
+        for t in ("stable", "grouped"):
+            assert soft_metric_options("soft_roc_auc", variant=v, ties=t) == (v, t)
+    with pytest.raises(MedauditError, match="variant='strict' is not a valid option"):
+        soft_metric_options("soft_average_precision", variant="strict")
+    with pytest.raises(MedauditError, match="ties"):
+        soft_metric_options("soft_roc_auc", ties="pooled")

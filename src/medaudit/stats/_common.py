@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -10,6 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from medaudit._validation import (
     as_binary_labels,
     as_probabilities,
+    as_sample_weight,
     as_scores,
     as_soft_labels,
     check_same_length,
@@ -40,14 +43,58 @@ def soft_scores(
     return p, s
 
 
-def warn_if_one_class(n_pos: float, n_neg: float, metric: str, *, stacklevel: int = 3) -> bool:
-    """Warn and return True when a two-class metric is undefined (one class absent)."""
+#: warnings raised in the statistics core are attributed to the first frame outside it
+STATS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_SKIP_PREFIXES = sys.version_info >= (3, 12)  # warnings.warn(skip_file_prefixes=...)
+
+
+def warn(message: str | Warning, category: type[Warning] | None = None) -> None:
+    """Warn at the caller of the public function, whatever the depth of the call.
+
+    A fixed ``stacklevel`` is right for one call path only: a direct
+    ``bootstrap_metrics(...)`` call and the same warning reached through
+    ``paired_bootstrap`` sit at different depths, and Python 3.12 inlines comprehensions,
+    which removes frames.  So the frames inside ``medaudit/stats`` are skipped: by
+    ``skip_file_prefixes`` on Python >= 3.12, by counting them on older versions.
+    """
+    if _SKIP_PREFIXES:
+        warnings.warn(message, category, skip_file_prefixes=(STATS_DIR,))
+    else:
+        warnings.warn(message, category, stacklevel=stacklevel_outside(STATS_DIR))
+
+
+def stacklevel_outside(prefix: str) -> int:
+    """``stacklevel`` for a ``warnings.warn`` made in the caller of this function's caller
+    (:func:`warn`) that names the first frame whose file is not under ``prefix``."""
+    frame = sys._getframe(2)  # the frame that called warn()
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(prefix):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def warn_if_one_class(n_pos: float, n_neg: float, metric: str, *, stacklevel: int | None = None
+                      ) -> bool:
+    """Warn and return True when a two-class metric is undefined (one class absent).
+
+    The warning names the caller outside ``medaudit.stats`` (:func:`warn`); ``stacklevel``
+    is accepted for old callers and ignored."""
     if n_pos > 0 and n_neg > 0:
         return False
     which = "positives" if n_pos <= 0 else "negatives"
-    warnings.warn(
-        f"{metric} is undefined: the sample has no {which}; returning nan.",
-        UndefinedMetricWarning,
-        stacklevel=stacklevel,
-    )
+    warn(f"{metric} is undefined: the sample has no {which}; returning nan.",
+         UndefinedMetricWarning)
     return True
+
+
+def weights(sample_weight: ArrayLike | None, y: NDArray[np.float64]
+            ) -> tuple[NDArray[np.float64], float, float]:
+    """The kernels' weight row (ones without ``sample_weight``) and the weighted class
+    masses (n_pos, n_neg): with weights, a class is absent when its weight is zero."""
+    w = as_sample_weight(sample_weight, y.size)
+    if w is None:
+        n_pos = float(y.sum())
+        return np.ones(y.size), n_pos, y.size - n_pos
+    n_pos = float(w @ y)
+    return w, n_pos, float(w.sum()) - n_pos

@@ -16,6 +16,7 @@ summed by :func:`copies_sum`, which is why resampling weights are integer counts
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -181,6 +182,39 @@ def soft_auroc_stable(
     return _safe_div(num, n_pos * (_rowsum(w) - n_pos))
 
 
+def soft_auroc_grouped(w: NDArray[np.float64], r: Ranked, variant: str) -> NDArray[np.float64]:
+    """Soft AUROC with tied scores pooled (each tied pair of distinct copies counts 1/2)
+    and the self pair of every copy weighted by the variant: :func:`auroc` counts it 1/2
+    (the trapezoid), the strict form 0, the inclusive form 1, i.e. the trapezoid
+    -/+ ``sum w p (1 - p) / 2`` over ``n+ n-``."""
+    out = auroc(w, r)
+    if variant == "trapezoid":
+        return out
+    p = r.label
+    wp = w * p
+    n_pos = _rowsum(wp)
+    half_self = 0.5 * _rowsum(wp * (1.0 - p))
+    adj = _safe_div(half_self, n_pos * (_rowsum(w) - n_pos))
+    return out - adj if variant == "strict" else out + adj
+
+
+def soft_ap_grouped(w: NDArray[np.float64], r: Ranked, variant: str) -> NDArray[np.float64]:
+    """Soft AP with tied scores pooled into one threshold.  ``"as_written"``: each copy
+    of an item in a tied block adds ``p C_b / K_b`` (:func:`average_precision_grouped`);
+    ``"known_self"``: ``p (1 + C_b - p) / K_b``, its own label counted as 1."""
+    if variant == "as_written":
+        return average_precision_grouped(w, r)
+    p = r.label
+    wp = w * p
+    bp = _blocks(wp, r)
+    bp2 = _blocks(wp * p, r)
+    cum_p = np.cumsum(bp, axis=-1)
+    cum_w = np.cumsum(_blocks(w, r), axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(cum_w > 0, (bp * (1.0 + cum_p) - bp2) / cum_w, 0.0)
+    return _safe_div(_rowsum(terms), cum_p[..., -1])
+
+
 def copies_sum(a: NDArray[np.float64], b: NDArray[np.float64], k: NDArray[np.float64],
                w: NDArray[np.float64]) -> NDArray[np.float64]:
     """Elementwise ``sum_{j=1..w} (a + j b) / (k + j)`` for integer counts ``w >= 0``.
@@ -194,7 +228,9 @@ def copies_sum(a: NDArray[np.float64], b: NDArray[np.float64], k: NDArray[np.flo
     b_full = np.broadcast_to(b, w.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (a + b_full) / (k + 1.0)
-    out = np.where(w >= 1, out, 0.0)
+    # C order whatever the inputs' layout: the flat indices below are C-order positions,
+    # and ravel() of an F-ordered array would be a copy, silently dropping the extra terms
+    out = np.ascontiguousarray(np.where(w >= 1, out, 0.0))
     wf = np.ascontiguousarray(w).ravel()
     idx = np.flatnonzero(wf >= 2)
     if idx.size:
@@ -213,23 +249,62 @@ def copies_sum(a: NDArray[np.float64], b: NDArray[np.float64], k: NDArray[np.flo
             extra[:n_live] += (a_s[:n_live] + j * b_s[:n_live]) / (k_s[:n_live] + j)
             j += 1
             n_live = int(np.count_nonzero(w_s[:n_live] >= j))
-        flat = out.ravel()  # out is a fresh contiguous array: ravel is a view
+        flat = out.reshape(-1)  # a view: out is C-contiguous
         flat[idx] += extra
     return out
 
 
-def average_precision_stable(w: NDArray[np.float64], r: Ranked) -> NDArray[np.float64]:
+def average_precision_stable(w: NDArray[np.float64], r: Ranked,
+                             variant: str = "as_written") -> NDArray[np.float64]:
     """Non-interpolated AP with individual ranks; soft labels allowed (paper 001 eq. 5).
 
     An item with label p, count w, K items and C positive mass ranked before it
-    contributes ``p * sum_{j=1..w} (C + j p) / (K + j)`` (precision at each copy).
+    contributes ``p * sum_{j=1..w} (C + j p) / (K + j)`` (precision at each copy;
+    ``variant="known_self"``: ``p * sum_j (1 + C + (j - 1) p) / (K + j)``, the copy's own
+    label counted as 1).  Items with p = 0 contribute nothing and are skipped; on binary
+    labels both variants are the ordinary AP.
     """
+    w2 = np.atleast_2d(w)
     p = r.label
-    wp = w * p
-    k_before = np.cumsum(w, axis=-1) - w
+    k_before = np.cumsum(w2, axis=-1) - w2
+    wp = w2 * p
     c_before = np.cumsum(wp, axis=-1) - wp
-    num = _rowsum(p * copies_sum(c_before, p, k_before, w))
-    return _safe_div(num, _rowsum(wp))
+    if p.ndim == 1:  # one label vector: only the columns with positive mass
+        nz = np.flatnonzero(p > 0)
+        p_nz = p[nz]
+        c_before, k_before = np.take(c_before, nz, axis=1), np.take(k_before, nz, axis=1)
+        w_nz = np.take(w2, nz, axis=1)
+    else:  # a label row per weight row (the annotation bootstrap)
+        p_nz, w_nz = p, w2
+    binary = p.ndim == 1 and bool(np.all(p_nz == 1.0))
+    if variant == "known_self" and not binary:
+        c_before = c_before + (1.0 - p_nz)  # C + j p + (1 - p) = 1 + C + (j - 1) p
+    num = _ap_copies(c_before, k_before + 1, w_nz, None if binary else p_nz)
+    out = _safe_div(num, _rowsum(wp))
+    return out[0] if np.ndim(w) == 1 else out
+
+
+def _ap_copies(c_before, den, w, p) -> NDArray[np.float64]:
+    """Per row, ``sum_i p_i sum_{j=1..w_i} (C_i + j p_i) / (K_i + j)`` with ``den = K + 1``
+    (``p=None``: hard labels, p = 1).  One formula for hard and soft labels, so binary soft
+    labels give the hard-label AP to the last bit."""
+    c_before = np.ascontiguousarray(c_before)
+    den = np.ascontiguousarray(den)
+    if p is None:
+        first = np.add(c_before, 1.0)
+    else:
+        first = c_before + p
+    np.divide(first, den, out=first)
+    if p is not None:
+        first *= p
+    num = _first_copies(first, w)
+    cf, df = c_before.reshape(-1), den.reshape(-1)
+    if p is None:
+        num += _extra_copies(w, lambda i, j: (cf[i] + j) / (df[i] + (j - 1)))
+    else:
+        pf = np.ascontiguousarray(np.broadcast_to(p, w.shape)).reshape(-1)
+        num += _extra_copies(w, lambda i, j: pf[i] * ((cf[i] + j * pf[i]) / (df[i] + (j - 1))))
+    return num
 
 
 def average_precision_grouped(w: NDArray[np.float64], r: Ranked) -> NDArray[np.float64]:
@@ -364,13 +439,40 @@ def mean_loss(
     return out
 
 
-def bin_index(prob: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
-    """Equal-width bin of each probability; the last bin includes 1.0."""
-    return np.minimum(np.floor(prob * n_bins).astype(np.intp), n_bins - 1)
+BINNINGS = ("floor", "linspace")
+
+
+def bin_index(prob: NDArray[np.float64], n_bins: int, binning: str = "floor") -> NDArray[np.intp]:
+    """Equal-width calibration bin of each probability: the one rule of every binned metric.
+
+    * ``"floor"`` (paper 000 M0.7, the default): ``min(floor(n_bins * s), n_bins - 1)``
+      computed in float64, so the last bin includes 1.0 and a typed 0.3 lands in
+      ``[0.3, 0.4)`` (``10 * 0.3`` rounds to 3.0000000000000004).
+    * ``"linspace"`` (netcal/torchmetrics): bin ``b`` holds ``e_b <= s < e_{b+1}`` for the
+      float64 edges ``e = np.linspace(0, 1, n_bins + 1)`` and ``s == 1.0`` forms bin
+      ``n_bins`` of its own, as ``torch.bucketize(s, e, right=True) - 1`` leaves it.  The
+      edge ``e_3`` of 10 bins is 0.30000000000000004, above the double 0.3, so a typed 0.3
+      lands in ``[0.2, 0.3)`` here.
+    """
+    if binning == "floor":
+        return np.minimum(np.floor(prob * n_bins).astype(np.intp), n_bins - 1)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return (np.searchsorted(edges, prob, side="right") - 1).astype(np.intp)
+
+
+def bin_edges(index: NDArray[np.intp], n_bins: int, binning: str = "floor"
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Lower and upper edge of the bins ``index`` under ``binning`` (the 1.0 bin of
+    ``"linspace"`` is ``[1, 1]``)."""
+    if binning == "floor":
+        return index / n_bins, (index + 1) / n_bins
+    edges = np.r_[np.linspace(0.0, 1.0, n_bins + 1), 1.0]
+    return edges[index], edges[index + 1]
 
 
 def ece(
-    w: NDArray[np.float64], r: Ranked, n_bins: int, prevalence: float | None
+    w: NDArray[np.float64], r: Ranked, n_bins: int, prevalence: float | None,
+    binning: str = "floor",
 ) -> NDArray[np.float64]:
     """Expected calibration error with equal-width bins (empty bins contribute 0).
 
@@ -378,7 +480,7 @@ def ece(
     ``reduceat`` over the sorted weights.
     """
     y, s = r.label, r.score
-    b = bin_index(s, n_bins)
+    b = bin_index(s, n_bins, binning)
     starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
     d = s - y
     wd_p = np.add.reduceat(w * (y * d), starts, axis=-1)
@@ -449,3 +551,494 @@ def aurc(w: NDArray[np.float64], c: ConfidenceRanked) -> NDArray[np.float64]:
     risk_last = _safe_div(ce[:, -1], total)
     out = _safe_div(sum_risk - 0.5 * (risk_first + risk_last), total)
     return out[0] if np.ndim(w) == 1 else out
+
+
+# ------------------------------------------------------------ one pass for many metrics
+# The kernels above each read the counts in their own order (ranked, confidence or
+# original) and cumulate them again.  For hard labels every metric of the engine can be
+# read from one matrix instead: the counts laid out as the positives, then the negatives,
+# each class in descending score order (ties in input order), and one cumulative sum of
+# it.  A metric then reads a few precomputed columns of that cumulative sum (integer
+# counts, so every cumulated quantity is exact) or sums contiguous slices of the counts
+# (a class, a calibration bin).  Drawing the counts directly into this layout
+# (``WeightPlan.batches(columns=...)``) costs no gather at all.
+
+
+def _interval_counts(c: NDArray, lo: NDArray[np.intp], hi: NDArray[np.intp]) -> NDArray:
+    """``c[:, hi] - c[:, lo]``: the counts in layout columns ``[lo, hi)`` from the padded
+    cumulative sum ``c`` (column 0 is 0)."""
+    return np.take(c, hi, axis=1) - np.take(c, lo, axis=1)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfidenceCuts:
+    """For the ``m`` most confident items (one cut per row of the arrays), the layout
+    intervals that hold them: ``[0, a_pos)`` (confident positives, s >= 0.5),
+    ``[lo_mid, hi_mid)`` (the low positives after a tie block, then the confident
+    negatives: the two runs meet at the class boundary) and ``[lo_neg, n)`` (the low
+    negatives), plus at most one partial tie block per class (``[bs, q)``; empty when no
+    cut falls inside a tie block).  Errors among them: the confident negatives and the
+    low positives."""
+
+    a_pos: NDArray[np.intp]
+    lo_mid: NDArray[np.intp]
+    hi_mid: NDArray[np.intp]
+    lo_neg: NDArray[np.intp]
+    bs_pos: NDArray[np.intp]
+    q_pos: NDArray[np.intp]
+    bs_neg: NDArray[np.intp]
+    q_neg: NDArray[np.intp]
+    partial: bool
+
+    def take(self, i: NDArray[np.intp]) -> ConfidenceCuts:
+        f = [getattr(self, k)[i] for k in ("a_pos", "lo_mid", "hi_mid", "lo_neg", "bs_pos",
+                                           "q_pos", "bs_neg", "q_neg")]
+        return ConfidenceCuts(*f, partial=bool(np.any(f[4] != f[5]) or np.any(f[6] != f[7])))
+
+    def copies(self, c: NDArray, total: NDArray) -> NDArray:
+        """Copies among the cut's items, per row of the padded cumulative sum ``c``."""
+        out = np.take(c, self.a_pos, axis=1) + _interval_counts(c, self.lo_mid, self.hi_mid)
+        out += total[:, None] - np.take(c, self.lo_neg, axis=1)
+        if self.partial:
+            out += _interval_counts(c, self.bs_pos, self.q_pos)
+            out += _interval_counts(c, self.bs_neg, self.q_neg)
+        return out
+
+
+def _low_part_cuts(conf_rank: NDArray[np.intp], s: NDArray[np.float64], t: NDArray[np.intp]):
+    """Within one class's low-confidence part (columns in descending score order, their
+    confidence ranks ``conf_rank``): for cuts ``t``, the suffix start ``be`` of the tie
+    blocks entirely among the ``t`` most confident and the partial block ``[bs, q)``.
+
+    Confidence rises as the score falls, so whole tie blocks enter from the end; inside a
+    tie block confidence ties are broken by input order, which is the column order.
+    """
+    m = s.size
+    if m == 0:
+        z = np.zeros(t.size, dtype=np.intp)
+        return z, z, z
+    new = np.r_[True, s[1:] != s[:-1]]
+    st = np.flatnonzero(new)
+    en = np.r_[st[1:], m]
+    blockmax = conf_rank[en - 1]  # decreasing along the blocks
+    n_high = np.searchsorted(-blockmax, -t, side="right")  # blocks not wholly inside
+    be = np.where(n_high < st.size, st[np.minimum(n_high, st.size - 1)], m)
+    inside = np.searchsorted(np.sort(conf_rank), t)
+    part = inside - (m - be)
+    bs = np.where(part > 0, st[np.maximum(n_high - 1, 0)], 0)
+    q = np.where(part > 0, bs + part, 0)
+    return be.astype(np.intp), bs.astype(np.intp), q.astype(np.intp)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Column layout of hard-label count matrices: positives, then negatives, each in
+    descending score order with ties in input order, and what each metric reads of it.
+
+    Indices refer to the padded cumulative sum ``c`` of a layout row (``c[:, j]`` is the
+    count in columns ``< j``): the positives ranked before positive ``j`` are ``c[j]``,
+    the negatives before column ``n_pos + k`` are ``c[n_pos + k] - W_P``.
+    """
+
+    order: NDArray[np.intp]  # column -> item
+    column: NDArray[np.intp]  # item -> column
+    n: int
+    n_pos: int
+    score: NDArray[np.float64]  # per column
+    label: NDArray[np.float64]  # per column (1 then 0)
+    neg_before: NDArray[np.intp]  # per positive: c-index of the negatives ranked before it
+    neg_above: NDArray[np.intp]  # per positive: c-index, negatives with a higher score
+    neg_through: NDArray[np.intp]  # per positive: c-index, negatives scoring at least as high
+    ties: bool  # some positive ties a negative
+    blk_start: NDArray[np.intp]  # per positive tie block: first column
+    blk_end: NDArray[np.intp]  # ... one past its last column
+    blk_neg_through: NDArray[np.intp]  # ... c-index of the negatives scoring at least as high
+    conf: ConfidenceRanked | None = None  # the general path's confidence order
+    cuts: ConfidenceCuts | None = None  # cuts after 0..n most confident items (None: no fast path)
+    err_cuts: ConfidenceCuts | None = None  # the cuts just before each error item
+    err_conf: NDArray[np.intp] | None = None  # error items' confidence ranks (ascending)
+    err_col: NDArray[np.intp] | None = None  # ... and their columns
+    bins: dict[int, tuple] = None  # n_bins -> (pos slices, neg slices) per occupied bin
+
+
+def layout(y: NDArray[np.float64], s: NDArray[np.float64], r: Ranked,
+           cr: ConfidenceRanked | None) -> Layout:
+    """Prepare the one-pass kernels for hard labels ``y``, scores ``s`` sorted as ``r``
+    (and ``cr`` for the confidence metrics)."""
+    ranked = r.order
+    yr = y[ranked]
+    pos, neg = ranked[yr == 1.0], ranked[yr == 0.0]
+    order = np.concatenate([pos, neg])
+    n, n_pos = y.size, pos.size
+    column = np.empty(n, dtype=np.intp)
+    column[order] = np.arange(n)
+    g = np.empty(n, dtype=np.intp)
+    g[ranked] = np.arange(n)  # ranked position
+    sp, sn = s[pos], s[neg]
+    neg_before = n_pos + np.searchsorted(g[neg], g[pos])
+    neg_above = n_pos + np.searchsorted(-sn, -sp, side="left")
+    neg_through = n_pos + np.searchsorted(-sn, -sp, side="right")
+    new = np.r_[True, sp[1:] != sp[:-1]] if n_pos else np.zeros(0, dtype=bool)
+    blk_start = np.flatnonzero(new)
+    blk_end = np.r_[blk_start[1:], n_pos].astype(np.intp)
+    lay = dict(order=order, column=column, n=n, n_pos=n_pos, score=s[order], label=y[order],
+               neg_before=neg_before, neg_above=neg_above, neg_through=neg_through,
+               ties=bool(np.any(neg_above != neg_through)), blk_start=blk_start,
+               blk_end=blk_end, blk_neg_through=neg_through[blk_start], bins={})
+    if cr is not None:
+        lay["conf"] = cr
+        lay.update(_confidence_cuts(y, s, order, n_pos, cr))
+    return Layout(**lay)
+
+
+def _confidence_cuts(y, s, order, n_pos, cr: ConfidenceRanked) -> dict:
+    """The cuts of :class:`ConfidenceCuts` after 0..n most confident items, or nothing
+    when the layout cannot express them as intervals: a confidence tie across the 0.5
+    line (s and 1 - s) or between low scores that differ (1 - s rounds them together);
+    the general kernels then handle the confidence order."""
+    n = y.size
+    conf = np.maximum(s, 1.0 - s)
+    high = s >= 0.5
+    if np.intersect1d(conf[high], conf[~high]).size:
+        return {}
+    rank_of = np.empty(n, dtype=np.intp)
+    rank_of[cr.order] = np.arange(n)
+    t = np.arange(n + 1)
+    parts = []
+    for lo_col, hi_col in ((0, n_pos), (n_pos, n)):
+        cols = np.arange(lo_col, hi_col)
+        items = order[cols]
+        h = high[items]
+        n_high = int(h.sum())  # the confident items lead each class (descending score)
+        low_items = items[n_high:]
+        ls = s[low_items]
+        lc = conf[low_items]
+        if ls.size > 1 and np.any((lc[1:] == lc[:-1]) != (ls[1:] == ls[:-1])):
+            return {}
+        a = np.searchsorted(rank_of[items[:n_high]], t)
+        be, bs, q = _low_part_cuts(rank_of[low_items], ls, t)
+        off = lo_col + n_high
+        parts.append((lo_col + a, off + be, off + bs, off + q))
+    (a_p, be_p, bs_p, q_p), (a_n, be_n, bs_n, q_n) = parts
+    cuts = ConfidenceCuts(a_pos=a_p, lo_mid=be_p, hi_mid=a_n, lo_neg=be_n, bs_pos=bs_p,
+                          q_pos=q_p, bs_neg=bs_n, q_neg=q_n,
+                          partial=bool(np.any(bs_p != q_p) or np.any(bs_n != q_n)))
+    err = cr.error.astype(bool)
+    err_conf = np.flatnonzero(err)
+    column = np.empty(n, dtype=np.intp)
+    column[order] = np.arange(n)
+    return {"cuts": cuts, "err_cuts": cuts.take(err_conf), "err_conf": err_conf,
+            "err_col": column[cr.order[err_conf]]}
+
+
+def layout_bins(lay: Layout, n_bins: int, binning: str = "floor") -> tuple:
+    """Per occupied calibration bin, its column slice among the positives and the negatives
+    (descending scores make every bin one contiguous run within each class)."""
+    key = (n_bins, binning)
+    if key not in lay.bins:
+        b = bin_index(lay.score, n_bins, binning)
+        out = []
+        for lo, hi in ((0, lay.n_pos), (lay.n_pos, lay.n)):
+            bb = b[lo:hi]
+            st = lo + np.flatnonzero(np.r_[True, bb[1:] != bb[:-1]]) if bb.size else bb
+            en = np.r_[st[1:], hi].astype(np.intp)
+            out.append({int(b[i]): (int(i), int(j)) for i, j in zip(st, en, strict=True)})
+        occupied = sorted(set(out[0]) | set(out[1]), reverse=True)
+        lay.bins[key] = tuple((out[0].get(k), out[1].get(k)) for k in occupied)
+    return lay.bins[key]
+
+
+class LayoutSums:
+    """The shared quantities of one batch of layout rows, computed on first use.
+
+    ``c`` is the padded cumulative sum of the rows (one pass; integer for integer counts),
+    from which ``W_P``, ``W_N`` and every cumulated count are read.
+    """
+
+    def __init__(self, w: NDArray, lay: Layout, scratch: dict | None = None, *,
+                 float_passes: int = 0):
+        self.w, self.lay = w, lay
+        self.scratch = {} if scratch is None else scratch
+        c = self._buffer("c", (w.shape[0], lay.n + 1), w.dtype)
+        # dot products of integer counts with float vectors convert every element on the
+        # fly, at about twice the cost of a float pass: with two or more such passes (say
+        # Brier and ECE) one conversion, into a reused buffer, is cheaper
+        self.wf = w
+        if float_passes >= 2 and w.dtype != np.float64:
+            self.wf = self._buffer("wf", w.shape, np.float64)
+            np.copyto(self.wf, w, casting="unsafe")
+        c[:, 0] = 0
+        np.cumsum(w, axis=1, out=c[:, 1:])
+        self.c = c
+        self.total = c[:, -1]
+        self.w_pos = c[:, lay.n_pos]
+        self.w_neg = self.total - self.w_pos
+        self._cache: dict[str, Any] = {}
+
+    def _buffer(self, key, shape, dtype) -> NDArray:
+        """A work array reused across batches: a fresh (b, n) array per batch would pay
+        its page faults every time."""
+        buf = self.scratch.get(key)
+        if buf is None or buf.shape[0] < shape[0] or buf.shape[1:] != shape[1:] or (
+                buf.dtype != dtype):
+            buf = self.scratch[key] = np.empty(shape, dtype=dtype)
+        return buf[:shape[0]]
+
+    def cached(self, key, fn):
+        if key not in self._cache:
+            self._cache[key] = fn()
+        return self._cache[key]
+
+    def pos_counts(self) -> NDArray:
+        return self.w[:, :self.lay.n_pos]
+
+    def slice_dot(self, lo: int, hi: int, v: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.einsum("ij,j->i", self.wf[:, lo:hi], v[lo:hi])
+
+
+def auroc_layout(t: LayoutSums) -> NDArray[np.float64]:
+    """Mid-rank AUROC: ``sum_P w (negatives below + tied/2) / (W_P W_N)`` in integers
+    (the same integers as :func:`auroc_placement`, so the same value to the last bit)."""
+    lay, c = t.lay, t.c
+    # twice the negatives below each positive, ties counted one half
+    through = np.take(c, lay.neg_through, axis=1)
+    if lay.ties:
+        below2 = 2 * t.total[:, None] - through
+        below2 -= np.take(c, lay.neg_above, axis=1)
+    else:
+        below2 = t.total[:, None] - through
+        below2 *= 2
+    num = np.einsum("ij,ij->i", t.pos_counts(), below2) * 0.5
+    return _safe_div(num, t.w_pos * t.w_neg.astype(np.float64))
+
+
+def _extra_copies(w: NDArray, term) -> NDArray[np.float64]:
+    """Per row, ``sum over entries with count w >= 2 of sum_{j=2..w} term(flat index, j)``.
+
+    Most counts are 0 or 1, so only the entries drawn twice or more are visited again:
+    gathered once, then the live set is compressed for each further copy (no sort).
+    Each row's sum runs over its entries in column order, so it does not depend on the
+    number of rows in the batch.
+    """
+    b, m = w.shape
+    many = w >= 2  # a fresh C-ordered mask whatever the layout of w (a view, say)
+    idx = np.flatnonzero(many)
+    if not idx.size:
+        return np.zeros(b)
+    extra = term(idx, 2)
+    w_s = w[many]  # C order, as idx
+    live = np.flatnonzero(w_s >= 3)
+    j = 3
+    while live.size:
+        extra[live] += term(idx[live], j)
+        j += 1
+        live = live[w_s[live] >= j]
+    # per-row sums: bincount adds each row's entries one by one in column order, so a row's
+    # sum does not depend on the other rows of the batch (add.reduceat sums a run
+    # pairwise, with a rounding that depends on where the run starts in memory)
+    return np.bincount(idx // m, weights=extra, minlength=b)
+
+
+def _first_copies(terms: NDArray[np.float64], w: NDArray) -> NDArray[np.float64]:
+    """Per row, ``sum of terms`` over the entries drawn at least once (one pass)."""
+    return np.einsum("ij,ij->i", terms, np.minimum(w, 1))
+
+
+def average_precision_layout(t: LayoutSums) -> NDArray[np.float64]:
+    """AP with individual ranks, summed over the positives only: a positive with count w,
+    C positives and K items ranked before it adds ``sum_{j=1..w} (C + j) / (K + j)``.
+
+    The per-copy terms are those of the per-item formula; the sums run over the
+    positives only (no zero terms for the negatives), the same arithmetic as
+    :func:`average_precision_stable` now uses for every label kind.
+    """
+    lay, c = t.lay, t.c
+    c_before = np.ascontiguousarray(c[:, :lay.n_pos])  # positives ranked before each positive
+    # items ranked before it, plus one: positives + negatives before (c - W_P) + 1
+    den = np.take(c, lay.neg_before, axis=1)
+    den += c_before
+    den -= (t.w_pos - 1)[:, None]
+    num = _ap_copies(c_before, den, t.pos_counts(), None)
+    return _safe_div(num, t.w_pos.astype(np.float64))
+
+
+def _block_points(t: LayoutSums):
+    """Per positive tie block: positives and all items at or above its score."""
+    def make():
+        lay, c = t.lay, t.c
+        cum_p = np.take(c, lay.blk_end, axis=1)
+        cum_n = np.take(c, lay.blk_neg_through, axis=1) - t.w_pos[:, None]
+        return cum_p, cum_n
+    return t.cached("block_points", make)
+
+
+def average_precision_pooled_layout(t: LayoutSums) -> NDArray[np.float64]:
+    """AP with tied scores pooled into one threshold, over the blocks holding positives."""
+    cum_p, cum_n = _block_points(t)
+    bp = cum_p - np.take(t.c, t.lay.blk_start, axis=1)
+    cum_w = cum_p + cum_n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prec = np.where(cum_w > 0, cum_p / cum_w, 0.0)
+    return _safe_div(_rowsum(bp * prec), t.w_pos.astype(np.float64))
+
+
+def _rates_at_blocks(t: LayoutSums):
+    cum_p, cum_n = _block_points(t)
+    n_pos, n_neg = t.w_pos[:, None], t.w_neg[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return cum_p / n_pos, 1.0 - cum_n / n_neg
+
+
+def se_at_sp_layout(t: LayoutSums, x: float) -> NDArray[np.float64]:
+    """:func:`se_at_sp` from the positive blocks only (a threshold inside a run of
+    negatives has the Se of the positive block above it and a lower Sp)."""
+    se, sp = _rates_at_blocks(t)
+    best = np.max(np.where(sp >= x - _TOL, se, 0.0), axis=-1, initial=0.0)
+    return np.where((t.w_pos > 0) & (t.w_neg > 0), best, np.nan)
+
+
+def sp_at_se_layout(t: LayoutSums, x: float) -> NDArray[np.float64]:
+    """:func:`sp_at_se` from the positive blocks only (and +inf, where Se = 0, Sp = 1)."""
+    se, sp = _rates_at_blocks(t)
+    best = np.max(np.where(se >= x - _TOL, sp, -np.inf), axis=-1, initial=-np.inf)
+    if 0.0 >= x - _TOL:
+        best = np.maximum(best, 1.0)
+    return np.where((t.w_pos > 0) & (t.w_neg > 0), best, np.nan)
+
+
+def mean_loss_layout(t: LayoutSums, loss: NDArray[np.float64], prevalence: float | None
+                     ) -> NDArray[np.float64]:
+    """:func:`mean_loss` with the per-item loss in layout order: one pass over the counts."""
+    n_pos = t.lay.n_pos
+    sp_ = t.slice_dot(0, n_pos, loss)
+    sn_ = t.slice_dot(n_pos, t.lay.n, loss)
+    if prevalence is None:
+        return _safe_div(sp_ + sn_, t.total.astype(np.float64))
+    return (prevalence * _safe_div(sp_, t.w_pos.astype(np.float64))
+            + (1.0 - prevalence) * _safe_div(sn_, t.w_neg.astype(np.float64)))
+
+
+def ece_layout(t: LayoutSums, n_bins: int, prevalence: float | None,
+               binning: str = "floor") -> NDArray[np.float64]:
+    """:func:`ece` from per-bin sums of ``w (s - y)`` over contiguous column slices."""
+    lay = t.lay
+    d = lay.score - lay.label
+    zero = np.zeros(t.w.shape[0])
+    if prevalence is None:
+        cp = cn = None
+    else:
+        cp = _safe_div(np.full(zero.shape, prevalence), t.w_pos.astype(np.float64))
+        cn = _safe_div(np.full(zero.shape, 1.0 - prevalence), t.w_neg.astype(np.float64))
+    acc = np.zeros_like(zero)
+    for ps, ns in layout_bins(lay, n_bins, binning):
+        wp = t.slice_dot(*ps, d) if ps else zero
+        wn = t.slice_dot(*ns, d) if ns else zero
+        acc += np.abs(wp + wn) if cp is None else np.abs(cp * wp + cn * wn)
+    if prevalence is None:
+        return _safe_div(acc, t.total.astype(np.float64))
+    return acc
+
+
+_H_CACHE: list[NDArray[np.float64]] = [np.zeros(1)]
+
+
+def harmonic(m: int) -> NDArray[np.float64]:
+    """``H_0..H_m`` (``H_k = sum_{i<=k} 1/i``), each to about one ulp (digamma, not a
+    running sum whose rounding errors would accumulate)."""
+    if _H_CACHE[0].size <= m:
+        from scipy import special
+        size = 1 << max(10, int(m).bit_length())
+        _H_CACHE[0] = special.digamma(np.arange(1.0, size + 2.0)) + np.euler_gamma
+        _H_CACHE[0][0] = 0.0
+    return _H_CACHE[0]
+
+
+def aurc_layout(t: LayoutSums) -> NDArray[np.float64]:
+    """AURC as a sum over error copies: with ``q`` a copy's position in the confidence
+    order, ``sum_k r(k) = sum_k E(k)/k = sum_q e_q (H_N - H_{q-1})``.
+
+    Only the error items are visited: their counts and the copies before them (read
+    from the cumulative sum at their confidence cuts).  Differs from the copy-by-copy
+    risk sum of :func:`aurc` by rounding only (a few 1e-15).
+    """
+    lay, c = t.lay, t.c
+    total = t.total.astype(np.intp)  # counts are integers (floats only for the point estimate)
+    h = harmonic(int(total.max(initial=0)))
+    w_err = np.take(t.w, lay.err_col, axis=1)
+    # copies before each error item: the error copies before it (a cumulative sum over
+    # the error items, in confidence order) and the correct ones, which are the
+    # confident positives and the low negatives of its cut (two reads of c)
+    cut = lay.err_cuts
+    k = np.cumsum(w_err, axis=1)
+    k -= w_err
+    k += np.take(c, cut.a_pos, axis=1)
+    k -= np.take(c, cut.lo_neg, axis=1)
+    k += t.total[:, None]
+    if cut.partial:
+        k += _interval_counts(c, cut.bs_neg, cut.q_neg)
+    k = k.astype(np.intp, copy=False)
+    h_n = h[total]
+    terms = h[k]
+    np.subtract(h_n[:, None], terms, out=terms)
+    sum_risk = _first_copies(terms, w_err)
+    m = w_err.shape[1]
+    kf = k.reshape(-1)
+    sum_risk += _extra_copies(w_err, lambda i, j: h_n[i // m] - h[kf[i] + (j - 1)])
+    # the error copies: the confident negatives and the low positives, two column runs
+    n_err = (c[:, lay.cuts.hi_mid[-1]] - c[:, lay.cuts.lo_mid[-1]]).astype(np.float64)
+    tot = total.astype(np.float64)
+    risk_last = _safe_div(n_err, tot)
+    return _safe_div(sum_risk - 0.5 * (_first_is_error(k, w_err) + risk_last), tot)
+
+
+def _first_is_error(k: NDArray[np.intp], w_err: NDArray) -> NDArray[np.float64]:
+    """Risk at coverage 1/N: 1 when the most confident copy is an error, i.e. when an
+    error item with copies has none before it.  ``k`` rises along each row, so only a
+    short prefix of the error items can qualify; the rest of the row is read only when
+    that prefix is longer than the window."""
+    win = min(k.shape[1], 64)
+    out = np.any((k[:, :win] == 0) & (w_err[:, :win] > 0), axis=1)
+    long = np.flatnonzero(k[:, win - 1] == 0) if win else np.zeros(0, dtype=np.intp)
+    if long.size:
+        out[long] = np.any((k[long] == 0) & (w_err[long] > 0), axis=1)
+    return out.astype(np.float64)
+
+
+def selective_risk_layout(t: LayoutSums, coverage: float) -> NDArray[np.float64]:
+    """:func:`selective_risk` by bisection on the copies among the most confident items
+    (17 probes of the cumulative sum for n = 10^5 instead of a pass over the counts)."""
+    lay = t.lay
+    total = t.total
+    tot = total.astype(np.float64)
+    k = np.maximum(np.ceil(np.round(coverage * tot, 9)), np.minimum(tot, 1.0))
+    rows = np.arange(total.size)
+    cuts = lay.cuts
+
+    c = t.c
+
+    def copies_before(m):  # copies among the m most confident items, one m per row
+        cm = cuts.take(m)
+        out = c[rows, cm.a_pos] + c[rows, cm.hi_mid] - c[rows, cm.lo_mid] + total
+        out -= c[rows, cm.lo_neg]
+        if cuts.partial:
+            out += c[rows, cm.q_pos] - c[rows, cm.bs_pos] + c[rows, cm.q_neg] - c[rows, cm.bs_neg]
+        return out
+
+    # j: the confidence position holding the k-th copy = #{positions whose inclusive count < k}
+    lo = np.zeros(total.size, dtype=np.intp)
+    hi = np.full(total.size, lay.n - 1, dtype=np.intp)
+    while np.any(lo < hi):
+        mid = (lo + hi) // 2
+        below = copies_before(mid + 1) < k
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(below, hi, mid)
+    j = lo
+    c_before = copies_before(j)
+    # errors among the j most confident: confident negatives and low positives
+    cj = cuts.take(j)
+    e_before = c[rows, cj.hi_mid] - c[rows, cj.lo_mid]
+    if cuts.partial:
+        e_before += c[rows, cj.q_pos] - c[rows, cj.bs_pos]
+    e_j = lay.conf.error[j]
+    risk = _safe_div(e_before + (k - c_before) * e_j, k)
+    return np.where(k >= 1, risk, np.nan)

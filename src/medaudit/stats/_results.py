@@ -123,6 +123,9 @@ class PairedAUCTest(_ToDict):
     n_pos: int
     n_neg: int
     method: str = "delong"
+    #: reference distribution of the p-value ("normal", or "t" with ``df`` degrees of freedom)
+    distribution: str = "normal"
+    df: float = math.nan
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

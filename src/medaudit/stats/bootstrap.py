@@ -9,7 +9,6 @@ non-degenerate replicates, and their count is reported (never silently dropped).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,18 +18,22 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from medaudit._validation import (
+    RNGLike,
     as_binary_labels,
     as_generator,
     as_probabilities,
     as_scores,
     as_soft_labels,
+    check_batch,
     check_fraction,
+    check_n_resamples,
     check_option,
     check_same_length,
 )
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _metricspec as MS
+from medaudit.stats._common import warn
 from medaudit.stats._results import BootstrapResult
 from medaudit.stats.designs import WeightPlan, make_plan
 
@@ -48,19 +51,10 @@ CI_METHODS = ("percentile", "bca")
 _BCA_MAX_UNITS = 20_000
 
 
-def _n_resamples(n_resamples: int) -> int:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
-            n_resamples < 1):
-        raise MedauditError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
-    return int(n_resamples)
-
-
-def _batch(batch: int | None) -> int | None:
-    if batch is None:
-        return None
-    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
-        raise MedauditError(f"batch must be a positive integer or None; got {batch!r}.")
-    return int(batch)
+# kept importable under the old private names while other modules move to the
+# validation layer's check_n_resamples / check_batch
+_n_resamples = check_n_resamples
+_batch = check_batch
 
 
 def percentile_interval(replicates: NDArray[np.float64], confidence_level: float
@@ -93,9 +87,8 @@ def _bca_interval(replicates, estimate, jack, confidence_level) -> tuple[float, 
             zq = special.ndtri(q)
             out.append(special.ndtr(z0 + (z0 + zq) / (1 - a * (z0 + zq))))
     if not np.all(np.isfinite(out)):
-        warnings.warn("BCa interval is undefined (all replicates on one side of the estimate); "
-                      "returning nan. Use ci_method='percentile'.", DegenerateDataWarning,
-                      stacklevel=4)
+        warn("BCa interval is undefined (all replicates on one side of the estimate); "
+             "returning nan. Use ci_method='percentile'.", DegenerateDataWarning)
         return math.nan, math.nan
     lo, hi = np.percentile(valid, [100 * out[0], 100 * out[1]])
     return float(lo), float(hi)
@@ -117,14 +110,6 @@ class PairedBootstrapResult:
     seed: int | None
     options: dict[str, Any] = field(default_factory=dict)
 
-    def to_records(self) -> list[dict[str, Any]]:
-        """Flat records (one per marginal or difference) for tidy tables."""
-        rows = []
-        for (name, _mid), r in self.marginal.items():
-            rows.append({"kind": "marginal", "a": name, "b": None, **r.to_dict()})
-        for (a, b, _mid), r in self.differences.items():
-            rows.append({"kind": "difference", "a": a, "b": b, **r.to_dict()})
-        return rows
 
 
 # ----------------------------------------------------------------------------- core
@@ -157,10 +142,25 @@ class _Engine:
             return {(name, "roc_auc"): np.concatenate([
                 K.auroc_binned(w, pl)
                 for w in self.plan.batches(n_resamples, rng, batch, columns=pl.bins)])}
+        # the counts are drawn straight into the first score vector's column layout (the
+        # same draws, so the same replicates); the others gather from it, and cluster
+        # counts, which are per cluster, are gathered from item order
+        first = p
+        cols = first.column_of() if self.plan.unit_of_item is None else None
+        moves = {k: (None if q is first else first.column_of()[q.columns])
+                 for k, q in self.prepared.items()}
+        # one set of work buffers for every score vector: each is evaluated in turn and
+        # keeps nothing of them, so 20 models cost the memory of one
+        scratch: dict = {}
         chunks: dict[tuple[str, str], list] = {}
-        for w in self.plan.batches(n_resamples, rng, batch):
-            for k, v in self._eval_all(w).items():
-                chunks.setdefault(k, []).append(v)
+        for w in self.plan.batches(n_resamples, rng, batch, columns=cols):
+            for k, q in self.prepared.items():
+                if cols is None:
+                    wc = np.take(w, q.columns, axis=1)
+                else:
+                    wc = w if moves[k] is None else np.take(w, moves[k], axis=1)
+                for mid, vals in MS.evaluate_columns(q, self.specs, wc, scratch).items():
+                    chunks.setdefault((k, mid), []).append(vals)
         return {k: np.concatenate(v) for k, v in chunks.items()}
 
     def jackknife(self, batch) -> dict[tuple[str, str], NDArray[np.float64]]:
@@ -184,11 +184,10 @@ def _result(metric_id, estimate, reps, jack, *, level, ci_method, design, n_resa
         lo, hi = percentile_interval(reps, level)
     n_deg = int(np.isnan(reps).sum())
     if n_deg:
-        warnings.warn(
-            f"{metric_id}: {n_deg} of {n_resamples} replicates were degenerate (metric undefined, "
-            "e.g. a single class); the interval uses the remaining "
-            f"{n_resamples - n_deg} and the count is recorded in n_degenerate.",
-            DegenerateDataWarning, stacklevel=4)
+        warn(f"{metric_id}: {n_deg} of {n_resamples} replicates were degenerate (metric "
+             "undefined, e.g. a single class); the interval uses the remaining "
+             f"{n_resamples - n_deg} and the count is recorded in n_degenerate.",
+             DegenerateDataWarning)
     return BootstrapResult(metric=metric_id, estimate=float(estimate), ci_low=lo, ci_high=hi,
                            confidence_level=level, ci_method=ci_method, design=design,
                            n_resamples=n_resamples, n_degenerate=n_deg, seed=seed, n=n,
@@ -196,10 +195,10 @@ def _result(metric_id, estimate, reps, jack, *, level, ci_method, design, n_resa
 
 
 def _common_options(n_resamples, confidence_level, ci_method, batch):
-    return (_n_resamples(n_resamples),
+    return (check_n_resamples(n_resamples),
             check_fraction(confidence_level, name="confidence_level"),
             check_option(ci_method, CI_METHODS, name="ci_method"),
-            _batch(batch))
+            check_batch(batch))
 
 
 def _labels(y_true, specs, name="y_true"):
@@ -227,7 +226,7 @@ def bootstrap_metrics(
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
     ci_method: str = "percentile",
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> dict[str, BootstrapResult]:
     """Bootstrap intervals for several metrics of one score vector, from one draw.
@@ -357,7 +356,7 @@ def paired_bootstrap(
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
     ci_method: str = "percentile",
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> PairedBootstrapResult:
     """Paired bootstrap: one draw of images shared by several score vectors.
@@ -470,7 +469,7 @@ def shared_positive_bootstrap(
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
     ci_method: str = "percentile",
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> PairedBootstrapResult:
     """Shared-positive bootstrap for negative-spectrum contrasts (paper 000, B-SHAREDPOS).

@@ -12,10 +12,10 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from medaudit._validation import check_fraction
+from medaudit._validation import check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._common import labels_scores, warn_if_one_class, weights
 from medaudit.stats._results import ReliabilityBins
 
 __all__ = ["brier_score", "ece", "log_loss", "reliability_diagram", "DEFAULT_LOG_LOSS_EPS"]
@@ -35,14 +35,14 @@ def _n_bins(n_bins: int) -> int:
     return int(n_bins)
 
 
-def _undefined_for_prevalence(y, prevalence, metric) -> bool:
+def _undefined_for_prevalence(n_pos, n_neg, prevalence, metric) -> bool:
     if prevalence is None:
         return False
-    n_pos = float(y.sum())
-    return warn_if_one_class(n_pos, y.size - n_pos, f"{metric} at prevalence={prevalence}", stacklevel=4)
+    return warn_if_one_class(n_pos, n_neg, f"{metric} at prevalence={prevalence}")
 
 
-def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | None = None) -> float:
+def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | None = None,
+                sample_weight: ArrayLike | None = None) -> float:
     r"""Brier score, optionally standardised to a specified prevalence.
 
     Parameters
@@ -54,6 +54,9 @@ def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | Non
     prevalence : float in (0, 1), optional
         If given, return :math:`BS_\pi = \frac{\pi}{|P|}\sum_P (1-s_i)^2 +
         \frac{1-\pi}{|N|}\sum_N s_i^2` (paper 000 eq. 6).
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights with scikit-learn's semantics: an integer weight is that many
+        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
 
     Returns
     -------
@@ -73,15 +76,44 @@ def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | Non
     """
     y, s = labels_scores(y_true, y_prob, prob=True)
     pi = _prevalence(prevalence)
-    if _undefined_for_prevalence(y, pi, "brier_score"):
+    w, n_pos, n_neg = weights(sample_weight, y)
+    if _undefined_for_prevalence(n_pos, n_neg, pi, "brier_score"):
         return math.nan
-    return float(K.mean_loss(np.ones(y.size), y, (s - y) ** 2, pi))
+    return float(K.mean_loss(w, y, (s - y) ** 2, pi))
+
+
+_BINNING_DOC = """binning : {"floor", "linspace"}, default="floor"
+        How a probability ``s`` is assigned to one of the equal-width bins (one rule for
+        :func:`ece`, :func:`reliability_diagram` and the bootstrap kernels,
+        :func:`medaudit.stats._kernels.bin_index`):
+
+        * ``"floor"`` (paper 000 M0.7): bin ``min(floor(n_bins * s), n_bins - 1)``
+          computed in float64; 1.0 falls in the last bin.  Because ``10 * 0.3`` rounds
+          to ``3.0000000000000004``, a typed 0.3 lands in ``[0.3, 0.4)``, as a reader
+          expects (but, e.g., ``49 * (1/49)`` rounds to ``0.9999999999999999``, so
+          1/49 lands in the first of 49 bins).
+        * ``"linspace"``: bin ``b`` holds ``e_b <= s < e_{b+1}`` for the float64 edges
+          ``e = numpy.linspace(0, 1, n_bins + 1)``, and ``s == 1.0`` forms a bin of its
+          own, as torchmetrics' ``binary_calibration_error`` bins (and the anchors'
+          netcal).  Here a typed 0.3 lands in ``[0.2, 0.3)`` for 10 bins (the edge is
+          0.30000000000000004): ``ece([1, 0, 0], [0.3, 0.3, 0.25], n_bins=10)`` is 0.2167
+          with ``"floor"`` and 0.05 with ``"linspace"``.  The two rules differ only for
+          probabilities at or next to an edge (0.3, 0.6 and 0.7 at 10 bins, seven values
+          at 20 bins, none of the k/15 at 15 bins)."""
+
+
+def _binning(binning: str) -> str:
+    return check_option(binning, K.BINNINGS, name="binning")
 
 
 def ece(
-    y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, prevalence: float | None = None
+    y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, prevalence: float | None = None,
+    binning: str = "floor", sample_weight: ArrayLike | None = None,
 ) -> float:
     r"""Expected calibration error of the positive-class probability, equal-width bins.
+
+    A probability ``s`` goes to bin ``min(floor(n_bins * s), n_bins - 1)`` computed in
+    float64 (paper 000 M0.7; ``binning="linspace"`` for netcal/torchmetrics' edges).
 
     Parameters
     ----------
@@ -90,11 +122,14 @@ def ece(
     y_prob : array-like of shape (n_samples,)
         Probabilities in [0, 1].
     n_bins : int, default=15
-        Bins ``[(b-1)/n_bins, b/n_bins)``; the final bin is closed and includes 1.0
-        (bin index ``min(floor(n_bins * s), n_bins - 1)``).  Empty bins contribute 0.
+        Number of equal-width bins on [0, 1].  Empty bins contribute 0.
     prevalence : float in (0, 1), optional
         Class-weighted version :math:`\sum_b |\sum_{i\in B_b} w_i (s_i - y_i)|` with
         :math:`w_i = \pi/|P|` for positives and :math:`(1-\pi)/|N|` for negatives.
+    {binning}
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights with scikit-learn's semantics: an integer weight is that many
+        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
 
     Returns
     -------
@@ -114,11 +149,14 @@ def ece(
     0.066666666667
     """
     nb = _n_bins(n_bins)
+    rule = _binning(binning)
     y, s = labels_scores(y_true, y_prob, prob=True)
     pi = _prevalence(prevalence)
-    if _undefined_for_prevalence(y, pi, "ece"):
+    w, n_pos, n_neg = weights(sample_weight, y)
+    if _undefined_for_prevalence(n_pos, n_neg, pi, "ece"):
         return math.nan
-    return float(K.ece(np.ones(y.size), K.rank(y, s), nb, pi))
+    r = K.rank(y, s)
+    return float(K.ece(w[r.order], r, nb, pi, rule))  # weights in the sorted order
 
 
 def log_loss(
@@ -127,6 +165,7 @@ def log_loss(
     *,
     eps: float = DEFAULT_LOG_LOSS_EPS,
     prevalence: float | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     r"""Mean negative log-likelihood with declared clipping of the probabilities.
 
@@ -142,6 +181,9 @@ def log_loss(
     prevalence : float in (0, 1), optional
         Class-weighted version :math:`-\frac{\pi}{|P|}\sum_P \ln s_i -
         \frac{1-\pi}{|N|}\sum_N \ln(1 - s_i)`.
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights with scikit-learn's semantics: an integer weight is that many
+        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
 
     Returns
     -------
@@ -155,15 +197,20 @@ def log_loss(
     eps = check_fraction(eps, name="eps", low=0.0, high=0.5, closed="neither")
     y, s = labels_scores(y_true, y_prob, prob=True)
     pi = _prevalence(prevalence)
-    if _undefined_for_prevalence(y, pi, "log_loss"):
+    w, n_pos, n_neg = weights(sample_weight, y)
+    if _undefined_for_prevalence(n_pos, n_neg, pi, "log_loss"):
         return math.nan
     c = np.clip(s, eps, 1.0 - eps)
     loss = -(y * np.log(c) + (1.0 - y) * np.log1p(-c))
-    return float(K.mean_loss(np.ones(y.size), y, loss, pi))
+    return float(K.mean_loss(w, y, loss, pi))
 
 
-def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 10) -> ReliabilityBins:
+def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 10,
+                        binning: str = "floor") -> ReliabilityBins:
     """Data for a reliability diagram: equal-width bins, empty bins omitted.
+
+    A probability ``s`` goes to bin ``min(floor(n_bins * s), n_bins - 1)`` computed in
+    float64, the rule of :func:`ece` (``binning="linspace"`` for netcal/torchmetrics' edges).
 
     Parameters
     ----------
@@ -172,7 +219,8 @@ def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 1
     y_prob : array-like of shape (n_samples,)
         Probabilities in [0, 1].
     n_bins : int, default=10
-        Same edge convention as :func:`ece` (last bin includes 1.0).
+        Number of equal-width bins on [0, 1].
+    {binning}
 
     Returns
     -------
@@ -187,19 +235,25 @@ def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 1
     ([0, 9], [1, 2], [0.0, 1.0])
     """
     nb = _n_bins(n_bins)
+    rule = _binning(binning)
     y, s = labels_scores(y_true, y_prob, prob=True)
-    b = K.bin_index(s, nb)
+    b = K.bin_index(s, nb, rule)
     count = np.bincount(b, minlength=nb)
     ssum = np.bincount(b, weights=s, minlength=nb)
     ysum = np.bincount(b, weights=y, minlength=nb)
     keep = count > 0
     idx = np.flatnonzero(keep)
+    low, high = K.bin_edges(idx, nb, rule)
     return ReliabilityBins(
         bin_index=idx.astype(np.int64),
-        bin_low=idx / nb,
-        bin_high=(idx + 1) / nb,
+        bin_low=low,
+        bin_high=high,
         count=count[keep].astype(np.int64),
         mean_score=ssum[keep] / count[keep],
         fraction_positive=ysum[keep] / count[keep],
         n_bins=nb,
     )
+
+
+for _f in (ece, reliability_diagram):
+    _f.__doc__ = _f.__doc__.replace("{binning}", _BINNING_DOC)

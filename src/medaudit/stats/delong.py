@@ -7,8 +7,8 @@ the mean placement is checked against the AUROC (pROC's theta == AUC guard).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -16,7 +16,7 @@ from scipy import special
 
 from medaudit._validation import as_scores, check_fraction, check_option, check_same_length
 from medaudit.exceptions import MedauditError, UndefinedMetricWarning
-from medaudit.stats._common import labels_scores
+from medaudit.stats._common import labels_scores, warn
 from medaudit.stats._results import AUCInterval, PairedAUCTest
 
 __all__ = [
@@ -31,51 +31,96 @@ __all__ = [
 ALTERNATIVES = ("two-sided", "greater", "less")
 
 
+def _counts(is_pos: NDArray[np.bool_], s: NDArray[np.float64], n_pos: int
+            ) -> tuple[NDArray[np.int64], int]:
+    """Per item (input order) the DeLong count in integers, and its scale (1 or 2).
+
+    A positive's count is the number of negatives scored below it, a negative's the
+    number of positives scored above it; a tie counts one half, so with ties the counts
+    are doubled (scale 2) to stay integers.  Placements are ``count / (scale * n_other)``.
+
+    One sort in numpy's fastest kind (tied scores form one block, so the order within
+    ties does not matter and no stable sort is needed), a tie check on the sorted scores,
+    and cumulative class counts; no pairwise comparison is formed.
+    """
+    order = np.argsort(s)
+    ss = s[order]
+    ys = is_pos[order]
+    n = s.size
+    out = np.empty(n, dtype=np.int64)
+    if n < 2 or not np.any(ss[1:] == ss[:-1]):
+        # untied: a positive at sorted position i has i + 1 - cum_p[i] negatives below,
+        # a negative n_pos - cum_p[i] positives above: v = n_pos - cum + ys (i + 1 - n_pos)
+        cum = np.cumsum(ys, dtype=np.int64)
+        v = np.arange(1 - n_pos, n + 1 - n_pos, dtype=np.int64)
+        v *= ys
+        v -= cum
+        v += n_pos
+        out[order] = v
+        return out, 1
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(ss[1:], ss[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    block = np.cumsum(new) - 1
+    bp = np.add.reduceat(ys.astype(np.int64), starts)
+    bn = np.diff(np.r_[starts, n]) - bp
+    neg_below2 = 2 * (np.cumsum(bn) - bn) + bn  # twice the negatives below, ties one half
+    pos_above2 = 2 * (n_pos - np.cumsum(bp)) + bp
+    out[order] = np.where(ys, neg_below2[block], pos_above2[block])
+    return out, 2
+
+
+class _Curve:
+    """One score vector's DeLong counts split by class (positives, negatives in input order)."""
+
+    __slots__ = ("pos", "neg", "scale", "n_pos", "n_neg")
+
+    def __init__(self, is_pos, pos_idx, neg_idx, s):
+        n_pos, n_neg = pos_idx.size, neg_idx.size
+        cnt, self.scale = _counts(is_pos, s, n_pos)
+        self.pos, self.neg = np.take(cnt, pos_idx), np.take(cnt, neg_idx)
+        self.n_pos, self.n_neg = n_pos, n_neg
+
+    def rescaled(self, scale: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        f = scale // self.scale
+        return (self.pos, self.neg) if f == 1 else (self.pos * f, self.neg * f)
+
+    def auc(self) -> float:
+        """Mean placement.  Both classes count every (positive, negative) pair once, so the
+        two sums agree exactly in these integers (pROC's theta == AUC guard), checked."""
+        num_p, num_n = int(self.pos.sum()), int(self.neg.sum())
+        if num_p != num_n:
+            raise RuntimeError(f"internal error: DeLong placements disagree ({num_p} vs {num_n}).")
+        return num_p / (self.scale * self.n_pos * self.n_neg)
+
+
+def _split(y: NDArray[np.float64]):
+    is_pos = y == 1.0
+    return is_pos, np.flatnonzero(is_pos), np.flatnonzero(~is_pos)
+
+
 def _placements(y: NDArray[np.float64], s: NDArray[np.float64]):
     """Return (V10 over positives, V01 over negatives), each in input order."""
-    order = np.argsort(s)  # tied scores form one block: their order does not matter
-    ss, ys = s[order], y[order]
-    new = np.empty(ss.size, dtype=bool)
-    new[:1] = True
-    np.not_equal(ss[1:], ss[:-1], out=new[1:])
-    if new.all():
-        return _placements_untied(y, order, ys)
-    block = np.cumsum(new) - 1
-    starts = np.flatnonzero(new)
-    bp = np.add.reduceat(ys, starts)
-    bn = np.add.reduceat(1.0 - ys, starts)
-    n_pos, n_neg = bp.sum(), bn.sum()
-    neg_below = np.cumsum(bn) - bn  # negatives strictly below each block (ascending)
-    pos_above = n_pos - np.cumsum(bp)  # positives strictly above
-    v10_sorted = (neg_below + 0.5 * bn)[block] / n_neg
-    v01_sorted = (pos_above + 0.5 * bp)[block] / n_pos
-    v10 = np.empty(s.size)
-    v01 = np.empty(s.size)
-    v10[order] = v10_sorted
-    v01[order] = v01_sorted
-    return v10[y == 1.0], v01[y == 0.0]
+    is_pos, pos_idx, neg_idx = _split(y)
+    c = _Curve(is_pos, pos_idx, neg_idx, s)
+    return c.pos / (c.scale * c.n_neg), c.neg / (c.scale * c.n_pos)
 
 
-def _placements_untied(y, order, ys):
-    """:func:`_placements` when no two scores tie (continuous scores): every block is one
-    item, so one cumulative count of positives gives both placements.  The values are
-    the same integer counts over the same class sizes, hence bit-identical.
-    """
-    n = ys.size
-    cum_p = np.cumsum(ys)  # positives at or below each sorted position
-    n_pos = cum_p[-1]
-    n_neg = n - n_pos
-    # positive at sorted position i: i + 1 - cum_p[i] negatives below it, none tied;
-    # negative: n_pos - cum_p[i] positives above it
-    v = np.where(ys == 1.0, (np.arange(1.0, n + 1.0) - cum_p) / n_neg, (n_pos - cum_p) / n_pos)
-    v_in = np.empty(n)
-    v_in[order] = v
-    is_pos = y == 1.0
-    return v_in[is_pos], v_in[~is_pos]
+def _var_counts(d: NDArray[np.int64], scale: float) -> float:
+    """Sample variance of ``d / scale`` (two passes: mean, then squared deviations)."""
+    if d.size < 2:
+        return math.nan
+    x = d / scale
+    x -= x.mean()
+    return float(np.dot(x, x) / (d.size - 1))
 
 
 def delong_placements(y_true: ArrayLike, y_score: ArrayLike):
     """Structural components V10 (one per positive) and V01 (one per negative).
+
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
 
     ``V10_i`` is the fraction of negatives scored below positive ``i`` (ties 1/2);
     ``V01_j`` the fraction of positives scored above negative ``j``.  Both have
@@ -120,6 +165,9 @@ def _var(x: NDArray[np.float64]) -> float:
 def delong_variance(y_true: ArrayLike, y_score: ArrayLike) -> float:
     """DeLong variance of one AUROC: ``var(V10)/|P| + var(V01)/|N|`` (sample variances).
 
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
+
     Matches ``var(roc, method = "delong")`` of R's pROC.  With a single positive or
     negative the sample variance is undefined and the result is nan.
 
@@ -154,6 +202,9 @@ def _pvalue(z: float, alternative: str) -> float:
 def delong_ci(y_true: ArrayLike, y_score: ArrayLike, *, confidence_level: float = 0.95) -> AUCInterval:
     """AUROC with its DeLong normal-theory interval ``AUC ± z sqrt(var)``.
 
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
+
     The bounds are not clipped to [0, 1] (pROC clips; clip only for display).
 
     Examples
@@ -175,9 +226,8 @@ def delong_ci(y_true: ArrayLike, y_score: ArrayLike, *, confidence_level: float 
 
 def _finish(delta, var, auc_a, auc_b, level, alternative, paired, n_pos, n_neg) -> PairedAUCTest:
     if math.isnan(var):
-        warnings.warn("DeLong variance is undefined with a single positive or negative; "
-                      "returning nan for z, p and the interval.", UndefinedMetricWarning,
-                      stacklevel=3)
+        warn("DeLong variance is undefined with a single positive or negative; "
+             "returning nan for z, p and the interval.", UndefinedMetricWarning)
         return PairedAUCTest(estimate=delta, statistic=math.nan, pvalue=math.nan,
                              ci_low=math.nan, ci_high=math.nan, confidence_level=level,
                              auc_a=auc_a, auc_b=auc_b, variance=math.nan,
@@ -204,6 +254,9 @@ def delong_test(
     confidence_level: float = 0.95,
 ) -> PairedAUCTest:
     r"""Paired DeLong test of two correlated AUROCs on the same images.
+
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
 
     Parameters
     ----------
@@ -243,11 +296,14 @@ def delong_test(
     sb = as_scores(y_score_b, name="y_score_b")  # the labels are validated once, above
     check_same_length(y_true=y, y_score_b=sb)
     n_pos, n_neg = _need_both(y)
-    a10, a01 = _placements(y, sa)
-    b10, b01 = _placements(y, sb)
-    auc_a, auc_b = _checked_auc(a10, a01), _checked_auc(b10, b01)
-    d10, d01 = a10 - b10, a01 - b01
-    var = _var(d10) / n_pos + _var(d01) / n_neg
+    split = _split(y)
+    a, b = _Curve(*split, sa), _Curve(*split, sb)
+    auc_a, auc_b = a.auc(), b.auc()
+    scale = max(a.scale, b.scale)
+    (ap, an), (bp, bn) = a.rescaled(scale), b.rescaled(scale)
+    # the placement differences in integers, so only the variance itself rounds
+    var = (_var_counts(ap - bp, scale * n_neg) / n_pos
+           + _var_counts(an - bn, scale * n_pos) / n_neg)
     return _finish(auc_a - auc_b, var, auc_a, auc_b, level, alternative, True, n_pos, n_neg)
 
 
@@ -259,21 +315,44 @@ def delong_test_unpaired(
     *,
     alternative: str = "two-sided",
     confidence_level: float = 0.95,
+    distribution: str = "normal",
 ) -> PairedAUCTest:
-    """DeLong comparison of two AUROCs on independent samples: ``z = ΔA / sqrt(var_a + var_b)``.
+    r"""DeLong comparison of two AUROCs on independent samples: ``D = ΔA / sqrt(var_a + var_b)``.
 
-    The p-value uses the standard normal.  (R's pROC refers the same statistic
-    to a Welch-type t distribution for unpaired curves; its normal p-value is
-    what this function reproduces.)
+    Scores are never flipped: a higher score always means more likely positive, so an
+    AUROC below 0.5 stays below 0.5 (pROC's ``direction="auto"`` would flip it).
+
+    Parameters
+    ----------
+    y_true_a, y_score_a, y_true_b, y_score_b : array-like
+        Labels and scores of the two independent samples.
+    alternative : {"two-sided", "greater", "less"}, default="two-sided"
+        ``"greater"`` tests AUROC_a > AUROC_b.
+    confidence_level : float, default=0.95
+        Level of the normal interval for the difference.
+    distribution : {"normal", "t"}, default="normal"
+        Reference distribution of ``D`` for the p-value.  ``"normal"``: the standard normal
+        (a z test).  ``"t"``: Student's t with the Welch-Satterthwaite-type degrees of
+        freedom R's pROC uses for unpaired ``roc.test``,
+        :math:`\nu = (V_a + V_b)^2 / (V_a^2/(n_a - 1) + V_b^2/(n_b - 1))` with
+        :math:`V` the DeLong variances and :math:`n` the sample sizes (recorded as
+        ``df``), so pROC's p-values are reproduced.  The statistic, variance and interval
+        are the same under both.
 
     Examples
     --------
     >>> r = delong_test_unpaired([0, 1, 0, 1], [0.1, 0.9, 0.2, 0.8], [0, 1, 0, 1], [0.1, 0.9, 0.2, 0.8])
     >>> r.estimate, r.pvalue
     (0.0, 1.0)
+    >>> r = delong_test_unpaired([0, 1, 0, 1, 1], [0.1, 0.9, 0.7, 0.8, 0.3],
+    ...                          [0, 1, 0, 0, 1, 0], [0.2, 0.6, 0.1, 0.4, 0.5, 0.3],
+    ...                          distribution="t")
+    >>> round(r.statistic, 6), r.df, round(r.pvalue, 6)  # pROC: D = -0.707107, df = 4, p = 0.518519
+    (-0.707107, 4.0, 0.518519)
     """
     alternative = check_option(alternative, ALTERNATIVES, name="alternative")
     level = check_fraction(confidence_level, name="confidence_level")
+    distribution = check_option(distribution, ("normal", "t"), name="distribution")
     ya, sa = labels_scores(y_true_a, y_score_a, score_name="y_score_a")
     yb, sb = labels_scores(y_true_b, y_score_b, score_name="y_score_b")
     pa, na = _need_both(ya)
@@ -281,5 +360,18 @@ def delong_test_unpaired(
     a10, a01 = _placements(ya, sa)
     b10, b01 = _placements(yb, sb)
     auc_a, auc_b = _checked_auc(a10, a01), _checked_auc(b10, b01)
-    var = _var(a10) / pa + _var(a01) / na + _var(b10) / pb + _var(b01) / nb
-    return _finish(auc_a - auc_b, var, auc_a, auc_b, level, alternative, False, pa + pb, na + nb)
+    var_a = _var(a10) / pa + _var(a01) / na
+    var_b = _var(b10) / pb + _var(b01) / nb
+    res = _finish(auc_a - auc_b, var_a + var_b, auc_a, auc_b, level, alternative, False,
+                  pa + pb, na + nb)
+    if distribution == "normal":
+        return res
+    # pROC's delong.unpaired.test: t with Welch-type df over the two samples' sizes
+    den = var_a**2 / (ya.size - 1) + var_b**2 / (yb.size - 1)
+    df = (var_a + var_b) ** 2 / den if den > 0 else math.nan
+    p = res.pvalue
+    if math.isfinite(res.statistic) and not math.isnan(df):
+        t = res.statistic
+        p = {"greater": special.stdtr(df, -t), "less": special.stdtr(df, t),
+             "two-sided": min(1.0, 2.0 * special.stdtr(df, -abs(t)))}[alternative]
+    return dataclasses.replace(res, pvalue=float(p), df=float(df), distribution="t")

@@ -8,15 +8,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from medaudit._validation import check_option
+from medaudit.exceptions import MedauditError, TiedScoresWarning
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._common import labels_scores, warn, warn_if_one_class, weights
 
-__all__ = ["roc_auc", "average_precision", "AP_TIES"]
+__all__ = ["roc_auc", "average_precision", "AP_TIES", "AP_TIE_TOLERANCE"]
 
 AP_TIES = ("individual", "pooled")
 
 
-def roc_auc(y_true: ArrayLike, y_score: ArrayLike) -> float:
+def roc_auc(y_true: ArrayLike, y_score: ArrayLike, *,
+            sample_weight: ArrayLike | None = None) -> float:
     r"""Area under the ROC curve, ties counted one half (mid-ranks).
 
     Parameters
@@ -25,6 +27,9 @@ def roc_auc(y_true: ArrayLike, y_score: ArrayLike) -> float:
         Binary labels, 1 = positive.  Nothing else is accepted.
     y_score : array-like of shape (n_samples,)
         Scores, higher meaning more likely positive.  Never flipped.
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights with scikit-learn's semantics: an integer weight is that many
+        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
 
     Returns
     -------
@@ -48,14 +53,27 @@ def roc_auc(y_true: ArrayLike, y_score: ArrayLike) -> float:
     0.5
     """
     y, s = labels_scores(y_true, y_score)
-    n_pos = float(y.sum())
-    if warn_if_one_class(n_pos, y.size - n_pos, "roc_auc"):
+    w, n_pos, n_neg = weights(sample_weight, y)
+    if warn_if_one_class(n_pos, n_neg, "roc_auc"):
         return math.nan
-    return float(K.auroc(np.ones(y.size), K.rank(y, s)))
+    r = K.rank(y, s)
+    return float(K.auroc(w[r.order], r))  # kernels read weights in the sorted order
 
 
-def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "individual") -> float:
+#: |AP(individual ranks) - AP(pooled ties)| above which average_precision warns
+AP_TIE_TOLERANCE = 1e-3
+
+
+def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "individual",
+                      sample_weight: ArrayLike | None = None) -> float:
     r"""Non-interpolated average precision (area under the precision–recall steps).
+
+    With tied scores the default individual-rank AP depends on the row order of the
+    input (a constant scorer gets AP = 1.0 on a file that lists its positives first, and
+    less than the prevalence when they come last); when ties move it by more than
+    :data:`AP_TIE_TOLERANCE` from the tie-pooled value, a
+    :class:`~medaudit.exceptions.TiedScoresWarning` says so and carries both values
+    (``.individual``, ``.pooled``) for a report to show.
 
     Parameters
     ----------
@@ -68,6 +86,12 @@ def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "ind
         rank, in input order (a stable descending sort).  ``"pooled"``: each set
         of tied scores is one threshold, as in
         :func:`sklearn.metrics.average_precision_score`.
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights with scikit-learn's semantics: an integer weight is that many
+        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
+        With ``ties="individual"`` the weights must be integers: copies, which take
+        consecutive individual ranks (so there scaling the weights is not neutral);
+        ``ties="pooled"`` takes any non-negative weights.
 
     Returns
     -------
@@ -92,11 +116,23 @@ def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "ind
     """
     ties = check_option(ties, AP_TIES, name="ties")
     y, s = labels_scores(y_true, y_score)
-    if y.sum() == 0:
+    w, n_pos, _ = weights(sample_weight, y)
+    if ties == "individual" and sample_weight is not None and np.any(w != np.round(w)):
+        raise MedauditError("average_precision(ties='individual') needs integer sample_weight "
+                            "(a weight k is k copies with individual ranks); use "
+                            "ties='pooled' for fractional weights.")
+    if n_pos == 0:
         warn_if_one_class(0.0, 1.0, "average_precision")
         return math.nan
     r = K.rank(y, s)
-    w = np.ones(y.size)
+    w = w[r.order]  # kernels read weights in the sorted order
+    pooled = float(K.average_precision_grouped(w, r)) if (ties == "pooled" or r.has_ties) else None
     if ties == "pooled":
-        return float(K.average_precision_grouped(w, r))
-    return float(K.average_precision_stable(w, r))
+        return pooled
+    value = float(K.average_precision_stable(w, r))
+    if pooled is not None and abs(value - pooled) > AP_TIE_TOLERANCE:
+        warn(TiedScoresWarning(
+            f"average_precision: tied scores make the individual-rank AP ({value:.4g}) depend "
+            f"on the row order; with ties pooled it is {pooled:.4g} (ties='pooled').",
+            individual=value, pooled=pooled))
+    return value

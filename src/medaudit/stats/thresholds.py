@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numpy.typing import ArrayLike
 
 from medaudit._validation import check_fraction
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._common import labels_scores, warn_if_one_class, weights
 from medaudit.stats._results import OperatingPoint
 
 __all__ = [
@@ -29,21 +28,25 @@ __all__ = [
 ]
 
 
-def _prepare(y_true, y_score, target, name, metric):
+def _prepare(y_true, y_score, target, name, metric, sample_weight=None):
+    """Validated target, the ranked sample, its weights in sorted order, and whether the
+    metric is undefined (a class with no weight)."""
     x = check_fraction(target, name=name, low=0.0, high=1.0, closed="both")
     y, s = labels_scores(y_true, y_score)
-    n_pos = float(y.sum())
-    undefined = warn_if_one_class(n_pos, y.size - n_pos, metric, stacklevel=4)
-    return x, y, s, undefined
+    w, n_pos, n_neg = weights(sample_weight, y)
+    undefined = warn_if_one_class(n_pos, n_neg, metric)
+    r = K.rank(y, s)
+    return x, r, w[r.order], undefined
 
 
 def sensitivity_at_specificity(
-    y_true: ArrayLike, y_score: ArrayLike, *, min_specificity: float = 0.95
+    y_true: ArrayLike, y_score: ArrayLike, *, min_specificity: float = 0.95,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Largest sensitivity over thresholds whose specificity is at least ``min_specificity``.
 
     Uses the cohort's own ROC curve (a within-cohort operating point, not a
-    transported threshold).
+    transported threshold).  ``sample_weight``: as in :func:`operating_point`.
 
     Examples
     --------
@@ -54,17 +57,20 @@ def sensitivity_at_specificity(
     ...                            min_specificity=1.0)
     0.5
     """
-    x, y, s, undefined = _prepare(y_true, y_score, min_specificity, "min_specificity",
-                                  "sensitivity_at_specificity")
+    x, r, w, undefined = _prepare(y_true, y_score, min_specificity, "min_specificity",
+                                  "sensitivity_at_specificity", sample_weight)
     if undefined:
         return math.nan
-    return float(K.se_at_sp(np.ones(y.size), K.rank(y, s), x))
+    return float(K.se_at_sp(w, r, x))
 
 
 def specificity_at_sensitivity(
-    y_true: ArrayLike, y_score: ArrayLike, *, min_sensitivity: float = 0.95
+    y_true: ArrayLike, y_score: ArrayLike, *, min_sensitivity: float = 0.95,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Largest specificity over thresholds whose sensitivity is at least ``min_sensitivity``.
+
+    ``sample_weight``: as in :func:`operating_point`.
 
     Examples
     --------
@@ -72,11 +78,11 @@ def specificity_at_sensitivity(
     ...                            min_sensitivity=1.0)
     0.75
     """
-    x, y, s, undefined = _prepare(y_true, y_score, min_sensitivity, "min_sensitivity",
-                                  "specificity_at_sensitivity")
+    x, r, w, undefined = _prepare(y_true, y_score, min_sensitivity, "min_sensitivity",
+                                  "specificity_at_sensitivity", sample_weight)
     if undefined:
         return math.nan
-    return float(K.sp_at_se(np.ones(y.size), K.rank(y, s), x))
+    return float(K.sp_at_se(w, r, x))
 
 
 def threshold_for_sensitivity(
@@ -92,11 +98,11 @@ def threshold_for_sensitivity(
     ...                           min_sensitivity=0.75)
     0.7
     """
-    x, y, s, undefined = _prepare(y_true, y_score, min_sensitivity, "min_sensitivity",
+    x, r, w, undefined = _prepare(y_true, y_score, min_sensitivity, "min_sensitivity",
                                   "threshold_for_sensitivity")
     if undefined:
         return math.nan
-    return float(K.tau_sensitivity(np.ones(y.size), K.rank(y, s), x))
+    return float(K.tau_sensitivity(w, r, x))
 
 
 def threshold_for_specificity(
@@ -116,32 +122,41 @@ def threshold_for_specificity(
     >>> threshold_for_specificity([0, 1], [0.9, 0.1], min_specificity=0.95)
     inf
     """
-    x, y, s, undefined = _prepare(y_true, y_score, min_specificity, "min_specificity",
+    x, r, w, undefined = _prepare(y_true, y_score, min_specificity, "min_specificity",
                                   "threshold_for_specificity")
     if undefined:
         return math.nan
-    return float(K.tau_specificity(np.ones(y.size), K.rank(y, s), x))
+    return float(K.tau_specificity(w, r, x))
 
 
-def operating_point(y_true: ArrayLike, y_score: ArrayLike, *, threshold: float) -> OperatingPoint:
+def operating_point(y_true: ArrayLike, y_score: ArrayLike, *, threshold: float,
+                    sample_weight: ArrayLike | None = None) -> OperatingPoint:
     """Sensitivity and specificity at ``threshold`` with the rule ``s >= threshold``.
 
-    ``threshold`` may be ``inf`` (nothing predicted positive).  A class that is
-    absent gives ``nan`` for its rate.
+    ``threshold`` may be ``inf`` (nothing predicted positive: Se = 0, Sp = 1) or ``-inf``
+    (everything predicted positive: Se = 1, Sp = 0).  A class that is absent gives
+    ``nan`` for its rate.  ``sample_weight`` (non-negative, scikit-learn's semantics: an
+    integer weight is that many copies of the row, 0 removes it) weights the rates and
+    ``n_pos``/``n_neg`` become the weighted class masses.
 
     Examples
     --------
     >>> op = operating_point([0, 0, 1, 1], [0.2, 0.5, 0.5, 0.9], threshold=0.5)
     >>> op.sensitivity, op.specificity
     (1.0, 0.5)
+    >>> op = operating_point([0, 0, 1, 1], [0.2, 0.5, 0.5, 0.9], threshold=float("-inf"))
+    >>> op.sensitivity, op.specificity
+    (1.0, 0.0)
     """
     try:
         tau = float(threshold)
     except (TypeError, ValueError):
-        raise MedauditError(f"threshold must be a number or +inf; got {threshold!r}.") from None
-    if math.isnan(tau) or tau == -math.inf:
-        raise MedauditError(f"threshold must be a number or +inf; got {threshold!r}.")
+        raise MedauditError(f"threshold must be a number or +/-inf; got {threshold!r}.") from None
+    if math.isnan(tau):
+        raise MedauditError(f"threshold must be a number or +/-inf; got {threshold!r}.")
     y, s = labels_scores(y_true, y_score)
-    se, sp = K.rates_at(np.ones(y.size), K.rank(y, s), tau)
+    w, n_pos, n_neg = weights(sample_weight, y)
+    r = K.rank(y, s)
+    se, sp = K.rates_at(w[r.order], r, tau)
     return OperatingPoint(threshold=tau, sensitivity=float(se), specificity=float(sp),
-                          n_pos=float(y.sum()), n_neg=float(y.size - y.sum()))
+                          n_pos=n_pos, n_neg=n_neg)

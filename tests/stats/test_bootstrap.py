@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import time
 import types
-import warnings
 
 import numpy as np
 import pytest
@@ -37,123 +36,24 @@ from medaudit.stats import (
 from medaudit.stats._metricspec import Prepared, evaluate, parse_metrics
 from medaudit.stats.designs import make_plan
 from tests import _oracles as O
-
-RTOL = 1e-12
-ATOL = 1e-15  # for values that are exactly 0 in one computation and ~1e-17 in the other
-
-
-# ----------------------------------------------------------------------------- helpers
-def materialise(w: np.ndarray) -> np.ndarray:
-    """Index vector of the resampled data set: copies adjacent, items in input order."""
-    wi = w.astype(int)
-    assert np.array_equal(wi, w), "replicate weights must be integer counts"
-    return np.repeat(np.arange(w.size), wi)
-
-
-def draw_weights(design, y, n_resamples, seed, **kw) -> np.ndarray:
-    """The weight rows a public function draws from integer seed ``seed``."""
-    plan = make_plan(design, np.asarray(y, dtype=float), **kw)
-    return np.vstack(list(plan.batches(n_resamples, np.random.default_rng(seed))))
-
-
-def tied_data(seed: int, n_pos: int, n_neg: int):
-    """Labels and probabilities on a 0.1 grid (0 and 1 included): heavy ties everywhere."""
-    rng = np.random.default_rng(seed)
-    y = np.r_[np.ones(n_pos), np.zeros(n_neg)]
-    rng.shuffle(y)
-    s = np.round(np.clip(0.3 * y + 0.8 * rng.random(y.size) - 0.05, 0.0, 1.0), 1)
-    return y, s
-
-
-def _sk_auroc(y, s):
-    return roc_auc_score(y, s)
-
-
-def _sk_ap(y, s):
-    return average_precision_score(y, s)
-
-
-# (metric spec, reference on the materialised data, when defined: "two" = both classes,
-# "pos" = at least one positive, "any" = always)
-HARD_METRICS = [
-    ("roc_auc", _sk_auroc, "two"),
-    ("average_precision", O.average_precision_individual, "pos"),
-    (("average_precision", {"ties": "pooled"}), _sk_ap, "pos"),
-    ("brier_score", brier_score_loss, "any"),
-    (("brier_score", {"prevalence": 0.3}), lambda y, s: O.brier_prevalence(y, s, 0.3), "two"),
-    ("ece", lambda y, s: O.ece(y, s, 15), "any"),
-    (("ece", {"n_bins": 10, "prevalence": 0.3}), lambda y, s: O.ece(y, s, 10, 0.3), "two"),
-    ("log_loss", O.log_loss, "any"),
-    (("log_loss", {"prevalence": 0.5}), lambda y, s: O.log_loss(y, s, pi=0.5), "two"),
-    ("aurc", O.aurc, "any"),
-    (("selective_risk", {"coverage": 0.8}), lambda y, s: O.risk_at_coverage(y, s, 0.8), "any"),
-    (("selective_risk", {"coverage": 0.37}), lambda y, s: O.risk_at_coverage(y, s, 0.37), "any"),
-    ("sensitivity_at_specificity", lambda y, s: O.se_at_sp(y, s, 0.95), "two"),
-    (("sensitivity_at_specificity", {"min_specificity": 0.7}),
-     lambda y, s: O.se_at_sp(y, s, 0.7), "two"),
-    ("specificity_at_sensitivity", lambda y, s: O.sp_at_se(y, s, 0.95), "two"),
-    (("specificity_at_sensitivity", {"min_sensitivity": 0.6}),
-     lambda y, s: O.sp_at_se(y, s, 0.6), "two"),
-    (("sensitivity", {"threshold": 0.5}), lambda y, s: O.se_sp_at(y, s, 0.5)[0], "two"),
-    (("specificity", {"threshold": 0.5}), lambda y, s: O.se_sp_at(y, s, 0.5)[1], "two"),
-]
-HARD_SPECS = [m for m, _, _ in HARD_METRICS]
-
-
-def _metric_id(spec) -> str:
-    return parse_metrics([spec])[0].id
-
-
-def reference(fn, when, y, s) -> float:
-    n_pos = float(np.sum(y))
-    if when == "two" and (n_pos == 0 or n_pos == y.size):
-        return math.nan
-    if when == "pos" and n_pos == 0:
-        return math.nan
-    return float(fn(y, s))
-
-
-def assert_reps_match(got, expected, label=""):
-    got, expected = np.asarray(got), np.asarray(expected)
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected), err_msg=f"{label}: NaN mask")
-    ok = ~np.isnan(expected)
-    np.testing.assert_allclose(got[ok], expected[ok], rtol=RTOL, atol=ATOL, err_msg=label)
-
-
-def _quiet(fn, *args, **kwargs):
-    """Call ``fn`` with DegenerateDataWarning silenced (single-class replicates are expected)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DegenerateDataWarning)
-        return fn(*args, **kwargs)
-
-
-# clusters (patients) of 1-3 items and sites holding whole patients
-_N_PATIENTS = 22
-
-
-def _cluster_data():
-    rng = np.random.default_rng(77)
-    sizes = rng.integers(1, 4, _N_PATIENTS)
-    patient = np.repeat(np.arange(_N_PATIENTS), sizes)
-    site_of_patient = rng.integers(0, 3, _N_PATIENTS)
-    site = site_of_patient[patient]
-    n = patient.size
-    y = (rng.random(n) < 0.45).astype(float)
-    y[:2] = [0.0, 1.0]
-    s = np.round(np.clip(0.3 * y + 0.8 * rng.random(n) - 0.05, 0.0, 1.0), 1)
-    return y, s, patient, site
-
-
-Y_CL, S_CL, PATIENT, SITE = _cluster_data()
-
-DESIGN_CASES = {
-    "ordinary": ("ordinary", {}),
-    "ordinary+strata": ("ordinary", {"strata": SITE}),
-    "within_label": ("within_label", {}),
-    "within_label+strata": ("within_label", {"strata": SITE}),
-    "cluster": ("cluster", {"cluster": PATIENT}),
-    "cluster+strata": ("cluster", {"cluster": PATIENT, "strata": SITE}),
-}
+from tests.stats._helpers import (
+    ATOL,
+    DESIGN_CASES,
+    HARD_METRICS,
+    HARD_SPECS,
+    PATIENT,
+    RTOL,
+    S_CL,
+    Y_CL,
+    _metric_id,
+    _quiet,
+    _sk_auroc,
+    assert_reps_match,
+    draw_weights,
+    materialise,
+    reference,
+    tied_data,
+)
 
 
 # ------------------------------------------------- replicates == materialised data sets
@@ -236,9 +136,11 @@ SOFT_METRICS = [
     (("soft_roc_auc", {"variant": "inclusive"}), O.soft_auroc_inclusive),
     (("soft_roc_auc", {"variant": "strict"}), O.soft_auroc_strict),
     (("soft_roc_auc", {"variant": "trapezoid"}), O.soft_auroc_trapezoid),
-    ("soft_average_precision", O.soft_ap),
-    (("soft_roc_auc", {"ties": "grouped"}), _soft_grouped_auroc),
-    (("soft_average_precision", {"ties": "grouped"}), _soft_grouped_ap),
+    (("soft_average_precision", {"variant": "as_written"}), O.soft_ap),
+    ("soft_roc_auc", O.soft_auroc_strict),  # the defaults (paper 001 Table 4)
+    ("soft_average_precision", O.soft_ap_known_self),
+    (("soft_roc_auc", {"variant": "trapezoid", "ties": "grouped"}), _soft_grouped_auroc),
+    (("soft_average_precision", {"variant": "as_written", "ties": "grouped"}), _soft_grouped_ap),
 ]
 
 
@@ -335,75 +237,6 @@ def test_shared_positive_replicates_and_counts():
     assert set(r.differences) == {(a, b, m) for a, b in [("healthy", "sick"), ("healthy", "tumor"),
                                                          ("sick", "tumor")]
                                   for m in ("roc_auc", "average_precision")}
-
-
-# ------------------------------------------------------------------------- designs
-def test_within_label_keeps_class_sizes_ordinary_keeps_n():
-    y, _ = tied_data(1, 9, 21)
-    W = draw_weights("within_label", y, 500, 4)
-    np.testing.assert_array_equal(W @ y, 9)
-    np.testing.assert_array_equal(W @ (1 - y), 21)
-    W = draw_weights("ordinary", y, 500, 4)
-    np.testing.assert_array_equal(W.sum(axis=1), y.size)
-    n_pos = W @ y
-    assert np.unique(n_pos).size > 5  # the class mix varies ...
-    assert abs(n_pos.mean() - 9) < 6 * math.sqrt(30 * 0.3 * 0.7 / 500)  # ... around the sample's
-    assert np.all(W >= 0) and np.array_equal(W, np.round(W))
-
-
-def test_within_label_with_strata_keeps_each_stratum_class_cell():
-    y, site = Y_CL, SITE
-    W = draw_weights("within_label", y, 300, 5, strata=site)
-    for g in np.unique(site):
-        for c in (0, 1):
-            cell = (site == g) & (y == c)
-            np.testing.assert_array_equal(W[:, cell].sum(axis=1), cell.sum())
-
-
-@pytest.mark.parametrize("with_strata", [False, True])
-def test_cluster_design_resamples_whole_clusters(with_strata):
-    kw = {"cluster": PATIENT, "strata": SITE} if with_strata else {"cluster": PATIENT}
-    W = draw_weights("cluster", Y_CL, 400, 6, **kw)
-    first_item = np.array([np.flatnonzero(PATIENT == c)[0] for c in range(_N_PATIENTS)])
-    per_cluster = W[:, first_item]
-    # every item of a cluster has its cluster's count
-    np.testing.assert_array_equal(W, per_cluster[:, PATIENT])
-    if with_strata:
-        site_of_patient = SITE[first_item]
-        for g in np.unique(site_of_patient):
-            np.testing.assert_array_equal(per_cluster[:, site_of_patient == g].sum(axis=1),
-                                          np.sum(site_of_patient == g))
-    else:
-        np.testing.assert_array_equal(per_cluster.sum(axis=1), _N_PATIENTS)
-        # the number of items varies with the cluster sizes drawn
-        assert np.unique(W.sum(axis=1)).size > 1
-
-
-@pytest.mark.parametrize("case", ["ordinary", "within_label", "cluster+strata", "shared_positive"])
-def test_every_unit_is_drawn_once_on_average(case):
-    """Mean count ~ 1 per unit; bound from the multinomial variance 1 - 1/m (m = stratum size)."""
-    n_res = 20_000
-    if case == "shared_positive":
-        y = np.r_[np.ones(7), np.zeros(15)]
-        strata = np.r_[np.zeros(7), np.ones(6), np.full(9, 2)].astype(int)
-        W = draw_weights("shared_positive", y, n_res, 9, strata=strata)
-        units, m = W, np.bincount(strata)[strata]
-    elif case == "cluster+strata":
-        W = draw_weights("cluster", Y_CL, n_res, 9, cluster=PATIENT, strata=SITE)
-        first_item = np.array([np.flatnonzero(PATIENT == c)[0] for c in range(_N_PATIENTS)])
-        units = W[:, first_item]
-        site_of_patient = SITE[first_item]
-        m = np.bincount(site_of_patient)[site_of_patient]
-    else:
-        y, _ = tied_data(2, 8, 17)
-        W = draw_weights(case, y, n_res, 9)
-        units = W
-        m = np.full(y.size, y.size) if case == "ordinary" else np.where(y == 1, 8, 17)
-    mean = units.mean(axis=0)
-    sd = np.sqrt((1 - 1 / m) / n_res)
-    assert np.all(np.abs(mean - 1) < 5 * sd), (mean, sd)
-    # and the per-unit variance is the multinomial one
-    np.testing.assert_allclose(units.var(axis=0), 1 - 1 / m, rtol=0.1)
 
 
 # -------------------------------------------------------------------- determinism
@@ -744,3 +577,22 @@ def test_cluster_replicates_larger_than_the_sample():
     for mid, (fn, when) in zip(metrics, refs, strict=True):
         expected = [reference(fn, when, y[materialise(w)], s[materialise(w)]) for w in W]
         assert_reps_match(res[mid].replicates, expected, mid)
+
+
+@pytest.mark.parametrize("design", ["ordinary", "within_label", "cluster"])
+def test_every_metric_is_bit_identical_whatever_the_batch_size(design):
+    """The one-pass layout kernels (shared cumulative sum, float copy for two or more
+    calibration passes, AURC from harmonic numbers, AP over the positives) evaluate each
+    row on its own, so every metric, not only the count-based ones, is identical to the
+    last bit for any batch size, continuous and tied scores alike."""
+    rng = np.random.default_rng(4)
+    cont = np.clip(0.3 * Y_CL + 0.7 * rng.random(Y_CL.size), 0, 1)
+    for s in (S_CL, cont):
+        kw = dict(metrics=HARD_SPECS, design=design, n_resamples=90, rng=5)
+        if design == "cluster":
+            kw["cluster"] = PATIENT
+        runs = [_quiet(bootstrap_metrics, Y_CL, s, batch=b, **kw) for b in (None, 1, 7, 64)]
+        for r in runs[1:]:
+            for mid in r:
+                np.testing.assert_array_equal(r[mid].replicates, runs[0][mid].replicates,
+                                              err_msg=f"{design} {mid}")

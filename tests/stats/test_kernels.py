@@ -1,0 +1,229 @@
+"""Tests of the weight kernels (:mod:`medaudit.stats._kernels`) called directly.
+
+The engine hands kernels count matrices gathered with ``np.take`` (C order), but a
+kernel must not depend on how its input is laid out in memory: ``w[:, cols]`` returns
+a Fortran-ordered block, a slice returns a strided view.  Every kernel is fed the
+same counts as C- and F-ordered, contiguous and strided, integer and float matrices,
+and each result is compared with the metric computed from scratch on the materialised
+resample (``tests/stats/_helpers.py``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from medaudit.stats import _kernels as K
+from tests import _oracles as O
+from tests.stats._helpers import assert_reps_match, materialise, reference, tied_data
+
+
+def _layouts(a: np.ndarray):
+    """The same matrix in every memory layout a caller can produce."""
+    yield "C", np.ascontiguousarray(a)
+    yield "F", np.asfortranarray(a)
+    wide = np.zeros((a.shape[0], 2 * a.shape[1]), dtype=a.dtype)
+    wide[:, ::2] = a
+    yield "column-strided", wide[:, ::2]
+    tall = np.zeros((2 * a.shape[0], a.shape[1]), dtype=a.dtype)
+    tall[::2] = a
+    yield "row-strided", tall[::2]
+    yield "F column-strided", np.asfortranarray(wide)[:, ::2]
+    yield "float C", a.astype(np.float64)
+    yield "float F", np.asfortranarray(a.astype(np.float64))
+
+
+def _counts(n: int, b: int, seed: int) -> np.ndarray:
+    """Poisson(1) counts with many items drawn 2+ times (the copies_sum slow path) and a
+    row of ones (the point estimate)."""
+    w = np.random.default_rng(seed).poisson(1.2, (b, n))
+    w[0] = 1
+    return w
+
+
+Y, S = tied_data(41, 23, 31)  # heavy ties
+W = _counts(Y.size, 12, 5)
+R = K.rank(Y, S)
+C = K.rank_confidence(Y, S)
+PL = K.placement(Y, S)
+IDX = [materialise(w) for w in W]
+
+# kernel on (counts in the order it reads, layout applied) -> values; the order it reads;
+# the reference on materialised data and when it is defined
+KERNELS = {
+    "auroc": (lambda w: K.auroc(w, R), "ranked", O.auroc_pairwise, "two"),
+    "auroc_placement": (lambda w: K.auroc_placement(w, PL), "original", O.auroc_pairwise, "two"),
+    "average_precision_stable": (lambda w: K.average_precision_stable(w, R), "ranked",
+                                 O.average_precision_individual, "pos"),
+    "average_precision_grouped": (lambda w: K.average_precision_grouped(w, R), "ranked",
+                                  O.average_precision_pooled, "pos"),
+    "se_at_sp": (lambda w: K.se_at_sp(w, R, 0.7), "ranked", lambda y, s: O.se_at_sp(y, s, 0.7),
+                 "two"),
+    "sp_at_se": (lambda w: K.sp_at_se(w, R, 0.6), "ranked", lambda y, s: O.sp_at_se(y, s, 0.6),
+                 "two"),
+    "tau_sensitivity": (lambda w: K.tau_sensitivity(w, R, 0.8), "ranked",
+                        lambda y, s: O.tau_sensitivity(y, s, 0.8), "two"),
+    "tau_specificity": (lambda w: K.tau_specificity(w, R, 0.8), "ranked",
+                        lambda y, s: O.tau_specificity(y, s, 0.8), "two"),
+    "rates_at (Se)": (lambda w: K.rates_at(w, R, 0.5)[0], "ranked",
+                      lambda y, s: O.se_sp_at(y, s, 0.5)[0], "two"),
+    "rates_at (Sp)": (lambda w: K.rates_at(w, R, 0.5)[1], "ranked",
+                      lambda y, s: O.se_sp_at(y, s, 0.5)[1], "two"),
+    "mean_loss": (lambda w: K.mean_loss(w, Y, (S - Y) ** 2, None), "original", O.brier, "any"),
+    "mean_loss (prevalence)": (lambda w: K.mean_loss(w, Y, (S - Y) ** 2, 0.3), "original",
+                               lambda y, s: O.brier_prevalence(y, s, 0.3), "two"),
+    "ece": (lambda w: K.ece(w, R, 10, None), "ranked", lambda y, s: O.ece(y, s, 10), "any"),
+    "ece (prevalence)": (lambda w: K.ece(w, R, 10, 0.3), "ranked",
+                         lambda y, s: O.ece(y, s, 10, 0.3), "two"),
+    "selective_risk": (lambda w: K.selective_risk(w, C, 0.7), "confidence",
+                       lambda y, s: O.risk_at_coverage(y, s, 0.7), "any"),
+    "aurc": (lambda w: K.aurc(w, C), "confidence", O.aurc, "any"),
+}
+_ORDERS = {"ranked": R.order, "original": np.arange(Y.size), "confidence": C.order}
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_every_kernel_is_independent_of_memory_layout(name):
+    fn, order, ref, when = KERNELS[name]
+    expected = [reference(ref, when, Y[i], S[i]) for i in IDX]
+    w_in_order = np.take(W, _ORDERS[order], axis=1)
+    for layout, w in _layouts(w_in_order):
+        assert_reps_match(fn(w), expected, f"{name}, {layout}")
+
+
+P_SOFT = np.random.default_rng(8).choice([0.0, 0.25, 0.5, 0.8, 1.0], Y.size)
+R_SOFT = K.rank(P_SOFT, S)
+SOFT_KERNELS = {
+    "soft_auroc_stable inclusive": (lambda w: K.soft_auroc_stable(w, R_SOFT, "inclusive"),
+                                    O.soft_auroc_inclusive),
+    "soft_auroc_stable strict": (lambda w: K.soft_auroc_stable(w, R_SOFT, "strict"),
+                                 O.soft_auroc_strict),
+    "average_precision_stable (soft)": (lambda w: K.average_precision_stable(w, R_SOFT),
+                                        O.soft_ap),
+}
+
+
+@pytest.mark.parametrize("name", list(SOFT_KERNELS))
+def test_soft_kernels_are_independent_of_memory_layout(name):
+    fn, ref = SOFT_KERNELS[name]
+    expected = [ref(P_SOFT[i], S[i]) for i in IDX]
+    for layout, w in _layouts(np.take(W, R_SOFT.order, axis=1)):
+        assert_reps_match(fn(w), expected, f"{name}, {layout}")
+
+
+def test_auroc_binned_equals_auroc_placement():
+    from medaudit.stats.designs import make_plan
+    plan = make_plan("ordinary", Y)
+    rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
+    full = np.vstack(list(plan.batches(30, rng_a)))
+    binned = np.vstack(list(plan.batches(30, rng_b, columns=PL.bins)))
+    for layout, w in _layouts(binned):
+        np.testing.assert_array_equal(K.auroc_binned(w, PL), K.auroc_placement(full, PL),
+                                      err_msg=layout)
+
+
+def test_copies_sum_of_fortran_counts_keeps_the_copies():
+    """The reported defect: ``w[:, order]`` (F order) lost the terms of items drawn 2+ times."""
+    rng = np.random.default_rng(0)
+    n = 500
+    y = (rng.random(n) < 0.2) * 1.0
+    s = rng.normal(size=n) + y
+    w = rng.poisson(1.0, (50, n))
+    r = K.rank(y, s)
+    c_order = K.average_precision_stable(np.take(w, r.order, axis=1), r)
+    f_order = K.average_precision_stable(w[:, r.order], r)
+    assert w[:, r.order].flags.f_contiguous
+    np.testing.assert_array_equal(c_order, f_order)
+    i = materialise(w[7])
+    assert c_order[7] == pytest.approx(O.average_precision_individual(y[i], s[i]), rel=1e-12)
+    assert not math.isnan(c_order[7])
+
+
+# ------------------------------------------------------- one-pass kernels on the layout
+def _layout_data(kind: str, seed: int = 3):
+    """Labels and probabilities: continuous; tied on a grid with no confidence tie across
+    0.5 (so the layout's confidence cuts apply, partial tie blocks included); and tied
+    on the 0.1 grid, where 0.3 and 0.7 tie in confidence (the general path)."""
+    rng = np.random.default_rng(seed)
+    n = 41
+    y = (rng.random(n) < 0.4).astype(float)
+    y[:2] = [0.0, 1.0]
+    if kind == "continuous":
+        s = np.clip(0.25 * y + 0.75 * rng.random(n), 0.0, 1.0)
+    elif kind == "grid":  # k/10 + 0.013: s and 1 - s never coincide
+        s = np.round(np.clip(0.3 * y + 0.7 * rng.random(n), 0.0, 0.95), 1) + 0.013
+    else:
+        s = np.round(np.clip(0.3 * y + 0.7 * rng.random(n), 0.0, 1.0), 1)
+    return y, s
+
+
+LAYOUT_METRICS = [
+    ("roc_auc", O.auroc_pairwise, "two"),
+    ("average_precision", O.average_precision_individual, "pos"),
+    (("average_precision", {"ties": "pooled"}), O.average_precision_pooled, "pos"),
+    ("brier_score", O.brier, "any"),
+    (("brier_score", {"prevalence": 0.3}), lambda y, s: O.brier_prevalence(y, s, 0.3), "two"),
+    (("log_loss", {"prevalence": 0.4}), lambda y, s: O.log_loss(y, s, pi=0.4), "two"),
+    ("ece", lambda y, s: O.ece(y, s, 15), "any"),
+    (("ece", {"n_bins": 7, "prevalence": 0.3}), lambda y, s: O.ece(y, s, 7, 0.3), "two"),
+    (("ece", {"n_bins": 10, "binning": "linspace"}),
+     lambda y, s: O.ece(y, s, 10, binning="linspace"), "any"),
+    ("aurc", O.aurc, "any"),
+    (("selective_risk", {"coverage": 0.37}), lambda y, s: O.risk_at_coverage(y, s, 0.37), "any"),
+    (("selective_risk", {"coverage": 1.0}), lambda y, s: O.risk_at_coverage(y, s, 1.0), "any"),
+    (("sensitivity_at_specificity", {"min_specificity": 0.7}),
+     lambda y, s: O.se_at_sp(y, s, 0.7), "two"),
+    (("specificity_at_sensitivity", {"min_sensitivity": 0.6}),
+     lambda y, s: O.sp_at_se(y, s, 0.6), "two"),
+    (("specificity_at_sensitivity", {"min_sensitivity": 0.0}),
+     lambda y, s: O.sp_at_se(y, s, 0.0), "two"),
+    # a rate at a fixed threshold needs only its own class
+    (("sensitivity", {"threshold": 0.513}), lambda y, s: O.se_sp_at(y, s, 0.513)[0], "pos"),
+    (("specificity", {"threshold": 0.5}), lambda y, s: O.se_sp_at(y, s, 0.5)[1], "neg"),
+]
+
+
+@pytest.mark.parametrize("kind", ["continuous", "grid", "cross-ties"])
+def test_layout_kernels_equal_the_definitions_on_materialised_resamples(kind):
+    from medaudit.stats._metricspec import Prepared, evaluate_columns, parse_metrics
+    y, s = _layout_data(kind)
+    p = Prepared.build(y, s, need_conf=True)
+    assert (p.layout.cuts is not None) == (kind != "cross-ties")
+    if kind == "grid":  # some cut falls inside a low-score tie block
+        assert p.layout.cuts.partial
+    w = _counts(y.size, 25, 9)
+    w[1] = 0
+    w[1, :3] = [5, 0, 2]  # most items absent, one drawn five times
+    specs = parse_metrics([m for m, _, _ in LAYOUT_METRICS])
+    scratch: dict = {}
+    for layout_name, wl in _layouts(np.take(w, p.columns, axis=1)):
+        got = evaluate_columns(p, specs, wl, scratch)
+        for (_, ref, when), m in zip(LAYOUT_METRICS, specs, strict=True):
+            expected = [reference(ref, when, y[materialise(r)], s[materialise(r)]) for r in w]
+            assert_reps_match(got[m.id], expected, f"{kind} {m.id} {layout_name}")
+
+
+def test_layout_kernels_equal_the_general_kernels():
+    """Same replicates as the per-order kernels: bit for bit where the integer
+    arithmetic is shared (AUROC, Se/Sp, selective risk), within 1e-12 where only the
+    summation order changed (AP, calibration, AURC)."""
+    from medaudit.stats._metricspec import REGISTRY, Prepared, evaluate_columns, parse_metrics
+    y, s = _layout_data("continuous", seed=11)
+    p = Prepared.build(y, s, need_conf=True)
+    w = _counts(y.size, 40, 2)
+    wl = np.take(w, p.columns, axis=1)
+    wr = np.take(w, p.ranked.order, axis=1)
+    wc = np.take(w, p.conf.order, axis=1)
+    exact = {"roc_auc", "sensitivity_at_specificity", "specificity_at_sensitivity",
+             "selective_risk[coverage=0.37]", "sensitivity[threshold=0.513]",
+             "specificity[threshold=0.5]", "specificity_at_sensitivity[min_sensitivity=0.0]"}
+    specs = parse_metrics([m for m, _, _ in LAYOUT_METRICS])
+    got = evaluate_columns(p, specs, wl)
+    for m in specs:
+        general = REGISTRY[m.name][3](p, lambda: w, lambda: wr, lambda: wc, m.options, {})
+        if m.id in exact or m.name in exact:
+            np.testing.assert_array_equal(got[m.id], general, err_msg=m.id)
+        else:
+            np.testing.assert_allclose(got[m.id], general, rtol=1e-12, atol=1e-15, err_msg=m.id)

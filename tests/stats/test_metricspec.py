@@ -1,0 +1,58 @@
+"""The metric registry of the resampling engine (medaudit.stats._metricspec): ids, options,
+and the rule that every metric's kernels agree with its point function."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from medaudit.exceptions import MedauditError
+from medaudit.stats import _metricspec as MS
+from medaudit.stats import average_precision, brier_score, ece, roc_auc, soft_roc_auc
+
+
+def test_ids_are_stable_and_options_sorted():
+    specs = MS.parse_metrics(["roc_auc", ("ece", {"prevalence": 0.5, "n_bins": 10})])
+    assert [m.id for m in specs] == ["roc_auc", "ece[n_bins=10,prevalence=0.5]"]
+    assert MS.parse_metrics("brier_score")[0].id == "brier_score"
+
+
+@pytest.mark.parametrize(("metrics", "message"), [
+    ([], "metrics is empty"),
+    (["roc_auc", "roc_auc"], "lists a metric twice"),
+    (["auroc"], "metric='auroc' is not a valid option"),
+    ([("roc_auc", {"ties": "pooled"})], "option of metric 'roc_auc'"),
+    (["selective_risk"], "needs option 'coverage'"),
+    ([("ece", {"binning": "edges"})], "ece binning"),
+    ([("soft_roc_auc", {"variant": "strikt"})], "Did you mean 'strict'"),
+    ([("soft_average_precision", {"variant": "inclusive"})], "variant='inclusive'"),
+    ([("ece", {"n_bins": 0})], "n_bins must be a positive integer"),
+])
+def test_bad_metric_lists_are_refused(metrics, message):
+    with pytest.raises(MedauditError, match=message):
+        MS.parse_metrics(metrics)
+
+
+def test_what_a_metric_needs():
+    assert not MS.needs_probabilities(MS.parse_metrics(["roc_auc", "average_precision"]))
+    assert MS.needs_probabilities(MS.parse_metrics(["roc_auc", "ece"]))
+    assert MS.needs_confidence(MS.parse_metrics(["aurc"]))
+    assert not MS.needs_confidence(MS.parse_metrics(["brier_score"]))
+
+
+def test_the_full_sample_row_gives_each_point_function():
+    """evaluate() on a row of ones is the point estimate of the public function."""
+    rng = np.random.default_rng(3)
+    y = (rng.random(50) < 0.4).astype(float)
+    s = np.round(rng.random(50), 2)
+    specs = MS.parse_metrics(["roc_auc", ("average_precision", {"ties": "pooled"}),
+                              "brier_score", ("ece", {"n_bins": 10})])
+    got = MS.evaluate(MS.Prepared.build(y, s, need_conf=False), specs, np.ones((1, 50)))
+    want = [roc_auc(y, s), average_precision(y, s, ties="pooled"), brier_score(y, s),
+            ece(y, s, n_bins=10)]
+    for m, v in zip(specs, want, strict=True):
+        assert got[m.id][0] == pytest.approx(v, rel=1e-12, abs=1e-15), m.id
+    p = rng.random(50)
+    soft = MS.evaluate(MS.Prepared.build(p, s, need_conf=False, soft=True),
+                       MS.parse_metrics(["soft_roc_auc"]), np.ones((1, 50)))
+    assert soft["soft_roc_auc"][0] == pytest.approx(soft_roc_auc(p, s), rel=1e-12)
