@@ -69,8 +69,8 @@ def _oracle_metrics(m):
     s = np.array([SCORES[m][i] for i in IDS])
     return {"roc_auc": roc_auc_score(hard, s),
             "average_precision[ties=pooled]": average_precision_score(hard, s),
-            "soft_roc_auc": oracle.soft_auroc_inclusive(soft, s),
-            "soft_average_precision": oracle.soft_ap(soft, s)}
+            "soft_roc_auc": oracle.soft_auroc_strict(soft, s),
+            "soft_average_precision": oracle.soft_ap_known_self(soft, s)}
 
 
 @pytest.fixture(scope="module")
@@ -186,11 +186,11 @@ def test_enhance_threshold_rule_and_hedges():
         assert _row(t, model=m, criterion="roc_auc")["estimate"] == pytest.approx(
             roc_auc_score(hard, s), rel=1e-12)
         assert _row(t, model=m, criterion="soft_roc_auc")["estimate"] == pytest.approx(
-            oracle.soft_auroc_inclusive(soft, s), rel=1e-12)
+            oracle.soft_auroc_strict(soft, s), rel=1e-12)
         # the annotation bootstrap starts from the same labels
         ai = res.tables["annotation_intervals"]
         assert _row(ai, model=m, criterion="soft_roc_auc")["estimate"] == pytest.approx(
-            oracle.soft_auroc_inclusive(soft, s), rel=1e-12)
+            oracle.soft_auroc_strict(soft, s), rel=1e-12)
 
 
 def test_refuses_mismatched_image_sets():
@@ -228,10 +228,14 @@ def test_tied_scores_are_flagged_and_grouped_ties_are_tie_aware():
     stable = run(LU, make_ctx(VOTES, scores, lu={"n_resamples": 30}))
     note = [n for n in stable.notes if "tied scores" in n]
     assert note and "T: 8" in note[0] and "A:" not in note[0]
-    grouped = run(LU, make_ctx(VOTES, scores, lu={"n_resamples": 30, "soft_ties": "grouped"}))
+    # the duplicated-data witness pairs each item with itself at a tie (one half: the
+    # trapezoid form) and weights AP as Definition 2.2 is written
+    grouped = run(LU, make_ctx(VOTES, scores, lu={"n_resamples": 30, "soft_ties": "grouped",
+                                                  "soft_variant": "trapezoid",
+                                                  "soft_ap_variant": "as_written"}))
     assert not any("tied scores" in n for n in grouped.notes)
     soft, _ = _labels()
-    crit = "soft_roc_auc[ties=grouped]"
+    crit = "soft_roc_auc[ties=grouped,variant=trapezoid]"
     for m, by in scores.items():
         s = np.array([by[i] for i in IDS])
         want = _duplicated_auroc(soft, s)
@@ -243,15 +247,18 @@ def test_tied_scores_are_flagged_and_grouped_ties_are_tie_aware():
         ap = average_precision_score(np.r_[np.ones(soft.size), np.zeros(soft.size)], np.r_[s, s],
                                      sample_weight=np.r_[soft, 1 - soft])
         assert _row(grouped.tables["metrics"], model=m,
-                    criterion="soft_average_precision[ties=grouped]")["estimate"] == \
+                    criterion="soft_average_precision[ties=grouped,variant=as_written]")["estimate"] == \
             pytest.approx(ap, rel=1e-12)
 
 
-def test_grouped_ties_refuse_a_soft_variant():
-    from pydantic import ValidationError
-
+def test_every_soft_variant_applies_under_both_tie_rules():
+    # the one rule of stats.soft: variant and ties are independent options
     from medaudit.blocks.label_uncertainty import LabelUncertaintyConfig as LabelUncertaintySpec
 
-    with pytest.raises(ValidationError, match="soft_ties: stable only"):
-        LabelUncertaintySpec(soft_ties="grouped", soft_variant="strict")
-    assert LabelUncertaintySpec(soft_ties="grouped").soft_variant == "inclusive"
+    for ties in ("stable", "grouped"):
+        for v in ("inclusive", "strict", "trapezoid"):
+            for ap in ("known_self", "as_written"):
+                c = LabelUncertaintySpec(soft_ties=ties, soft_variant=v, soft_ap_variant=ap)
+                assert (c.soft_ties, c.soft_variant, c.soft_ap_variant) == (ties, v, ap)
+    # unset options stay unset in the spec; the defaults are resolved by stats.soft
+    assert LabelUncertaintySpec(soft_ties="grouped").soft_variant is None

@@ -331,8 +331,9 @@ def test_fixture_run_shapes(ctx, fixture_result):
 def test_decomposition_rows_equal_function_on_matrix(ctx, fixture_result):
     m = fixture_result.tables["auroc_matrix"]
     cohorts = ["montgomery", "shenzhen", "tbx11k-val"]
+    prompts = ctx.prompts(ctx.spec.prompts.families)
     cube = (m.set_index(["model", "cohort", "prompt"])["estimate"]
-            .reindex(pd.MultiIndex.from_product([ctx.models(), cohorts, ctx.prompts(ctx.spec.prompts.families)])))
+            .reindex(pd.MultiIndex.from_product([ctx.models(), cohorts, prompts])))
     dec = variance_decomposition(cube.to_numpy().reshape(4, 3, 5))
     got = fixture_result.tables["decomposition"].query("criterion == 'roc_auc'")
     np.testing.assert_allclose(got["share_percent"], [dec.share_percent[t] for t in TERMS],

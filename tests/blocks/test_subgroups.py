@@ -479,7 +479,8 @@ def test_the_block_runs_by_default_only_with_columns():
         {**base, "subgroups": {"columns": ["sex"]}}).blocks
     # every other block keeps its default
     others = [n for n in AuditSpec.model_validate(base).blocks]
-    assert others == [n for n, b in BLOCKS.items() if b.requires == ("scores",) and n != "subgroups"]
+    assert others == [n for n, b in BLOCKS.items() if b.requires == ("scores",) and n != "subgroups"
+                      and b.enabled(b.default_config())]
 
 
 def test_check_reports_what_the_table_lacks():

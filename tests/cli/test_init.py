@@ -118,9 +118,6 @@ def test_init_spec_runs_unchanged(tmp_path, capsys):
         assert row["estimate"].item() == pytest.approx(roc_auc_score(g["label"], g["score"]), rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="the audit still requires a prompt column; issue 16 item 5 makes it optional "
-                          "in parallel: remove this marker when that lands (the test then passes)")
 def test_init_spec_without_prompt_column_runs_unchanged(csv, tmp_path, capsys):
     spec = tmp_path / "spec.yaml"
     assert _run(["init", csv, "--out", spec], capsys)[0] == 0

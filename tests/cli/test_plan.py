@@ -130,12 +130,12 @@ def test_plan_is_deterministic_and_prints_markdown(audit_dir, tmp_path, capsys):
 
 @pytest.mark.parametrize("make, message", [
     (lambda d: d, "is not a medaudit audit (no results.json)"),
-    (lambda d: (d / "results.json").write_text("{not json") and d, "is damaged (not JSON"),
+    (lambda d: (d / "results.json").write_text("{not json") and d, "not valid JSON"),
     (lambda d: (d / "results.json").write_text('{"provenance": {}, "blocks": {}}') and d,
      "not the results of `medaudit audit`"),
     (lambda d: (d / "results.json").write_text(
         '{"provenance": {"spec": {"name": 3}}, "blocks": {}, "portability": []}') and d,
-     "is not a readable medaudit audit (ValidationError"),
+     "(its provenance.spec): name: Input should be a valid string"),
 ])
 def test_a_folder_that_is_not_an_audit_gives_one_line(tmp_path, capsys, make, message):
     d = tmp_path / "x"

@@ -148,8 +148,8 @@ def test_spec_driven_audit_reports_the_hand_aggregated_metrics(audited):
         s = scores[scores["model"] == m].sort_values("image_id")["score"].to_numpy()
         want = {"roc_auc": roc_auc_score(hard, s),
                 "average_precision[ties=pooled]": average_precision_score(hard, s),
-                "soft_roc_auc": oracle.soft_auroc_inclusive(soft, s),
-                "soft_average_precision": oracle.soft_ap(soft, s)}
+                "soft_roc_auc": oracle.soft_auroc_strict(soft, s),
+                "soft_average_precision": oracle.soft_ap_known_self(soft, s)}
         for crit, v in want.items():
             row = lu[(lu["model"] == m) & (lu["criterion"] == crit)].iloc[0]
             assert row["estimate"] == pytest.approx(v, rel=1e-12)

@@ -4,7 +4,7 @@ The example specs are loaded, pointed at tables built into ``tmp_path`` and run.
 Witnesses: hard labels recomputed here in exact rational arithmetic from the raw ratings
 and each group's declared scale (normalised mean > 1/2, ties negative), scikit-learn AUROC
 and AP on those labels, scikit-learn on the duplicated data set for the tie-aware soft
-AUROC (ENHANCE scores tie heavily), a brute-force double sum for the inclusive soft
+AUROC (ENHANCE scores tie heavily), a brute-force double sum for the strict soft
 AUROC (M1.2), scipy's Pearson R^2 across models, and scipy's binomial test.
 """
 
@@ -29,11 +29,11 @@ B = 40
 
 
 def _soft_auroc_brute(score: np.ndarray, p: np.ndarray) -> float:
-    # inclusive s-AUROC (M1.2 first line): pairs (j, i) with j at or before i in the stable
-    # descending order, weighted p_j (1 - p_i), over n+ n-
+    # strict s-AUROC (the default, paper 001 Table 4): pairs (j, i) with j strictly before i
+    # in the stable descending order, weighted p_j (1 - p_i), over n+ n-
     order = np.argsort(-score, kind="stable")
     s_p = p[order]
-    upper = np.triu(np.ones((len(p), len(p))))  # j <= i
+    upper = np.triu(np.ones((len(p), len(p))), k=1)  # j < i
     num = (s_p[:, None] * (1 - s_p)[None, :] * upper).sum()
     return float(num / (p.sum() * (1 - p).sum()))
 
@@ -76,6 +76,13 @@ def _auroc_duplicated(score: np.ndarray, p: np.ndarray) -> float:
                                sample_weight=np.r_[p, 1 - p]))
 
 
+def _auroc_duplicated_strict(score: np.ndarray, p: np.ndarray) -> float:
+    # the duplicated data set pairs each item's two copies at a tie (one half of p (1 - p));
+    # the strict form (the default) leaves that self pair out
+    return _auroc_duplicated(score, p) - 0.5 * float(np.sum(p * (1 - p))) / (
+        float(p.sum()) * float((1 - p).sum()))
+
+
 def test_enhance_audit_matches_independent_labels(enhance_run, enhance_students):
     outcome, folder = enhance_run
     res = outcome.results["label_uncertainty"]
@@ -94,7 +101,7 @@ def test_enhance_audit_matches_independent_labels(enhance_run, enhance_students)
             assert row["average_precision[ties=pooled]"] == pytest.approx(
                 average_precision_score(hard, s), abs=1e-12)
             assert row["soft_roc_auc[ties=grouped]"] == pytest.approx(
-                _auroc_duplicated(s, soft.to_numpy()), abs=1e-10)
+                _auroc_duplicated_strict(s, soft.to_numpy()), abs=1e-10)
         # Figure 1 R^2 across the four models, against scipy
         ag = res.tables["agreement"]
         x = sub[sub["criterion"] == "roc_auc"].sort_values("model")["estimate"]

@@ -230,8 +230,8 @@ def _metrics_by_definition(soft, hard, s):
     two = 0 < y.sum() < y.size
     auc = roc_auc_score(y, s) if two else math.nan
     ap = average_precision_score(y, s) if y.sum() > 0 else math.nan  # pooled ties (M1.4)
-    sauc = oracle.soft_auroc_inclusive(p, s)
-    sap = oracle.soft_ap(p, s) if 0 < p.sum() < p.size else math.nan
+    sauc = oracle.soft_auroc_strict(p, s)
+    sap = oracle.soft_ap_known_self(p, s) if 0 < p.sum() < p.size else math.nan
     return auc, ap, sauc, sap
 
 

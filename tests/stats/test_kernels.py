@@ -227,3 +227,22 @@ def test_layout_kernels_equal_the_general_kernels():
             np.testing.assert_array_equal(got[m.id], general, err_msg=m.id)
         else:
             np.testing.assert_allclose(got[m.id], general, rtol=1e-12, atol=1e-15, err_msg=m.id)
+
+
+@pytest.mark.parametrize("absent", [1.0, 0.0])
+def test_layout_kernels_with_a_class_that_has_no_item(absent):
+    """A sub-cohort with no positives (or no negatives) at all: the class's layout segment is
+    empty; the calibration and any-class metrics still equal their definitions (a group of a
+    subgroup analysis can be like this), and the two-class ones are nan."""
+    from medaudit.stats._metricspec import Prepared, evaluate_columns, parse_metrics
+    y, s = _layout_data("continuous", seed=5)
+    keep = y != absent
+    y, s = y[keep], s[keep]
+    p = Prepared.build(y, s, need_conf=True)
+    w = _counts(y.size, 12, 4)
+    specs = parse_metrics([m for m, _, when in LAYOUT_METRICS if when == "any"] + ["roc_auc"])
+    got = evaluate_columns(p, specs, np.take(w, p.columns, axis=1))
+    for m, (_, ref, _) in zip(specs, [x for x in LAYOUT_METRICS if x[2] == "any"], strict=False):
+        expected = [ref(y[materialise(r)], s[materialise(r)]) for r in w]
+        assert_reps_match(got[m.id], expected, f"{m.id} without class {absent}")
+    assert np.isnan(got["roc_auc"]).all()

@@ -64,8 +64,10 @@ from medaudit.stats.annotation_bootstrap import (
     pearson_r,
     rank_stability_test,
     resolve_hedges,
+    soft_options,
 )
 from medaudit.stats.bootstrap import percentile_interval
+from medaudit.stats.soft import SOFT_DEFAULTS
 
 __all__ = ["LabelUncertainty", "LabelUncertaintyConfig"]
 
@@ -86,7 +88,11 @@ class LabelUncertaintyConfig(BlockConfig):
     rank_ties: Literal["min"] = "min"
     #: ordinary AP: "pooled" ties (scikit-learn, M1.4) or "individual" ranks (paper 000)
     ap_ties: Literal["pooled", "individual"] = "pooled"
-    soft_variant: Literal["inclusive", "strict", "trapezoid"] = "inclusive"
+    #: soft AUROC's self pair (default strict, which reproduces paper 001's Table 4)
+    soft_variant: Literal["inclusive", "strict", "trapezoid"] | None = None
+    #: soft AP: an item's own label known at its rank (default known_self, Table 4) or as
+    #: Definition 2.2 is written (as_written)
+    soft_ap_variant: Literal["known_self", "as_written"] | None = None
     soft_ties: Literal["stable", "grouped"] = "stable"
     #: correlation the binomial test compares (M1.8 [AMBIG]: Spearman assumed)
     test_correlation: Literal["spearman", "kendall"] = "spearman"
@@ -103,11 +109,8 @@ class LabelUncertaintyConfig(BlockConfig):
 
     @model_validator(mode="after")
     def _variant(self) -> LabelUncertaintyConfig:
-        # grouped ties pool each tied block with the trapezoid: the variant does not apply,
-        # and a result id naming "strict" for a trapezoid value would mislead
-        if self.soft_ties == "grouped" and self.soft_variant != "inclusive":
-            raise ValueError(f"soft_variant: {self.soft_variant} applies to soft_ties: stable only; "
-                             "soft_ties: grouped uses the trapezoid inside tied blocks")
+        # the one rule for soft options (stats.soft): every variant applies under both ties
+        soft_options(self.soft_variant, self.soft_ties, self.soft_ap_variant)
         return self
 
     @field_validator("models", "cohorts")
@@ -159,11 +162,12 @@ class LabelUncertainty(Block):
 def _metric_specs(lu) -> tuple[list, list]:
     """(hard specs, soft specs) for the case bootstrap, named as :func:`metric_ids` names them."""
     ap = ("average_precision", {"ties": "pooled"}) if lu.ap_ties == "pooled" else "average_precision"
-    sopt = {k: v for k, v in (("variant", lu.soft_variant), ("ties", lu.soft_ties))
-            if v != {"variant": "inclusive", "ties": "stable"}[k]}
-    sap = ("soft_average_precision", {"ties": lu.soft_ties}) if lu.soft_ties != "stable" else (
-        "soft_average_precision")
-    return ["roc_auc", ap], [("soft_roc_auc", sopt) if sopt else "soft_roc_auc", sap]
+    o = soft_options(lu.soft_variant, lu.soft_ties, lu.soft_ap_variant)
+    soft = [(m, {k: v for k, v, d in (("variant", variant, SOFT_DEFAULTS[m][0]),
+                                      ("ties", o["soft_ties"], SOFT_DEFAULTS[m][1])) if v != d})
+            for m, variant in (("soft_roc_auc", o["soft_variant"]),
+                               ("soft_average_precision", o["soft_ap_variant"]))]
+    return ["roc_auc", ap], [(m, opts) if opts else m for m, opts in soft]
 
 
 def _rules(ann) -> dict:
@@ -202,7 +206,8 @@ def _run(ctx: AuditContext, lu: LabelUncertaintyConfig) -> BlockResult:
     if bad:
         raise SchemaError(f"label_uncertainty.cohorts names {bad}, not among the spec's cohorts "
                           f"{ctx.cohorts}.")
-    ids = metric_ids(ap_ties=lu.ap_ties, soft_variant=lu.soft_variant, soft_ties=lu.soft_ties)
+    ids = metric_ids(ap_ties=lu.ap_ties, soft_variant=lu.soft_variant, soft_ties=lu.soft_ties,
+                     soft_ap_variant=lu.soft_ap_variant)
     pairs = ((ids[0], ids[2]), (ids[1], ids[3]))
     hard_specs, soft_specs = _metric_specs(lu)
     B, level = ctx.resampling.n_resamples, ctx.resampling.confidence_level
@@ -282,7 +287,8 @@ def _run(ctx: AuditContext, lu: LabelUncertaintyConfig) -> BlockResult:
                          "bootstrap the annotations'.")
         ab = annotation_bootstrap(ratings, item, scores, scale=scale, **_rules(ann),
                                   ap_ties=lu.ap_ties, soft_variant=lu.soft_variant,
-                                  soft_ties=lu.soft_ties, n_resamples=lu.n_resamples,
+                                  soft_ties=lu.soft_ties, soft_ap_variant=lu.soft_ap_variant,
+                                  n_resamples=lu.n_resamples,
                                   rng=ctx.rng(NAME, cohort, prompt, "annotations"), batch=lu.batch)
         _annotation_rows(T, ctx, ab, cohort, prompt, models, level)
         excl = int(ab.n_excluded.sum())

@@ -178,7 +178,8 @@ def validate_score_table(
         if out.any():
             raise SchemaError(
                 f"{source}: column 'score' must be probabilities in [0, 1]; "
-                f"{_places(out, first)} {_are(out)} outside (max {float(score.max())!r}, min {float(score.min())!r}). Declare "
+                f"{_places(out, first)} {_are(out)} outside "
+                f"(max {float(score.max())!r}, min {float(score.min())!r}). Declare "
                 "`score_scale: logits` in the spec if these are raw logits; medaudit never clips.")
     t["score"] = score
     for col in ("model", "prompt"):

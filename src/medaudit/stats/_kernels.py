@@ -740,7 +740,10 @@ def layout_bins(lay: Layout, n_bins: int, binning: str = "floor") -> tuple:
         out = []
         for lo, hi in ((0, lay.n_pos), (lay.n_pos, lay.n)):
             bb = b[lo:hi]
-            st = lo + np.flatnonzero(np.r_[True, bb[1:] != bb[:-1]]) if bb.size else bb
+            if not bb.size:  # a class with no item (a group without positives) has no bins
+                out.append({})
+                continue
+            st = lo + np.flatnonzero(np.r_[True, bb[1:] != bb[:-1]])
             en = np.r_[st[1:], hi].astype(np.intp)
             out.append({int(b[i]): (int(i), int(j)) for i, j in zip(st, en, strict=True)})
         occupied = sorted(set(out[0]) | set(out[1]), reverse=True)

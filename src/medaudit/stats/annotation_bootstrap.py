@@ -36,6 +36,7 @@ from medaudit.stats import _progress
 from medaudit.stats._metricspec import MetricSpec
 from medaudit.stats._results import TestResult, _ToDict
 from medaudit.stats.contingency import binomial_test
+from medaudit.stats.soft import SOFT_DEFAULTS, soft_metric_options
 
 __all__ = [
     "HEDGE_POLICIES", "HARD_RULES", "TIE_RULES", "resolve_hedges", "labels_from_sums",
@@ -190,25 +191,44 @@ def labels_from_sums(
 
 
 # ------------------------------------------------------------------- ranks, correlations
-def metric_ids(*, ap_ties: str = "pooled", soft_variant: str = "inclusive",
-               soft_ties: str = "stable") -> tuple[str, str, str, str]:
+def soft_options(soft_variant: str | None = None, soft_ties: str | None = None,
+                 soft_ap_variant: str | None = None) -> dict[str, str]:
+    """The soft metrics' options resolved by the one rule of :func:`~medaudit.stats.soft.
+    soft_metric_options` (``None`` = the defaults that reproduce paper 001's Table 4)."""
+    auc_variant, ties = soft_metric_options("soft_roc_auc", variant=soft_variant, ties=soft_ties)
+    ap_variant, _ = soft_metric_options("soft_average_precision", variant=soft_ap_variant,
+                                        ties=soft_ties)
+    return {"soft_variant": auc_variant, "soft_ties": ties, "soft_ap_variant": ap_variant}
+
+
+def _soft_id(metric: str, variant: str, ties: str) -> str:
+    d_variant, d_ties = SOFT_DEFAULTS[metric]
+    opts = {k: v for k, v, d in (("variant", variant, d_variant), ("ties", ties, d_ties)) if v != d}
+    return MetricSpec(metric, opts).id
+
+
+def metric_ids(*, ap_ties: str = "pooled", soft_variant: str | None = None,
+               soft_ties: str | None = None, soft_ap_variant: str | None = None
+               ) -> tuple[str, str, str, str]:
     """Result-table ids of the four metrics (as :func:`~medaudit.stats.bootstrap_metrics`
     names them): ordinary AUROC, ordinary AP, soft AUROC, soft AP.
+
+    An option at its default is left out of the id, so ``soft_roc_auc`` is the strict form
+    and ``soft_average_precision`` the known-self form (the defaults of
+    :data:`~medaudit.stats.soft.SOFT_DEFAULTS`).
 
     Examples
     --------
     >>> metric_ids()
     ('roc_auc', 'average_precision[ties=pooled]', 'soft_roc_auc', 'soft_average_precision')
+    >>> metric_ids(soft_variant="inclusive", soft_ties="grouped")[2:]
+    ('soft_roc_auc[ties=grouped,variant=inclusive]', 'soft_average_precision[ties=grouped]')
     """
     ap_ties = check_option(ap_ties, ("pooled", "individual"), name="ap_ties")
-    soft_variant = check_option(soft_variant, ("inclusive", "strict", "trapezoid"),
-                                name="soft_variant")
-    soft_ties = check_option(soft_ties, ("stable", "grouped"), name="soft_ties")
+    o = soft_options(soft_variant, soft_ties, soft_ap_variant)
     ap = MetricSpec("average_precision", {"ties": ap_ties} if ap_ties != "individual" else {})
-    sauc_opts = {k: v for k, v in (("variant", soft_variant), ("ties", soft_ties))
-                 if v != {"variant": "inclusive", "ties": "stable"}[k]}
-    sap = MetricSpec("soft_average_precision", {"ties": soft_ties} if soft_ties != "stable" else {})
-    return ("roc_auc", ap.id, MetricSpec("soft_roc_auc", sauc_opts).id, sap.id)
+    return ("roc_auc", ap.id, _soft_id("soft_roc_auc", o["soft_variant"], o["soft_ties"]),
+            _soft_id("soft_average_precision", o["soft_ap_variant"], o["soft_ties"]))
 
 
 def min_rank(values: ArrayLike) -> NDArray[np.float64]:
@@ -369,10 +389,11 @@ def _evaluate(soft, hard, models: list[_Model], opts) -> list[NDArray[np.float64
         out[0][:, j] = K.auroc(ws, rh)
         out[1][:, j] = (K.average_precision_grouped(ws, rh) if opts["ap_ties"] == "pooled"
                         else K.average_precision_stable(ws, rh))
-        out[2][:, j] = (K.auroc(ws, rs) if opts["soft_ties"] == "grouped"
+        grouped = opts["soft_ties"] == "grouped"
+        out[2][:, j] = (K.soft_auroc_grouped(ws, rs, opts["soft_variant"]) if grouped
                         else K.soft_auroc_stable(ws, rs, opts["soft_variant"]))
-        out[3][:, j] = (K.average_precision_grouped(ws, rs) if opts["soft_ties"] == "grouped"
-                        else K.average_precision_stable(ws, rs))
+        out[3][:, j] = (K.soft_ap_grouped(ws, rs, opts["soft_ap_variant"]) if grouped
+                        else K.average_precision_stable(ws, rs, opts["soft_ap_variant"]))
     return out
 
 
@@ -451,8 +472,9 @@ def annotation_bootstrap(
     threshold_rule: str = ">",
     tie: str = "negative",
     ap_ties: str = "pooled",
-    soft_variant: str = "inclusive",
-    soft_ties: str = "stable",
+    soft_variant: str | None = None,
+    soft_ties: str | None = None,
+    soft_ap_variant: str | None = None,
     n_resamples: int = 1000,
     rng: Any = None,
     batch: int | None = None,
@@ -473,7 +495,9 @@ def annotation_bootstrap(
     ap_ties : {"pooled", "individual"}, default="pooled"
         Ordinary AP convention (M1.4: scikit-learn pools tied scores).
     soft_variant, soft_ties
-        As in :func:`~medaudit.stats.soft_roc_auc`.
+        As in :func:`~medaudit.stats.soft_roc_auc` (default: the strict form, stable ties).
+    soft_ap_variant : {"known_self", "as_written"}, optional
+        As ``variant`` of :func:`~medaudit.stats.soft_average_precision` (default known_self).
     n_resamples : int, default=1000
     rng : int, SeedSequence or Generator, optional
     batch : int, optional
@@ -504,8 +528,9 @@ def annotation_bootstrap(
     rules = dict(scale=(lo, hi), hard_rule=hard_rule, threshold=threshold,
                  threshold_rule=threshold_rule, tie=tie)
     labels_from_sums([0.0], [1], **rules)  # validates the rule options up front
-    ids = metric_ids(ap_ties=ap_ties, soft_variant=soft_variant, soft_ties=soft_ties)
-    opts = {"ap_ties": ap_ties, "soft_variant": soft_variant, "soft_ties": soft_ties}
+    ids = metric_ids(ap_ties=ap_ties, soft_variant=soft_variant, soft_ties=soft_ties,
+                     soft_ap_variant=soft_ap_variant)
+    opts = {"ap_ties": ap_ties, **soft_options(soft_variant, soft_ties, soft_ap_variant)}
     gen, rec = as_generator(rng)
     n_items = k.size
     # ratings grouped by item (stable: input order within an item)
