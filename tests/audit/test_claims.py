@@ -52,14 +52,14 @@ def test_ranking_claim_portability():
     assert c.iloc[0]["claim"] == "m2 ranks above m1 on AUROC"
     v = dict(zip(c.change + ":" + c.changed_to, c.verdict, strict=True))
     assert v["at E:"] == "holds"
-    assert v["C:B"] == "unresolved"
-    assert v["p:photo"] == "holds" and v["p:report"] == "reversed"
-    assert v["π:any"] == "unaffected"
-    assert v["r:brier_score"] == "reversed"  # m1 has the lower Brier in A
+    assert v["cohort:B"] == "unresolved"
+    assert v["prompt:photo"] == "holds" and v["prompt:report"] == "reversed"
+    assert not any(k.startswith("prevalence") for k in v)  # AUROC: no filler cell
+    assert v["criterion:brier_score"] == "reversed"  # m1 has the lower Brier in A
     # each cell names its own E: the criterion changes with r, the cohort with C
-    assert c[c.change == "r"].criterion.iloc[0] == "brier_score"
-    assert c[c.change == "C"].cohort.iloc[0] == "B"
-    assert c[c.change == "p"].prompt.tolist() == ["photo", "report"]
+    assert c[c.change == "criterion"].criterion.iloc[0] == "brier_score"
+    assert c[c.change == "cohort"].cohort.iloc[0] == "B"
+    assert c[c.change == "prompt"].prompt.tolist() == ["photo", "report"]
     base = c[c.change == "at E"].iloc[0]
     # oriented as better - other: m2 - m1 = +0.04 [0.02, 0.06]
     assert (base.estimate, base.ci_low, base.ci_high) == (0.04, 0.02, 0.06)
@@ -77,7 +77,7 @@ def test_threshold_claims():
                  source="A", qualification=""),
     ])
     claims = build_claims({"transport": BlockResult("transport", {"transport": tr})}, _spec())
-    row = claims[(claims.change == "C")].iloc[0]
+    row = claims[(claims.change == "cohort")].iloc[0]
     assert row.verdict == "holds" and row.changed_to == "B" and row.cohort == "B"
     assert claims[claims.change == "at E"].cohort.iloc[0] == "A"  # τ chosen on the source
     assert row.other_criterion == "specificity" and row.other_estimate == 0.40
@@ -107,6 +107,5 @@ def test_reliability_claims():
     assert set(rel.claim_id) == {"L01", "L02"}  # m1 in A (0.95) and in B (0.91); m2 never
     a = rel[rel.claim_id == "L01"]
     v = dict(zip(a.change + ":" + a.changed_to, a.verdict, strict=True))
-    assert v == {"at E:": "holds", "C:B": "unresolved", "N:sick": "does not hold",
-                 "π:any": "unaffected"}
-    assert a[a.change == "N"].negatives.iloc[0] == "sick"
+    assert v == {"at E:": "holds", "cohort:B": "unresolved", "negatives:sick": "does not hold"}
+    assert a[a.change == "negatives"].negatives.iloc[0] == "sick"

@@ -58,7 +58,7 @@ def test_label_claim_orients_by_hard_order_and_reads_soft_order():
         "B ranks above A on roc_auc (hard labels)", "B ranks above C on roc_auc (hard labels)",
         "A ranks above D on roc_auc (hard labels)"]
     assert (rank["source_table"] == "label_uncertainty.rank_changes").all()
-    y = rank[rank["change"] == "y"]
+    y = rank[rank["change"] == "reference"]
     # B - A under soft labels = 0.69 - 0.72 < 0: the hard-label order reverses
     assert y["verdict"].tolist() == ["reversed", "unresolved", "holds"]
     assert math.isclose(y["estimate"].iloc[0], -0.03) and math.isclose(y["estimate"].iloc[2], 0.01)
@@ -78,7 +78,7 @@ def test_label_claim_follows_the_block_tie_not_last_bit_noise():
           _rc("A", "C", 0.7, 0.7 + 1e-15, 0.8, 0.6, "tie", "a_higher")]  # hard tie: no claim
     rows = pd.DataFrame(label_claims(_res("label_uncertainty", rank_changes=rc), None))
     assert rows["claim"].unique().tolist() == ["A ranks above B on roc_auc (hard labels)"]
-    assert rows.loc[rows["change"] == "y", "verdict"].tolist() == ["unresolved"]
+    assert rows.loc[rows["change"] == "reference", "verdict"].tolist() == ["unresolved"]
 
 
 def _con(a, b, est, lo, hi, p, p_adj, sig, family="bh[fpr]"):
@@ -100,10 +100,11 @@ def test_institution_claims_read_each_contrast_from_both_ends():
         _res("error_structure", contrasts=con, rates=rates), None))
     # every institution is a source; each contrast appears once from each end
     assert rows.groupby("cohort")["change"].apply(list).to_dict() == {
-        "x": ["at E", "C", "C"], "y": ["at E", "C", "C"], "z": ["at E", "C", "C"]}
-    cells = rows[rows["change"] == "C"].set_index(["cohort", "changed_to"])
+        "x": ["at E", "institution", "institution"], "y": ["at E", "institution", "institution"],
+        "z": ["at E", "institution", "institution"]}
+    cells = rows[rows["change"] == "institution"].set_index(["cohort", "changed_to"])
     assert len(cells) == 2 * len(con)
-    assert (rows.loc[rows["change"] == "C", "source_table"] == "error_structure.contrasts").all()
+    assert (rows.loc[rows["change"] == "institution", "source_table"] == "error_structure.contrasts").all()
     # from x to y: rate(y) - rate(x) = 0.1 - 0.3 = -0.2, interval -(0.3, 0.1) = (-0.3, -0.1)
     xy = cells.loc[("x", "y")]
     assert xy["verdict"] == "does not hold" and math.isclose(xy["estimate"], -0.2)
@@ -198,7 +199,7 @@ def test_ranking_claim_soft_label_cell_oriented_as_the_claim():
                          _diff("m1", "m2", "soft_roc_auc_difference", 0.03, 0.01, 0.05)])
     c = build_claims({"discrimination": BlockResult("discrimination",
                                                     {"model_differences": disc})}, _spec())
-    y = c[c["change"] == "y"].iloc[0]
+    y = c[c["change"] == "reference"].iloc[0]
     assert c["claim"].iloc[0] == "m2 ranks above m1 on AUROC"
     assert y["verdict"] == "reversed" and y["criterion"] == "soft_roc_auc"
     assert (y["estimate"], y["ci_low"], y["ci_high"]) == (-0.03, -0.05, -0.01)
@@ -215,7 +216,7 @@ def test_reliability_claim_soft_label_cell_reads_its_own_prompt():
                             met("p", "soft_roc_auc", 0.82, 0.78, 0.86)])
     c = build_claims({"discrimination": BlockResult("discrimination", {"metrics": metrics})},
                      _spec(claims={"auroc_at_least": 0.8}))
-    y = c[(c["kind"] == "reliability") & (c["change"] == "y")]
+    y = c[(c["kind"] == "reliability") & (c["change"] == "reference")]
     assert len(y) == 1
     # 0.78 < 0.8 <= 0.86: the interval spans the level
     assert y["verdict"].iloc[0] == "unresolved" and y["estimate"].iloc[0] == 0.82

@@ -58,11 +58,13 @@ def _walk(model, path="", seen=None):
     """(section path, model) of every model reachable from ``model``, each model once."""
     seen = set() if seen is None else seen
     for name, f in model.model_fields.items():
-        for sub in _models(f.annotation):
+        subs = list(dict.fromkeys(_models(f.annotation)))
+        for sub in subs:
             if sub not in seen:
                 seen.add(sub)
-                yield f"{path}{name}", sub
-                yield from _walk(sub, f"{path}{name}.", seen)
+                here = f"{path}{name}" + (f"[{sub.__name__}]" if len(subs) > 1 else "")
+                yield here, sub
+                yield from _walk(sub, f"{here}.", seen)
 
 
 def _section(page: str, heading: str) -> str:

@@ -232,7 +232,7 @@ def test_average_is_mean_of_family_scores(planted):
 
 
 def test_average_can_be_switched_off():
-    assert run(block, hand_context(average=False)).tables["average"].empty
+    assert "average" not in run(block, hand_context(average=False)).tables  # no rows: not written
 
 
 def test_logit_scores_keep_to_ranking_metrics():
@@ -343,8 +343,14 @@ def test_decomposition_rows_equal_function_on_matrix(ctx, fixture_result):
 def test_single_prompt_has_nothing_to_vary():
     t = planted_table()
     t = t[t["prompt"] == "clinical"]
-    res = run(block, hand_context(t, families=["clinical"]))
-    assert len(res.tables["auroc_matrix"]) == 3 * 2
-    for name in ("contrasts", "average", "model_differences_by_prompt", "decomposition"):
-        assert res.tables[name].empty, name
-    assert any("only one prompt family" in n for n in res.notes)
+    ctx = hand_context(t, families=["clinical"])
+    res = run(block, ctx)
+    # one prompt: the block does not run, writes no table and says why
+    assert res.tables == {} and res.provenance["skipped"].startswith("the score table has one prompt")
+    assert res.notes == (f"Did not run: {res.provenance['skipped']}.",)
+    # the block alone still copes with one family (its own note), for callers that run it
+    from medaudit.blocks import BLOCKS
+
+    direct = BLOCKS["prompts"].run(ctx, ctx.spec.prompts)
+    assert len(direct.tables["auroc_matrix"]) == 3 * 2
+    assert any("only one prompt family" in n for n in direct.notes)

@@ -81,7 +81,7 @@ def test_seed_rows_match_sklearn_and_stdev():
     table = seeded_table()
     ctx = make_ctx(table)
     res = run(retained, ctx)
-    assert res.tables["comparisons"].empty
+    assert "comparisons" not in res.tables  # no entries: no rows, not written
     seeds = res.tables["seeds"]
     assert list(seeds["cohort"].unique()) == ["c1", "c2"]
     for (cohort, model), g in seeds.groupby(["cohort", "model"]):
@@ -186,7 +186,7 @@ def test_within_label_interval_agrees_with_numpy_bootstrap():
 def test_comparisons_without_seed_column():
     table = seeded_table(seeds=(1,)).drop(columns="seed")
     res = run(retained, make_ctx(table, [ENTRY], seeds=False))
-    assert res.tables["seeds"].empty
+    assert "seeds" not in res.tables
     comp = res.tables["comparisons"]
     assert len(comp) == 2 and comp["seed_delta_mean"].isna().all()
     assert (comp["seed_delta_n_seeds"] == 0).all()
@@ -227,11 +227,11 @@ def test_self_comparison_and_unknown_cohort_are_errors():
         run(retained, make_ctx(table, [{"a": "orig", "b": "retr", "cohorts": ["zz"]}]))
 
 
-def test_nothing_to_do_gives_empty_tables_and_a_note(ctx):
+def test_nothing_to_do_writes_no_table_and_says_why(ctx):
     res = run(retained, ctx)
-    assert res.name == "retained" and set(res.tables) == {"comparisons", "seeds"}
-    assert all(t.empty for t in res.tables.values())
-    assert res.notes and "nothing to report" in res.notes[0]
+    assert res.name == "retained" and res.tables == {}
+    assert res.notes == ("Did not run: the spec has no `retained:` entries and the score table has "
+                         "no `seed` column.",)
 
 
 def test_smoke_on_simulated_study_and_exposure_qualification():
@@ -251,7 +251,7 @@ def test_smoke_on_simulated_study_and_exposure_qualification():
     for col in ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion",
                 "design", "n_resamples", "seed", "family"):
         assert col in comp.columns
-    assert res.tables["seeds"].empty
+    assert "seeds" not in res.tables
 
 
 def test_deterministic():

@@ -418,7 +418,7 @@ def test_cut_point_claims(cut):
     first = y[y["claim_id"] == y["claim_id"].iloc[0]]
     assert first["claim"].iloc[0].endswith("keeps the source's sensitivity and specificity")
     t = res.tables["transport"]
-    for _, c in first[first["change"] == "C"].iterrows():
+    for _, c in first[first["change"] == "cohort"].iterrows():
         row = _cell(t, model=c.model, cohort=c.cohort, rule="youden", criterion="sensitivity")
         assert c.verdict == ("holds" if row.retained else "does not hold")
         assert c.criterion == "sensitivity" and c.other_criterion == "specificity"

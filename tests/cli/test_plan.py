@@ -107,7 +107,8 @@ def test_plan_end_to_end_against_the_rule_by_hand(audit_dir, tmp_path):
     assert checked > 5
     # the counts are those of the cell's cohort (all models share the cohort's images)
     counts = pd.read_csv(audit_dir / "tables" / "discrimination__metrics.csv")
-    cells = plan[(plan["status"] == "unresolved") & plan["change"].isin(["at E", "C", "p", "r"])]
+    cells = plan[(plan["status"] == "unresolved")
+                 & plan["change"].isin(["at E", "cohort", "prompt", "criterion"])]
     assert len(cells) > 5
     for _, r in cells.iterrows():
         c = counts[counts["cohort"] == r["cohort"]].iloc[0]

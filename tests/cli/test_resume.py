@@ -85,3 +85,24 @@ def test_a_changed_input_invalidates_the_checkpoints(tmp_path):
     audit(AuditSpec.model_validate({**base, "seed": 7}), tmp_path, resume=resume)
     second = {p.name for p in resume.iterdir() if p.is_dir()}
     assert len(second) == 1 and second != first
+
+
+def test_the_same_command_on_its_finished_output_has_nothing_to_do(tmp_path):
+    """A kill after the output is complete and the checkpoints are gone (the process was
+    still exiting) leaves an uninterrupted run's files: the same command then succeeds
+    without touching them, and any other spec is still refused."""
+    from medaudit.cli.main import main
+
+    d = {"name": "t", "simulate": "paper000", "simulate_scale": 0.02, "n_resamples": 20,
+         "primary_prompt": "clinical", "cohorts": {"montgomery": {}, "shenzhen": {}},
+         "blocks": ["discrimination"]}
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(d))
+    out = tmp_path / "out"
+    assert main(["audit", str(spec), "--out", str(out), "--quiet"]) == 0
+    before = {k: (v, (out / k).stat().st_mtime_ns) for k, v in _files(out).items()}
+    assert main(["audit", str(spec), "--out", str(out), "--quiet"]) == 0
+    assert {k: (v, (out / k).stat().st_mtime_ns) for k, v in _files(out).items()} == before
+    spec.write_text(yaml.safe_dump({**d, "seed": 7}))  # another run: refused, folder kept
+    assert main(["audit", str(spec), "--out", str(out), "--quiet"]) == 2
+    assert {k: v for k, (v, _) in before.items()} == _files(out)

@@ -112,20 +112,26 @@ def test_matrix_columns_and_verdict_badges(small):
     outcome, _, page = small
     head = page[page.index('id="portability-matrix"'):page.index("</thead>", page.index(
         'id="portability-matrix"'))]
-    for sym in ("at E", ">C<", ">p<", ">N<", ">π<", ">r<", ">r + π<"):
+    # the first group holds the ranking claims: one column per change that can move them,
+    # and no prevalence column (AUROC does not depend on π: no filler cells)
+    for sym in ("at E", ">C<", ">p<", ">N<", ">r<", ">r + π<"):
         assert sym in head, sym
+    assert ">π<" not in head and ">unaffected<" not in page
     for verdict in set(outcome.claims["verdict"]):
         assert f">{verdict}</span>" in page, verdict
-    # the legend names every verdict class and qualification mark
-    for v in ("holds", "reversed", "unresolved", "not defined", "unaffected", "does not hold",
-              "specificity only"):
-        assert re.search(rf'class="badge v-[a-z]+" title="[^"]+">{v}</span>', page), v
+    # the legend names every verdict the matrix uses, with its meaning
+    legend = page[page.index('class="legend"'):page.index("</div>", page.index('class="legend"'))]
+    for v in set(outcome.claims["verdict"]):
+        assert re.search(rf'class="badge v-[a-z]+" title="[^"]+">{v}</span>', legend), v
+    # each kind of claim has its own table, with the columns of its own changes
+    groups = re.findall(r'<table class="matrix" id="(portability-matrix[^"]*)"', page)
+    assert len(groups) == outcome.claims["kind"].nunique() and groups[0] == "portability-matrix"
 
 
 def test_cell_titles_carry_estimate_and_qualifications(small):
     outcome, _, page = small
     c = outcome.claims
-    row = c[(c["change"] == "C") & c["qualification"].fillna("").str.contains("exposure")].iloc[0]
+    row = c[(c["change"] == "cohort") & c["qualification"].fillna("").str.contains("exposure")].iloc[0]
     est = fmt.fmt_ci(row["estimate"], row["ci_low"], row["ci_high"])
     block = page[page.index(f'id="claim-{row["claim_id"]}"'):]
     block = block[:block.index("</tbody>", block.index('class="detail"'))]

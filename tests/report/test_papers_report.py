@@ -68,7 +68,7 @@ def agreement_run(tmp_path_factory):
 def test_soft_label_claims_read_the_block_tables(labels_run):
     outcome, _, tmp = labels_run
     c = outcome.claims
-    y = c[c["change"] == "y"]
+    y = c[c["change"] == "reference"]
     assert {"ranking", "stability"} <= set(y["kind"])
     # the ranking claims from discrimination carry the soft-label difference with its interval
     r = y[(y["kind"] == "ranking") & (y["source_table"] == "discrimination.model_differences")]
@@ -88,17 +88,19 @@ def test_institution_and_agreement_claims(agreement_run):
     c = outcome.claims
     inst = c[c["kind"] == "institution"]
     con = outcome.results["error_structure"].tables["contrasts"]
-    # every contrast appears as a 'C' cell from each of its two institutions; a BH-significant
+    # every contrast appears as an institution cell from each of its two ends; a BH-significant
     # one does not hold (from both ends), with the difference oriented rate(to) - rate(from)
-    cells = inst[inst["change"] == "C"]
+    cells = inst[inst["change"] == "institution"]
     assert len(cells) == 2 * len(con)
     sig = con["significant"].astype(str).str.lower().eq("true").sum()
     assert (cells["verdict"] == "does not hold").sum() == 2 * sig
     assert set(cells["verdict"]) <= {"does not hold", "unresolved", "not defined", "not assessed"}
     rates = outcome.results["error_structure"].tables["rates"].set_index(
         ["model", "prompt", "cohort", "negatives", "criterion"])["estimate"]
+    # the finding is the claim's task (the rates table keeps it in `negatives`)
+    assert (inst["negatives"] == "all").all() and inst["task"].notna().all()
     for r in cells.head(20).itertuples():
-        to, frm = (rates[(r.model, r.prompt, c, r.negatives, r.criterion)]
+        to, frm = (rates[(r.model, r.prompt, c, r.task, r.criterion)]
                    for c in (r.changed_to, r.cohort))
         if math.isfinite(to) and math.isfinite(frm):
             assert math.isclose(r.estimate, to - frm, abs_tol=1e-12), r

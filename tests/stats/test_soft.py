@@ -418,3 +418,31 @@ def test_soft_metric_options_is_the_one_rule():
         soft_metric_options("soft_average_precision", variant="strict")
     with pytest.raises(MedauditError, match="ties"):
         soft_metric_options("soft_roc_auc", ties="pooled")
+
+
+# ----------------------------------------------------------------------------- the ceiling
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("metric", ["soft_roc_auc", "soft_average_precision"])
+def test_the_ceiling_is_the_best_any_ordering_reaches(seed, metric):
+    """Brute force: over every ordering of 7 items (every scorer without ties), the largest
+    soft metric equals the soft metric of the scorer equal to the soft label."""
+    import itertools
+
+    from medaudit.stats.soft import soft_ceiling
+
+    rng = np.random.default_rng(seed)
+    p = rng.choice([0.0, 0.2, 0.5, 0.8, 1.0], size=7)
+    p[:2] = (0.0, 1.0)  # both classes carry mass
+    fn = oracle.soft_auroc_strict if metric == "soft_roc_auc" else oracle.soft_ap_known_self
+    best = max(fn(p, np.asarray(order, dtype=float)) for order in itertools.permutations(range(7)))
+    assert soft_ceiling(p, metric=metric) == pytest.approx(best, abs=1e-12)
+    assert soft_ceiling(p, metric=metric) == pytest.approx(fn(p, p), abs=1e-12)
+
+
+def test_the_ceiling_of_hard_labels_is_one_and_falls_with_disagreement():
+    from medaudit.stats.soft import soft_ceiling
+
+    assert soft_ceiling([1, 0, 1, 0, 0]) == 1.0
+    # two readers of four disagree on one item: that item pairs with itself only in part
+    assert soft_ceiling([1, 0, 0.5]) < 1.0
+    assert soft_ceiling([1, 0, 0.5, 0.5]) < soft_ceiling([1, 0, 0.5])

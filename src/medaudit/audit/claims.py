@@ -1,6 +1,9 @@
-"""The portability matrix (paper 000 M0.1): every block's claims, in registry order.
+"""The portability matrix (paper 000 M0.1): declared claims first, then every block's generated claims.
 
-Each registered block states its own claims from the block tables
+Declared claims (``claims.declared``, :mod:`medaudit.blocks.claims`) come first; the
+generated claims that ``claims.generate`` keeps follow (default: every kind when nothing is
+declared, none when something is).  Each registered block states its own claims from the
+block tables
 (:meth:`medaudit.blocks.block.Block.claims`; the verdict vocabulary is in
 :mod:`medaudit.blocks.claimkit`): rankings and reliability (``discrimination``),
 operating constraints (``transport``), rankings under soft labels and ranking
@@ -28,9 +31,13 @@ __all__ = ["build_claims", "CLAIM_COLUMNS"]
 def build_claims(results: Mapping[str, BlockResult], spec: Any) -> pd.DataFrame:
     """The portability matrix in long form: one row per claim × changed element."""
     study = spec.study()
+    keep = spec.claims.generated_kinds()
     rows: list[dict[str, Any]] = []
     for name, block in BLOCKS.items():
-        rows += block.claims(results, study, spec.block_config(name))
+        got = block.claims(results, study, spec.block_config(name))
+        if name != "claims" and keep is not None:
+            got = [r for r in got if r.get("kind") in keep]
+        rows += [{**r, "origin": r.get("origin") or name} for r in got]
     if not rows:
         return pd.DataFrame(columns=list(CLAIM_COLUMNS))
     df = pd.DataFrame(rows)

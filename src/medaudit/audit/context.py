@@ -9,21 +9,26 @@ spec.  :func:`make_context` does the same for tables already in memory.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
 
-from medaudit.audit.spec import AuditSpec, ModelCard, check_spec_against_table
+from medaudit.audit.spec import IN_MEMORY, AuditSpec, ModelCard, check_spec_against_table
 from medaudit.blocks import BLOCKS
 from medaudit.blocks.context import AuditContext
 from medaudit.exceptions import SchemaError
 from medaudit.io.paths import resolve_input
 from medaudit.io.schema import unknown_columns, validate_score_table
 from medaudit.io.specfile import validate_model
-from medaudit.io.tables import read_table
+from medaudit.io.tables import ID_COLUMNS, read_table
 
-__all__ = ["Loaded", "build_context", "make_context", "load_scores", "ensemble_seeds", "spec_inputs"]
+__all__ = ["Loaded", "build_context", "make_context", "load_scores", "ensemble_seeds", "spec_inputs",
+           "IN_MEMORY", "SINGLE_COHORT"]
+
+#: the cohort of a score table without a ``cohort`` column (one site, one cohort)
+SINGLE_COHORT = "all"
 
 
 def _under(base_dir: Path, p: str | Path) -> Path:
@@ -45,7 +50,7 @@ def spec_inputs(spec: AuditSpec, base_dir: str | Path, spec_path: str | Path | N
 
     if spec_path is not None:
         out["audit spec"] = [Path(spec_path)]
-    if spec.scores is not None:
+    if spec.scores is not None and str(spec.scores) != IN_MEMORY:
         s = str(spec.scores)
         if s.startswith("dataset:"):
             add("score dataset", s[len("dataset:"):].partition(":")[2] or None)
@@ -70,13 +75,26 @@ def _source(spec: AuditSpec, score_inputs: dict[str, Any]) -> str:
         names = [w.path for w in spec.scores_wide]
         return (f"prediction file {names[0]}" if len(names) == 1 else
                 f"prediction files {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}")
+    if score_inputs.get("scores") == IN_MEMORY:
+        return "score table (DataFrame)"
     if spec.scores is not None:
         return str(score_inputs.get("scores", spec.scores))
     return "simulated paper-000 table"
 
 
-def load_scores(spec: AuditSpec, base_dir: Path) -> tuple[pd.DataFrame, dict[str, Any], AuditSpec]:
-    """Return the raw score table, its input provenance and the spec (cards filled for simulations)."""
+def load_scores(spec: AuditSpec, base_dir: Path, *, table: pd.DataFrame | None = None
+                ) -> tuple[pd.DataFrame, dict[str, Any], AuditSpec]:
+    """Return the raw score table, its input provenance and the spec (cards filled for simulations).
+
+    ``table``: a score table already in memory (the Python API), used instead of
+    ``spec.scores``; its identifier columns are read as text, as from a file.
+    """
+    if table is not None:
+        from medaudit.io.tables import ids_as_text
+
+        t = ids_as_text(table.copy(), tuple(c for c in ID_COLUMNS if c in table.columns))
+        digest = hashlib.sha256(pd.util.hash_pandas_object(t, index=False).to_numpy().tobytes())
+        return t, {"scores": IN_MEMORY, "sha256_rows": digest.hexdigest()}, spec
     if spec.simulate == "paper000":
         from medaudit.simulate import simulate_paper000
 
@@ -137,7 +155,8 @@ class Loaded(NamedTuple):
     spec: AuditSpec
 
 
-def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> Loaded:
+def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.DataFrame | None = None
+                  ) -> Loaded:
     """Load, validate and check every input the spec names; ensemble seeds when present.
 
     Annotations (paper 001) are aggregated to ``label`` (when the scores carry none) and
@@ -159,12 +178,15 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".") -> Loaded:
     if not spec.has_scores:
         return Loaded(make_context(spec, scores=_EMPTY_SCORES.copy(), judgments=judgments,
                                    judgment_variants=variants), inputs, spec)
-    table, score_inputs, spec = load_scores(spec, base_dir)
+    table, score_inputs, spec = load_scores(spec, base_dir, table=table)
     inputs.update(score_inputs)
     source = _source(spec, score_inputs)
     if "prompt" not in table.columns:  # a model without prompts: every row at the primary one
         table = table.assign(prompt=spec.primary_prompt)
         inputs["prompt_column"] = f"absent: every row read at prompt {spec.primary_prompt!r}"
+    if "cohort" not in table.columns and not spec.cohorts:  # one site: one cohort, "all"
+        table = table.assign(cohort=SINGLE_COHORT)
+        inputs["cohort_column"] = f"absent: every row in cohort {SINGLE_COHORT!r}"
     if not spec.cohorts and "cohort" in table.columns:  # not declared: every cohort, primary
         inferred = {str(c): {"role": "primary"} for c in sorted(table["cohort"].dropna().unique())}
         spec = validate_model({**spec.model_dump(mode="json", exclude_unset=True),

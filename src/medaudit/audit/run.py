@@ -40,7 +40,14 @@ def run_block(spec: AuditSpec, name: str, ctx: AuditContext) -> BlockResult:
     """Run block ``name`` of ``spec`` on ``ctx``; its own provenance travels with its tables."""
     block = BLOCKS[name]
     config = spec.block_config(name)
+    reason = block.skip(ctx, config)
+    if reason is not None:  # the report says why the block did not run; no empty tables
+        return BlockResult(name=name, tables={}, notes=(f"Did not run: {reason}.",),
+                           provenance={"skipped": reason})
     res = block.run(ctx, config)
+    # a table without rows is not written at all (one rule for every block): a header-only
+    # or one-byte CSV tells a reader nothing and some readers cannot open it
+    res = dataclasses.replace(res, tables={k: v for k, v in res.tables.items() if len(v)})
     own = block.provenance(ctx, config)
     return dataclasses.replace(res, provenance={**own, **res.provenance}) if own else res
 
@@ -95,6 +102,31 @@ def interrupted(out: str | Path) -> bool:
     return checkpoint_folder(out).is_dir() and out.is_dir() and is_medaudit_output(out)
 
 
+def already_written(spec: AuditSpec, base_dir: str | Path, out: str | Path) -> str | None:
+    """The run id when ``out`` is already the finished output of this spec and these inputs.
+
+    A run killed after its output was complete and its checkpoints removed (the process
+    was still exiting) leaves exactly what an uninterrupted run writes; the same command
+    again then has nothing to do, and says so instead of refusing the folder.  Only a
+    complete medaudit folder whose marker carries the run id of ``spec`` on the inputs as
+    they are now counts: any other existing folder is refused as before.
+    """
+    from medaudit.io.output import _read_marker
+
+    out = Path(out)
+    if not out.is_dir() or out.is_symlink() or interrupted(out):
+        return None
+    marker = _read_marker(out)
+    if marker is None or marker.get("state") is not None or not marker.get("run_id"):
+        return None
+    try:
+        ctx, inputs, spec = build_context(spec, base_dir)
+    except Exception:  # the run itself reports a bad input with its own message
+        return None
+    rid = _run_id(spec.model_dump(mode="json", exclude={"execution"}), inputs)
+    return rid if rid == marker["run_id"] else None
+
+
 def _checkpoints(root: Path, key: str) -> Path:
     """The folder of this run's key under ``root``; checkpoints of any other key are stale."""
     from medaudit.io.output import MARKER
@@ -127,17 +159,17 @@ def _provenance(spec: AuditSpec, ctx: AuditContext, inputs: dict[str, Any]) -> d
     }
 
 
-def audit(spec: AuditSpec, base_dir: str | Path = ".", *, resume: str | Path | None = None
-          ) -> AuditOutcome:
+def audit(spec: AuditSpec, base_dir: str | Path = ".", *, resume: str | Path | None = None,
+          table: Any = None) -> AuditOutcome:
     """Run a whole audit in memory (progress goes to the :mod:`medaudit.progress` listener).
 
     ``resume``: a folder for block checkpoints (:func:`checkpoint_folder` of the output);
     checkpoints written there for the same spec, inputs and versions are read back instead
-    of recomputed.
+    of recomputed.  ``table``: the score table in memory (``scores: "<DataFrame>"``).
     """
     from medaudit.backends import make_backend
 
-    ctx, inputs, spec = build_context(spec, base_dir)
+    ctx, inputs, spec = build_context(spec, base_dir, table=table)
     # the table is read, so the cost of B is known: refuse an absurd one before computing
     check_resampling_budget(max(len(ctx.scores), 1), spec.n_resamples, allow_large=spec.allow_large)
     saved = None if resume is None else _checkpoints(Path(resume), _checkpoint_key(spec, inputs))
@@ -156,8 +188,11 @@ def audit(spec: AuditSpec, base_dir: str | Path = ".", *, resume: str | Path | N
 
 def run_id(outcome: AuditOutcome) -> str:
     """A deterministic id of a run: the hash of its spec and inputs (reruns stay identical)."""
-    text = json.dumps({"spec": outcome.provenance.get("spec"),
-                       "inputs": outcome.provenance.get("inputs")}, sort_keys=True, default=str)
+    return _run_id(outcome.provenance.get("spec"), outcome.provenance.get("inputs"))
+
+
+def _run_id(spec: Any, inputs: Any) -> str:
+    text = json.dumps({"spec": spec, "inputs": inputs}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -189,6 +224,8 @@ def run_audit(spec_path: str | Path, out: str | Path, *, overwrite: bool = False
 
     spec, base = load_spec(spec_path)
     inputs = spec_inputs(spec, base, spec_path)
+    if not overwrite and already_written(spec, base, out):
+        return load_outcome(out)  # a finished run of this very spec: nothing to redo
     overwrite = overwrite or interrupted(out)
     check_output_dir(out, inputs=inputs, overwrite=overwrite)  # before minutes of computation
     resume = checkpoint_folder(out)

@@ -31,7 +31,7 @@ from medaudit.io.modelcard import ModelCard
 from medaudit.io.specfile import Strict, fraction, load_yaml_model
 from medaudit.labels.spec import AnnotationsSpec
 
-__all__ = ["DEMO_SPEC", "AuditSpec", "ClaimsSpec", "CohortSpec", "ModelCard", "WideScoresSpec", "load_spec",
+__all__ = ["DEMO_SPEC", "AuditSpec", "CohortSpec", "ModelCard", "WideScoresSpec", "load_spec",
            "check_spec_against_table", "BLOCK_NAMES", "SCORE_BLOCKS"]
 
 #: the embedded default audit (``medaudit demo``, ``make demo``): the seeded simulated
@@ -42,18 +42,8 @@ BLOCK_NAMES = tuple(BLOCKS)
 #: blocks reading the score table (paper 000 style inputs)
 SCORE_BLOCKS = tuple(n for n, b in BLOCKS.items() if "scores" in b.requires)
 _SCORE_INPUTS = ("scores", "simulate", "scores_wide")
-
-
-class ClaimsSpec(Strict):
-    """How the portability matrix states its claims (rankings and thresholds always)."""
-
-    #: reliability claims "AUROC >= level" for every model x primary cohort reaching it
-    auroc_at_least: float | None = 0.90
-
-    @field_validator("auroc_at_least")
-    @classmethod
-    def _lvl(cls, v: float | None) -> float | None:
-        return None if v is None else fraction(v, "auroc_at_least")
+#: the ``scores:`` of a spec whose score table is handed over in memory (``medaudit.audit(df)``)
+IN_MEMORY = "<DataFrame>"
 
 
 #: the columns :func:`medaudit.io.tables.read_wide` makes from a wide file (never kept as they are)
@@ -168,7 +158,6 @@ class _AuditSpecBase(Strict):
     #: default: every block whose inputs the spec gives (``requires`` of each block), in
     #: registry order
     blocks: list[Literal[BLOCK_NAMES]] | None = None  # type: ignore[valid-type]
-    claims: ClaimsSpec = Field(default_factory=ClaimsSpec)
     execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
     annotations: AnnotationsSpec | None = None
     judgments: JudgmentsSpec | None = None
@@ -213,6 +202,9 @@ class _AuditSpecBase(Strict):
                                                 and b.enabled(getattr(self, b.key()))])
         if len(set(self.blocks)) != len(self.blocks):
             raise ValueError(f"blocks repeat a name: {self.blocks}")
+        if self.claims.declared and "claims" not in self.blocks:
+            # declared claims are always judged: `blocks:` chooses the other analyses
+            object.__setattr__(self, "blocks", ["claims", *self.blocks])
         for name in self.blocks:
             for r in sorted(BLOCKS[name].requires, key=lambda r: r == "scores"):
                 if present[r]:
@@ -243,7 +235,8 @@ class _AuditSpecBase(Strict):
         """What the audit is about (cohorts, primary prompt, cards, score scale), for blocks."""
         return Study(cohorts=dict(self.cohorts), primary_prompt=self.primary_prompt,
                      cards=tuple(self.models), score_scale=self.score_scale,
-                     auroc_at_least=self.claims.auroc_at_least)
+                     auroc_at_least=self.claims.auroc_at_least,
+                     subgroups=BLOCKS["subgroups"].columns(self.subgroups))
 
     def resampling(self) -> Resampling:
         """The run's seed, B, interval level and permutation count, for blocks."""
@@ -253,6 +246,8 @@ class _AuditSpecBase(Strict):
 
 
 def _default_name(spec: _AuditSpecBase) -> str:
+    if spec.scores == IN_MEMORY:
+        return "audit"
     if spec.scores is not None:
         return Path(str(spec.scores)).stem or "audit"
     if spec.scores_wide:

@@ -145,6 +145,8 @@ def _words(a: Any, link: dict[type, str]) -> str:
     origin, args = typing.get_origin(a), typing.get_args(a)
     if a in _WORDS:
         return _WORDS[a]
+    if origin is typing.Annotated:
+        return _words(args[0], link)
     if _is_model(a):
         return f"section ([{a.__name__}](#{link[a]}))" if a in link else "section"
     if origin is Literal:
@@ -154,6 +156,10 @@ def _words(a: Any, link: dict[type, str]) -> str:
         return " or ".join(dict.fromkeys(parts)) + (", or null" if type(None) in args else "")
     if origin is list:
         inner = args[0] if args else Any
+        kinds = list(dict.fromkeys(_models_in(inner)))
+        if len(kinds) > 1:  # entries of several kinds (declared claims)
+            return "list of entries, each one of " + ", ".join(
+                f"[{k.__name__}](#{link[k]})" if k in link else k.__name__ for k in kinds)
         if _is_model(inner):
             return f"list of entries ([{inner.__name__}](#{link[inner]}))" if inner in link \
                 else "list of entries"
@@ -352,11 +358,14 @@ def _sections(spec: type[BaseModel]) -> list[tuple[str, type[BaseModel]]]:
 
     def walk(model: type[BaseModel], prefix: str) -> None:
         for name, f in model.model_fields.items():
-            for sub in _models_in(f.annotation):
+            subs = list(dict.fromkeys(_models_in(f.annotation)))
+            for sub in subs:
                 if sub in seen:
                     continue
                 seen.add(sub)
-                path = f"{prefix}{name}"
+                # a field that takes one of several sections (the kinds of a declared claim)
+                # gets one section per kind, named after it
+                path = f"{prefix}{name}" + (f"[{sub.__name__}]" if len(subs) > 1 else "")
                 out.append((path, sub))
                 walk(sub, f"{path}.")
 

@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from medaudit.blocks.agreement import Agreement
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, NoOptions, TableSchema
+from medaudit.blocks.claims import Claims
 from medaudit.blocks.context import AuditContext, CohortSpec, Resampling, Study, Wide, cell_rng
 from medaudit.blocks.discrimination import Discrimination
 from medaudit.blocks.error_structure import ErrorStructure
@@ -31,6 +32,7 @@ __all__ = ["BLOCKS", "Block", "BlockConfig", "BlockResult", "NoOptions", "TableS
 
 #: every block, in the order an audit runs them (and the default ``blocks:`` order)
 BLOCKS: MappingProxyType[str, Block] = MappingProxyType({b.name: b for b in (
+    Claims(),  # declared claims first: the matrix shows them first
     Discrimination(),
     OperatingPoints(),
     Prompts(),

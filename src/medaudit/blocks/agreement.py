@@ -565,7 +565,7 @@ def _agreement_claims(results: Mapping[str, BlockResult]) -> list[dict[str, Any]
             rows.append(cell("at E", "", r))
             for _, o in by_inst[(by_inst["model"] == r["model"])
                                 & (by_inst["criterion"] == r["criterion"])].iterrows():
-                rows.append(cell("C", str(o["cohort"]), o, cohort=o["cohort"]))
+                rows.append(cell("institution", str(o["cohort"]), o, cohort=o["cohort"]))
     gap = ck.table(results, NAME, "family_gap")
     if not gap.empty:
         for est_pair, g in gap.groupby("estimator", sort=True):
@@ -590,7 +590,7 @@ def _agreement_claims(results: Mapping[str, BlockResult]) -> list[dict[str, Any]
                 e = -sign * ck.to_float(o["estimate"])
                 v = "not defined" if not math.isfinite(e) else (
                     "holds" if e > 0 else "reversed" if e < 0 else "unresolved")
-                rows.append(ck.claim_cell(claim, "C", str(o["cohort"]), verdict=v, estimate=e,
+                rows.append(ck.claim_cell(claim, "institution", str(o["cohort"]), verdict=v, estimate=e,
                                   note="point estimate at one held-out institution",
                                   source="agreement.family_gap", cohort=o["cohort"]))
     return rows

@@ -17,8 +17,10 @@ the rest of the package needs to know about it:
 
 and implements :meth:`Block.run` (tidy tables in, tidy tables out: no file I/O, no
 printing, no plotting), optionally :meth:`Block.claims` (claims read from block tables,
-never recomputed) and :meth:`Block.check` (names in its config that the score table
-lacks).  ``docs/block-contract.md`` walks through adding one.
+never recomputed), :meth:`Block.check` (names in its config that the score table
+lacks) and :meth:`Block.skip` (why it cannot run on these inputs: the report says so and
+no table is written).  Tables without rows are never written.
+``docs/block-contract.md`` walks through adding one.
 """
 
 from __future__ import annotations
@@ -116,6 +118,11 @@ class Block:
         """Whether the block runs by default (no ``blocks:`` list) once the spec gives its inputs;
         e.g. ``subgroups`` only when its section names a column (default: always)."""
         return True
+
+    def skip(self, ctx: AuditContext, config: Any) -> str | None:
+        """Why the block cannot run on these inputs (None: it runs), in words for the report:
+        e.g. "the score table has one prompt" for the prompt contrasts."""
+        return None
 
     def wants(self, config: Any) -> frozenset[str]:
         """Optional context tables this config asks the loader for (``judgment_variants``)."""

@@ -1,20 +1,37 @@
-"""What every block's claims share: the matrix columns, table look-ups and the verdict rules.
+"""What every block's claims share: the matrix columns, the change axes, table look-ups and the verdicts.
 
 A claim is a typed statement with an evaluation specification E, an estimate, an
 interval and a verdict.  Its portability is judged by changing one element of E at a
-time and reading the verdict under the changed specification from the block tables
-(never recomputing a statistic):
+time.  Each matrix row names the changed element in words (:data:`AXES`): a column of
+the matrix always holds one kind of change, whatever the paper —
+
+* ``cohort`` / ``institution`` / ``task`` / ``finding`` — another cohort, named by what
+  moving to it changes (``cohorts: {name: {kind: task}}`` in the spec: ENHANCE's border
+  and colour are tasks, paper 002's sites are institutions);
+* ``prompt``, ``negatives``, ``prevalence``, ``threshold``, ``reference`` (the reference
+  standard: soft labels from the raw annotations), ``subgroup`` (a level of a declared
+  subgroup column), ``criterion`` and ``criterion at prevalence``.
+
+A claim gets a row only for the changes that can affect it: AUROC does not depend on
+prevalence, so an AUROC claim has no prevalence row (no "unaffected" filler).
+
+Verdicts (:data:`VERDICTS`):
 
 * ``holds``      — the interval excludes the null on the claimed side;
 * ``reversed``   — the interval excludes the null on the other side;
 * ``unresolved`` — the interval spans the decision boundary (a first-class verdict);
-* ``not defined``— the stratum is degenerate (e.g. undefined metric);
-* ``unaffected`` — the claim's criterion does not depend on this element (AUROC and π);
-* ``does not hold`` — a level or retention claim fails under the changed specification.
+* ``does not hold`` — a level, non-inferiority or retention claim fails;
+* ``not attainable`` — a level claim under a reference standard whose achievable ceiling
+  (the soft metric of a scorer equal to the soft label) is below the claimed level;
+* ``by construction`` — true because of how E was chosen (a threshold rule on its own
+  source, a rate at its own institution): not evidence, and not counted as holding;
+* ``not defined`` — the stratum is degenerate (e.g. undefined metric);
+* ``not assessed`` — no result to read for this change;
+* ``specificity only`` — specificity against one named negative group.
 
 Each block's :meth:`~medaudit.blocks.block.Block.claims` returns one row per claim ×
 changed element with the columns :data:`CLAIM_COLUMNS`; ``medaudit.audit.claims`` puts
-them together in registry order.
+them together, declared claims first.
 """
 
 from __future__ import annotations
@@ -25,13 +42,62 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["CLAIM_COLUMNS", "table", "qualify", "qualify_sorted", "to_float", "verdict_difference",
-           "verdict_level", "pair_rows", "claim_base"]
+__all__ = ["CLAIM_COLUMNS", "AXES", "VERDICTS", "COHORT_KINDS", "NOT_EVIDENCE", "table", "qualify",
+           "qualify_sorted", "to_float", "verdict_difference", "verdict_level", "verdict_at_most",
+           "verdict_ceiling", "pair_rows", "claim_base", "claim_cell", "cohort_axis"]
 
-CLAIM_COLUMNS = ("claim_id", "claim", "kind", "change", "changed_to", "model", "prompt", "cohort",
-                 "negatives", "prevalence", "threshold", "criterion", "estimate", "ci_low",
-                 "ci_high", "verdict", "qualification", "source_table", "other_criterion",
-                 "other_estimate")
+CLAIM_COLUMNS = ("claim_id", "claim", "kind", "origin", "change", "changed_to", "model", "prompt",
+                 "cohort", "negatives", "prevalence", "threshold", "criterion", "task", "estimate",
+                 "ci_low", "ci_high", "ceiling", "verdict", "qualification", "source_table",
+                 "other_criterion", "other_estimate", "other_ci_low", "other_ci_high",
+                 "claim_value", "claim_side", "n_pos", "n_neg")
+
+#: what moving a claim to another cohort changes (a cohort's declared ``kind``)
+COHORT_KINDS = ("cohort", "institution", "task", "finding")
+
+#: change word -> (symbol of E, header word, what it changes to); the matrix's column order
+AXES: dict[str, tuple[str, str, str]] = {
+    "at E": ("at E", "", "the claim at its own specification E"),
+    "cohort": ("C", "cohort", "another cohort"),
+    "institution": ("C", "institution", "another institution"),
+    "task": ("C", "task", "another task (the same images rated for another property)"),
+    "finding": ("C", "finding", "another finding"),
+    "prompt": ("p", "prompt", "another prompt family"),
+    "negatives": ("N", "negatives", "another negative (control) class"),
+    "prevalence": ("π", "prevalence", "another prevalence (scores re-weighted to it)"),
+    "threshold": ("τ", "threshold", "the threshold chosen again, on the cohort itself"),
+    "subgroup": ("g", "subgroup", "one level of a declared subgroup column"),
+    "reference": ("y", "reference standard", "soft labels from the raw annotations, or the "
+                                              "annotations resampled (paper 001)"),
+    "criterion": ("r", "criterion", "another criterion (score error instead of ranking)"),
+    "criterion at prevalence": ("r + π", "criterion at π",
+                                "another criterion at each prevalence of the grid"),
+}
+
+#: verdict -> meaning; the legend lists them in this order
+VERDICTS: dict[str, str] = {
+    "holds": "the interval excludes the null on the claimed side (operating constraint: met "
+             "at the target by point estimate)",
+    "reversed": "the interval excludes the null on the other side",
+    "unresolved": "the interval spans the decision boundary",
+    "does not hold": "the claimed level or constraint is not met",
+    "not attainable": "the claimed level is above the ceiling a perfect scorer reaches under "
+                      "this reference standard",
+    "by construction": "true because of how E was chosen (not evidence; not counted as holding)",
+    "not defined": "the stratum is degenerate; the metric is undefined",
+    "specificity only": "specificity against one named negative group (no positives there to "
+                        "re-check the constraint)",
+    "not assessed": "no result to read for this change",
+}
+
+#: verdicts at E that are not evidence for the claim (left out of the "holds at E" count)
+NOT_EVIDENCE = frozenset({"by construction"})
+
+
+def cohort_axis(study: Any, cohort: Any) -> str:
+    """The change word for moving a claim to ``cohort``: its declared kind (default "cohort")."""
+    spec = getattr(study, "cohorts", {}).get(cohort) if study is not None else None
+    return getattr(spec, "kind", "cohort") or "cohort"
 
 
 def table(results: Mapping[str, Any], block: str, name: str) -> pd.DataFrame:
@@ -81,6 +147,31 @@ def verdict_level(est: float, lo: float, hi: float, level: float) -> str:
     if hi < level:
         return "does not hold"
     return "unresolved"
+
+
+def verdict_at_most(est: float, lo: float, hi: float, level: float) -> str:
+    """Verdict for a claim that a metric is at most ``level`` (ECE <= 0.05)."""
+    if any(math.isnan(x) for x in (est, lo, hi)):
+        return "not defined"
+    if hi <= level:
+        return "holds"
+    if lo > level:
+        return "does not hold"
+    return "unresolved"
+
+
+def verdict_ceiling(verdict: str, ceiling: float, level: float) -> str:
+    """A level claim's verdict under a reference whose achievable ceiling is below the level.
+
+    ``verdict_level`` would read "does not hold" for every model, whatever its quality,
+    when even a scorer equal to the soft label cannot reach ``level``: the claim is then
+    not attainable under this reference, which says something about the reference, not
+    the model.  A claim that holds all the same (impossible in exact arithmetic) keeps
+    its verdict.
+    """
+    if math.isfinite(ceiling) and ceiling < level and verdict != "holds":
+        return "not attainable"
+    return verdict
 
 
 def pair_rows(df: pd.DataFrame, a: str, b: str, criterion: str) -> pd.DataFrame:

@@ -53,6 +53,9 @@ class CohortSpec(Strict):
     role: Literal["primary", "source", "extension", "descriptive"] = "primary"
     #: bootstrap design for this cohort's marginal intervals (paper 000: VinDr within-label)
     design: Literal["ordinary", "within_label"] = "ordinary"
+    #: what moving a claim to this cohort changes, in the portability matrix's words
+    #: (ENHANCE's border and colour are tasks; paper 002's sites are institutions)
+    kind: Literal["cohort", "institution", "task", "finding"] = "cohort"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,8 @@ class Study:
     score_scale: Literal["probabilities", "logits"] = "probabilities"
     #: level of the generated "AUROC >= L" reliability claims (None: none)
     auroc_at_least: float | None = 0.90
+    #: the declared subgroup columns of the score table (``subgroups:``), in declared order
+    subgroups: tuple[str, ...] = ()
 
     @property
     def probabilities(self) -> bool:

@@ -56,7 +56,9 @@ from medaudit.blocks.cells import (
 from medaudit.blocks.context import AuditContext, Study
 from medaudit.blocks.notes import degenerate_cells_note, degenerate_note, exposure_note, join, tied_items
 from medaudit.blocks.rows import interval, spec_row, verdict
+from medaudit.blocks.subgroups import ALL, subgroup_rows
 from medaudit.stats import adjust_pvalues, reliability_diagram
+from medaudit.stats.soft import soft_ceiling
 
 __all__ = ["Discrimination", "METRICS", "DIFFERENCE_METRICS", "SOFT_DIFFERENCE_METRICS",
            "cohort_cell"]
@@ -116,7 +118,7 @@ class Discrimination(Block):
                 soft_cohorts.append(cohort)
                 if tied := tied_items(dict(cell.scores)):
                     soft_ties.append(f"{cohort} ({', '.join(f'{m}: {n}' for m, n in tied.items())})")
-            metric_rows += _metric_rows(ctx, cohort, prompt, models, res)
+            metric_rows += _metric_rows(ctx, cohort, prompt, models, res, cell.label_soft)
             diff_rows += _difference_rows(ctx, cohort, prompt, pairs, res, delong)
         n_degenerate_cells = sum(int(r["n_degenerate"] > 0) for r in metric_rows + diff_rows)
         return BlockResult(name=NAME, tables={"metrics": pd.DataFrame(metric_rows),
@@ -129,10 +131,15 @@ class Discrimination(Block):
         return _ranking_claims(results, study) + _reliability_claims(results, study)
 
 
-def _metric_rows(ctx: AuditContext, cohort: str, prompt: str, models: list[str], res) -> list[dict]:
+def _metric_rows(ctx: AuditContext, cohort: str, prompt: str, models: list[str], res,
+                 label_soft: np.ndarray | None) -> list[dict]:
     ids = res.metric_ids + (list(SOFT_METRICS) if res.soft is not None else [])
+    # a soft metric's achievable ceiling: its value for a scorer equal to the soft label
+    ceiling = {mid: soft_ceiling(label_soft, metric=mid) for mid in SOFT_METRICS
+               if res.soft is not None and label_soft is not None}
     return [spec_row(model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
                      n_resamples=r.n_resamples, seed=res.seed, **interval(r),
+                     **({"ceiling": ceiling.get(mid, math.nan)} if ceiling else {}),
                      qualification=join(exposure_note(ctx, m, cohort),
                                         degenerate_note(r.n_degenerate, r.n_resamples)))
             for m in models for mid in ids for r in [res.marginal[(m, mid)]]]
@@ -227,7 +234,8 @@ def _cell(claim: dict, change: str, changed_to: str, row: pd.Series | None, bett
         out["criterion"] = criterion
     if row is None:
         # nothing to read: still name the changed element of E
-        column = {"C": "cohort", "p": "prompt", "N": "negatives"}.get(change)
+        column = {"prompt": "prompt", "negatives": "negatives",
+                  **{k: "cohort" for k in ck.COHORT_KINDS}}.get(change)
         if column and changed_to:
             out[column] = changed_to
         return out
@@ -273,34 +281,34 @@ def _ranking_claims(results: Mapping[str, BlockResult], study: Study) -> list[di
             for other in study.cohorts:
                 if other != cohort:
                     o = ck.pair_rows(diffs[diffs["cohort"] == other], a, b, "roc_auc_difference")
-                    rows.append(_cell(claim, "C", other, _first(o), hi_m, source=src))
+                    rows.append(_cell(claim, ck.cohort_axis(study, other), other, _first(o), hi_m,
+                                      source=src))
             if not by_prompt.empty:
                 bp = by_prompt[(by_prompt["cohort"] == cohort) & (by_prompt["prompt"] != r["prompt"])]
                 for p in dict.fromkeys(bp["prompt"]):
                     o = ck.pair_rows(bp[bp["prompt"] == p], a, b, "roc_auc_difference")
-                    rows.append(_cell(claim, "p", p, _first(o), hi_m,
+                    rows.append(_cell(claim, "prompt", p, _first(o), hi_m,
                                       source="prompts.model_differences_by_prompt"))
             if not by_group.empty:
                 bg = by_group[by_group["cohort"] == cohort]
                 for g in dict.fromkeys(bg["negatives"]):
                     o = ck.pair_rows(bg[bg["negatives"] == g], a, b, "roc_auc_difference")
-                    rows.append(_cell(claim, "N", g, _first(o), hi_m,
+                    rows.append(_cell(claim, "negatives", g, _first(o), hi_m,
                                       source="spectrum.model_differences"))
-            rows.append(_cell(claim, "π", "any", None, hi_m, verdict="unaffected",
-                              note="AUROC does not depend on prevalence"))
             here = diffs[diffs["cohort"] == cohort]
             o = ck.pair_rows(here, a, b, "soft_roc_auc_difference")
             if len(o):  # the cohort has soft labels: the reference standard as a changed element
-                rows.append(_cell(claim, "y", "soft labels", o.iloc[0], hi_m, source=src,
+                rows.append(_cell(claim, "reference", "soft labels", o.iloc[0], hi_m, source=src,
                                   criterion="soft_roc_auc"))
             o = ck.pair_rows(here, a, b, "brier_score_difference")
-            rows.append(_cell(claim, "r", "brier_score", _first(o), hi_m, lower_is_better=True,
+            rows.append(_cell(claim, "criterion", "brier_score", _first(o), hi_m, lower_is_better=True,
                               source=src, criterion="brier_score"))
             if not prev.empty:
                 pv = prev[prev["cohort"] == cohort]
                 for pi in dict.fromkeys(pv["prevalence"]):
                     o = ck.pair_rows(pv[pv["prevalence"] == pi], a, b, "brier_score_difference")
-                    rows.append(_cell(claim, "r, π", f"brier_score at π={pi}", _first(o), hi_m,
+                    rows.append(_cell(claim, "criterion at prevalence", f"brier_score at π={pi}",
+                                      _first(o), hi_m,
                                       lower_is_better=True, source="prevalence.differences",
                                       criterion=f"brier_score[prevalence={pi}]"))
     return rows
@@ -349,28 +357,42 @@ def _reliability_claims(results: Mapping[str, BlockResult], study: Study) -> lis
             for other in study.cohorts:
                 if other != cohort:
                     o = auc[(auc["cohort"] == other) & (auc["model"] == m)]
-                    rows.append(_level_cell(claim, level, "C", other, _first(o), cohort=other))
+                    rows.append(_level_cell(claim, level, ck.cohort_axis(study, other), other,
+                                            _first(o), cohort=other))
             if not matrix.empty:
                 mp = matrix[(matrix["cohort"] == cohort) & (matrix["model"] == m)
                             & (matrix["prompt"] != r["prompt"])
                             & (matrix["criterion"] == "roc_auc" if "criterion" in matrix
                                else True)]
                 for _, o in mp.iterrows():
-                    rows.append(_level_cell(claim, level, "p", o["prompt"], o,
+                    rows.append(_level_cell(claim, level, "prompt", o["prompt"], o,
                                             source="prompts.auroc_matrix", prompt=o["prompt"]))
             if not groups.empty:
                 g = groups[(groups["cohort"] == cohort) & (groups["model"] == m)
                            & (groups["criterion"] == "roc_auc")]
                 for _, o in g.iterrows():
-                    rows.append(_level_cell(claim, level, "N", o["negatives"], o,
+                    rows.append(_level_cell(claim, level, "negatives", o["negatives"], o,
                                             source="spectrum.groups", negatives=o["negatives"]))
-            rows.append({**_level_cell(claim, level, "π", "any", None), "verdict": "unaffected",
-                         "qualification": "AUROC does not depend on prevalence"})
+            sub = results.get("subgroups")
+            if sub is not None and r["prompt"] == study.primary_prompt:
+                lv = subgroup_rows(sub.tables, model=m, cohort=cohort, criterion="roc_auc")
+                for _, o in (lv[lv["group"] != ALL] if len(lv) else lv).iterrows():
+                    rows.append(_level_cell(claim, level, "subgroup",
+                                            f"{o['subgroup']} = {o['group']}", o,
+                                            source="subgroups.metrics"))
             soft = metrics[(metrics["cohort"] == cohort) & (metrics["model"] == m)
                            & (metrics["prompt"] == r["prompt"])
                            & (metrics["negatives"] == r["negatives"])
                            & (metrics["criterion"] == "soft_roc_auc")]
             if len(soft):
-                rows.append(_level_cell(claim, level, "y", "soft labels", soft.iloc[0],
-                                        criterion="soft_roc_auc"))
+                cell = _level_cell(claim, level, "reference", "soft labels", soft.iloc[0],
+                                   criterion="soft_roc_auc")
+                ceiling = ck.to_float(soft.iloc[0].get("ceiling"))
+                if math.isfinite(ceiling):
+                    cell["ceiling"] = ceiling
+                    cell["verdict"] = ck.verdict_ceiling(cell["verdict"], ceiling, level)
+                    cell["qualification"] = ck.qualify_sorted(
+                        cell["qualification"], f"achievable ceiling under soft labels "
+                        f"{ceiling:.3f}" + (f" is below {level:g}" if ceiling < level else ""))
+                rows.append(cell)
     return rows

@@ -664,15 +664,17 @@ def _institution_claims(results: Mapping[str, BlockResult]) -> list[dict[str, An
         model, prompt, crit, finding, source = key
         rate = str(crit).removesuffix("_difference")
         n += 1
-        claim = ck.claim_base(f"I{n:02d}", f"{model}'s {rate.upper()} on {finding} at {source} carries "
-                      "over to other institutions", "institution", model=model, prompt=prompt,
-                      cohort=source, negatives=finding, criterion=rate)
+        claim = {**ck.claim_base(f"I{n:02d}", f"{model}'s {rate.upper()} on {finding} at {source} "
+                                 "carries over to other institutions", "institution", model=model,
+                                 prompt=prompt, cohort=source, criterion=rate), "task": finding}
         at = rates[(rates["model"] == model) & (rates["prompt"] == prompt)
                    & (rates["cohort"] == source) & (rates["negatives"] == finding)
                    & (rates["criterion"] == rate)] if not rates.empty else rates
         if len(at):  # the rate as measured at its own institution (the claim at E)
             a = at.iloc[0]
-            rows.append(ck.claim_cell(claim, "at E", "", verdict="holds", estimate=ck.to_float(a["estimate"]),
+            # measured where the claim is made: the starting point, not evidence that it travels
+            rows.append(ck.claim_cell(claim, "at E", "", verdict="by construction",
+                              estimate=ck.to_float(a["estimate"]),
                               ci_low=ck.to_float(a["ci_low"]), ci_high=ck.to_float(a["ci_high"]),
                               note=ck.qualify("the rate measured at its own institution",
                                       a.get("qualification")), source="error_structure.rates"))
@@ -692,7 +694,7 @@ def _institution_claims(results: Mapping[str, BlockResult]) -> list[dict[str, An
                       "difference not detected (equality not shown)"
                       if verdict == "unresolved" else "", r.get("qualification"))
             # the estimate is rate(other) - rate(source): what changes when the claim travels
-            rows.append(ck.claim_cell(claim, "C", str(r["_other"]), verdict=verdict,
+            rows.append(ck.claim_cell(claim, "institution", str(r["_other"]), verdict=verdict,
                               estimate=s * ck.to_float(r["estimate"]), ci_low=lo, ci_high=hi, note=note,
                               source="error_structure.contrasts"))
     return rows

@@ -406,7 +406,7 @@ def _label_claims(results: Mapping[str, BlockResult]) -> list[dict[str, Any]]:
             soft = str(r["order_soft"])
             verdict = ("holds" if soft == order else "unresolved" if soft == "tie"
                        else "reversed" if soft in ("a_higher", "b_higher") else "not defined")
-            rows.append(ck.claim_cell(claim, "y", "soft labels", verdict=verdict,
+            rows.append(ck.claim_cell(claim, "reference", "soft labels", verdict=verdict,
                               estimate=sign * (ck.to_float(r["soft_a"]) - ck.to_float(r["soft_b"])),
                               note=note,
                               source="label_uncertainty.rank_changes", criterion=str(r["criterion"])))
@@ -419,7 +419,7 @@ def _label_claims(results: Mapping[str, BlockResult]) -> list[dict[str, Any]]:
         p = ck.to_float(r["pvalue"])
         sig = str(r.get("significant")).lower() == "true"
         verdict = "not defined" if not math.isfinite(p) else "holds" if sig else "unresolved"
-        rows.append(ck.claim_cell(claim, "y", "annotation bootstrap", verdict=verdict,
+        rows.append(ck.claim_cell(claim, "reference", "annotation bootstrap", verdict=verdict,
                           estimate=ck.to_float(r["stability_soft"]) - ck.to_float(r["stability_ordinary"]),
                           note=ck.qualify(f"one-sided binomial p = {p:.3g} (k = {r['k']} of {r['n']})",
                                   r.get("qualification")),

@@ -328,6 +328,9 @@ def _claim_value(row: Mapping[str, Any], study: Study) -> tuple[float, str, str]
     resolved only by detecting the difference, so it would not hold.
     """
     kind = str(row.get("kind"))
+    value, side = pd.to_numeric(row.get("claim_value"), errors="coerce"), row.get("claim_side")
+    if np.isfinite(value) and side in ("greater", "less"):  # a declared claim says it itself
+        return float(value), str(side), ""
     if kind in ("ranking", "estimator"):
         return 0.0, "less" if _base(row.get("criterion")) in LOWER_IS_BETTER else "greater", ""
     if kind == "institution":
@@ -341,7 +344,10 @@ def _claim_value(row: Mapping[str, Any], study: Study) -> tuple[float, str, str]
 
 
 def _counts(row: Mapping[str, Any], results: Mapping[str, BlockResult]) -> tuple[float, float] | None:
-    """Positives and negatives behind the claim's cell, read from its source table."""
+    """Positives and negatives behind the claim's cell: its own, else read from its source table."""
+    own = [pd.to_numeric(row.get(k), errors="coerce") for k in ("n_pos", "n_neg")]
+    if all(np.isfinite(own)):
+        return float(own[0]), float(own[1])
     block, _, tname = str(row.get("source_table", "")).partition(".")
     res = results.get(block)
     t = res.tables.get(tname) if res is not None else None

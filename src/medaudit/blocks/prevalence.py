@@ -108,6 +108,12 @@ class Prevalence(Block):
         return [e for i, pv in enumerate(config)
                 for e in unknown("cohort", pv.cohorts, cohorts, f"prevalence[{i}].cohorts")]
 
+    def skip(self, ctx: AuditContext, config: list[PrevalenceEntry]) -> str | None:
+        if not config:
+            return ("no prevalence grid is declared (`prevalence: [{cohorts: [...], grid: [...], "
+                    "primary: ...}]`)")
+        return None
+
     def run(self, ctx: AuditContext, config: list[PrevalenceEntry]) -> BlockResult:
         if not ctx.probabilities and config:
             return BlockResult(name=NAME, tables={"metrics": pd.DataFrame(),

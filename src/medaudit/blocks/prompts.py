@@ -369,6 +369,13 @@ class Prompts(Block):
             errs += unknown("cohort", getattr(config, key) or [], cohorts, f"prompts.{key}")
         return errs
 
+    def skip(self, ctx: AuditContext, config: PromptsConfig) -> str | None:
+        prompts = ctx.prompts(config.families)
+        if len(prompts) < 2:
+            return (f"the score table has one prompt ({prompts[0] if prompts else 'none'}); "
+                    "prompt contrasts need two or more (a `prompt` column, or `prompts.families`)")
+        return None
+
     def run(self, ctx: AuditContext, config: PromptsConfig) -> BlockResult:
         """Prompt-sensitivity tables (see the module docstring)."""
         models = ctx.models()

@@ -496,6 +496,11 @@ class Retained(Block):
                 errs += unknown("prompt", [rt.prompt], prompts, f"retained[{i}].prompt")
         return errs
 
+    def skip(self, ctx: AuditContext, config: list[RetainedEntry]) -> str | None:
+        if not config and ctx.seed_scores is None:
+            return ("the spec has no `retained:` entries and the score table has no `seed` column")
+        return None
+
     def run(self, ctx: AuditContext, config: list[RetainedEntry]) -> BlockResult:
         """Retained-target comparisons (``comparisons``) and per-seed summaries (``seeds``)."""
         notes: list[str] = []

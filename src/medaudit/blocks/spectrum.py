@@ -280,6 +280,12 @@ class Spectrum(Block):
                 errs.append(f"  - spectrum[{i}]: the table has no 'negative_group' column")
         return errs
 
+    def skip(self, ctx: AuditContext, config: list[SpectrumEntry]) -> str | None:
+        if not config:
+            return ("no `spectrum:` entries are declared (a cohort and its named negative groups, "
+                    "from the `negative_group` column)")
+        return None
+
     def run(self, ctx: AuditContext, config: list[SpectrumEntry]) -> BlockResult:
         """Negative-spectrum tables ``groups``, ``contrasts`` and ``model_differences``."""
         cohort_order = ctx.cohorts

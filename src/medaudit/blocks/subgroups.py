@@ -92,7 +92,7 @@ from medaudit.io.tables import ids_as_text
 from medaudit.stats import adjust_pvalues, bootstrap_pvalue, subgroup_bootstrap
 from medaudit.stats.subgroups import SUMMARIES, SubgroupBootstrapResult
 
-__all__ = ["Subgroups", "SubgroupsConfig", "SubgroupCell", "run_subgroups", "subgroup_rows",
+__all__ = ["Subgroups", "SubgroupsConfig", "SubgroupCell", "run_subgroups", "subgroup_rows", "levels_of",
            "METRICS", "DIRECTION", "MISSING", "ALL"]
 
 NAME = "subgroups"
@@ -210,18 +210,26 @@ def run_subgroups(cell: SubgroupCell, resampling: Resampling) -> SubgroupBootstr
 
 
 # ----------------------------------------------------------------------------- reading columns
+def levels_of(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """The level of ``column`` on each row of ``frame`` as text; empty cells are :data:`MISSING`.
+
+    Integral numbers (an age band read as 1.0, 2.0) become their digits; text stays as it is.
+    """
+    vals = ids_as_text(frame[["image_id", column]], (column,))[column].to_numpy(dtype=object)
+    missing = np.array([v is None or (isinstance(v, float) and v != v) or not str(v).strip()
+                        for v in vals], dtype=bool)
+    return np.where(missing, MISSING, vals).astype(str)
+
+
 def _levels(ctx: AuditContext, cohort: str, image_id: np.ndarray, column: str
             ) -> tuple[np.ndarray, int]:
     """The level of each image of ``cohort`` (aligned with ``image_id``) and the missing count."""
     sub = ctx.scores[ctx.scores["cohort"] == cohort].drop_duplicates("image_id")
     if column not in sub.columns:
         raise SchemaError(f"subgroups: the score table has no column {column!r}.")
-    # integral numbers (an age band read as 1.0, 2.0) become their digits, text stays as it is
-    vals = ids_as_text(sub[["image_id", column]], (column,)).set_index("image_id")[column]
-    vals = vals.reindex(image_id).to_numpy(dtype=object)
-    missing = np.array([v is None or (isinstance(v, float) and v != v) or not str(v).strip()
-                        for v in vals], dtype=bool)
-    out = np.where(missing, MISSING, vals).astype(str)
+    out = pd.Series(levels_of(sub, column), index=sub["image_id"].to_numpy()).reindex(
+        image_id).to_numpy(dtype=str)
+    missing = out == MISSING
     if (out[~missing] == ALL).any():
         raise SchemaError(f"subgroups: column {column!r} has the value {ALL!r} in cohort {cohort!r}, "
                           "the label of the whole cohort in the subgroup tables; rename the level.")
@@ -355,6 +363,11 @@ class Subgroups(Block):
     @classmethod
     def default_config(cls) -> Any:
         return []
+
+    @staticmethod
+    def columns(config: Any) -> tuple[str, ...]:
+        """The declared subgroup columns of the section (short or long form)."""
+        return tuple(_config(config).columns)
 
     @classmethod
     def spec_annotation(cls) -> Any:

@@ -206,6 +206,11 @@ class Transport(Block):
                 for e in unknown("cohort", [tr.source, *tr.targets, *tr.fixed_targets], cohorts,
                                  f"transport[{i}]")]
 
+    def skip(self, ctx: AuditContext, config: list[TransportEntry]) -> str | None:
+        if not config:
+            return "no `transport:` entries are declared (a source cohort, its targets and rules)"
+        return None
+
     def run(self, ctx: AuditContext, config: list[TransportEntry]) -> BlockResult:
         thr_rows: list[dict[str, Any]] = []
         tr_rows: list[dict[str, Any]] = []
@@ -422,10 +427,11 @@ def _threshold_claims(results: Mapping[str, BlockResult], study: Study,
         claim = {"claim_id": f"T{n:02d}", "claim": text,
                  "kind": "operating constraint", "model": k["model"], "prompt": study.primary_prompt,
                  "cohort": k["source"], "negatives": "all", "prevalence": "observed",
-                 "threshold": k["threshold"], "criterion": crit, "verdict": "holds"}
+                 "threshold": k["threshold"], "criterion": crit}
+        # chosen on the source to meet the rule there: true by construction, not evidence
         rows.append({**claim, "change": "at E", "changed_to": "", "estimate": math.nan,
-                     "ci_low": math.nan, "ci_high": math.nan,
-                     "qualification": "holds on the source by construction",
+                     "ci_low": math.nan, "ci_high": math.nan, "verdict": "by construction",
+                     "qualification": "the threshold is chosen on the source to meet the rule",
                      "source_table": "transport.thresholds"})
         for _, t in sub[sub["criterion"] == crit].iterrows():
             other = sub[(sub["cohort"] == t["cohort"]) & (sub["criterion"] != crit)]
@@ -438,7 +444,8 @@ def _threshold_claims(results: Mapping[str, BlockResult], study: Study,
                     note = ck.qualify_sorted(
                         note, f"flagged: useless operating point ({o['criterion']} < 0.05)")
             verdict = "holds" if bool(t["retained"]) else "does not hold"
-            rows.append({**claim, "change": "C", "changed_to": t["cohort"], "cohort": t["cohort"],
+            rows.append({**claim, "change": ck.cohort_axis(study, t["cohort"]),
+                         "changed_to": t["cohort"], "cohort": t["cohort"],
                          "estimate": t["estimate"],
                          "ci_low": t["ci_low"], "ci_high": t["ci_high"], "verdict": verdict,
                          "qualification": note, "source_table": "transport.transport",
@@ -447,7 +454,8 @@ def _threshold_claims(results: Mapping[str, BlockResult], study: Study,
             ng = named[(named["source"] == k["source"]) & (named["rule"] == k["rule"])
                        & (named["model"] == k["model"])]
             for _, g in ng.iterrows():
-                rows.append({**claim, "change": "N", "changed_to": f"{g['cohort']}: {g['negatives']}",
+                rows.append({**claim, "change": "negatives",
+                             "changed_to": f"{g['cohort']}: {g['negatives']}",
                              "cohort": g["cohort"], "negatives": g["negatives"],
                              "criterion": "specificity",
                              "estimate": g["estimate"], "ci_low": math.nan, "ci_high": math.nan,

@@ -39,11 +39,17 @@ def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
 
     from medaudit import progress
     from medaudit.audit.context import spec_inputs
-    from medaudit.audit.run import audit, checkpoint_folder, interrupted, write_outcome
+    from medaudit.audit.run import already_written, audit, checkpoint_folder, interrupted, write_outcome
     from medaudit.cli.progress import audit_progress
     from medaudit.io.output import check_output_dir
 
     inputs = spec_inputs(spec, base, spec_path)
+    if not overwrite and (rid := already_written(spec, base, out)):
+        # killed after its output was complete: the same command again has nothing to do
+        if not quiet:
+            print(f"{out} is already the finished output of this spec and these inputs "
+                  f"(run {rid}); nothing to do. Pass --overwrite to recompute it.")
+        return 0
     overwrite = overwrite or interrupted(out)  # the same command again finishes a killed run
     # refuse a destructive or unwritable --out before minutes of computation, not after
     check_output_dir(out, inputs=inputs, overwrite=overwrite)

@@ -113,7 +113,7 @@ def checklist(outcome: Any) -> list[dict[str, Any]]:
                  f"positive, {fmt.fmt_int(d.get('n_neg'))} negative; bootstrap design {cs.design}.")
     a.append("Reference labels are the `label` column of the score table; the spec does not "
              "describe the reference standard behind them.")
-    vc = _verdicts(claims, "C", "ranking")
+    vc = _verdicts(claims, "cohort", "ranking") + _verdicts(claims, "institution", "ranking")
     if vc:
         a.append(f"Ranking claims with the cohort changed (C): {_counts_text(vc)}.")
     items.append({"links": [("#provenance-cohorts", "cohorts")], "answers": a})
@@ -139,7 +139,7 @@ def checklist(outcome: Any) -> list[dict[str, Any]]:
             if tested:
                 a.append(f"Permutation tests significant after adjustment: "
                          f"{sum(bool(v) for v in tested)} of {len(tested)}.")
-    vc = _verdicts(claims, "N", "ranking")
+    vc = _verdicts(claims, "negatives", "ranking")
     if vc:
         a.append(f"Ranking claims with the negative class changed (N): {_counts_text(vc)}.")
     small = _qual_parts(claims, "small")
@@ -166,7 +166,7 @@ def checklist(outcome: Any) -> list[dict[str, Any]]:
     if not rev.empty and "reversed" in rev.columns:
         k = sum(bool(v) for v in rev["reversed"] if not fmt.is_missing(v))
         a.append(f"Model pairs whose score-error order reverses across the grid: {k} of {len(rev)}.")
-    vc = _verdicts(claims, "r, π", "ranking")
+    vc = _verdicts(claims, "criterion at prevalence", "ranking")
     if vc:
         a.append(f"Ranking claims judged by score error at each π (r + π): {_counts_text(vc)}.")
     items.append({"links": [("#block-prevalence", "prevalence")] if "prevalence" in blocks else [],

@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from medaudit.blocks import BLOCKS
+from medaudit.blocks import claimkit as ck
 from medaudit.io.output import default_file_mode
 from medaudit.report import format as fmt
 from medaudit.report._common import (
@@ -57,33 +58,25 @@ MAX_ROWS = 300
 _E = ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion")
 _PROV = ("design", "n_resamples", "seed", "family")
 
-#: changed element of E -> (symbol, element, what it changes to)
-CHANGES: dict[str, tuple[str, str, str]] = {
-    "at E": ("at E", "", "the claim at its own specification E"),
-    "C": ("C", "cohort", "another cohort"),
-    "p": ("p", "prompt", "another prompt family"),
-    "N": ("N", "negatives", "another negative (control) class"),
-    "π": ("π", "prevalence", "another prevalence"),
-    "r": ("r", "criterion", "another criterion (score error instead of ranking)"),
-    "r, π": ("r + π", "criterion at π", "another criterion at each prevalence of the grid"),
-    "y": ("y", "reference labels", "soft labels from the raw annotations, or the annotations "
-                                   "resampled (paper 001)"),
-}
+#: changed element of E -> (symbol, element, what it changes to): the one vocabulary of the blocks
+CHANGES: dict[str, tuple[str, str, str]] = dict(ck.AXES)
 
-#: verdict -> (css class, meaning); the legend lists them in this order
+#: verdict -> css class of its badge
+_CSS = {"holds": "v-holds", "reversed": "v-reversed", "unresolved": "v-unresolved",
+        "does not hold": "v-fails", "not attainable": "v-unattainable",
+        "by construction": "v-construction", "not defined": "v-undefined",
+        "unaffected": "v-unaffected", "specificity only": "v-sponly", "not assessed": "v-na"}
+#: verdict -> (css class, meaning); the legend lists those of the matrix in this order
 VERDICTS: dict[str, tuple[str, str]] = {
-    "holds": ("v-holds", "the interval excludes the null on the claimed side (operating "
-                         "constraint: met at the target by point estimate)"),
-    "reversed": ("v-reversed", "the interval excludes the null on the other side"),
-    "unresolved": ("v-unresolved", "the interval spans the decision boundary"),
-    "does not hold": ("v-fails", "the operating constraint is not met at the target"),
-    "not defined": ("v-undefined", "the stratum is degenerate; the metric is undefined"),
+    **{v: (_CSS[v], d) for v, d in ck.VERDICTS.items()},
+    # results.json files written before the matrix dropped its filler cells
     "unaffected": ("v-unaffected", "the criterion does not depend on this element"),
-    "specificity only": ("v-sponly", "specificity against one named negative group (no "
-                                     "positives there to re-check the constraint)"),
-    "not assessed": ("v-na", "no result row to read for this change"),
 }
-_NOT_SURVIVING = {"reversed", "unresolved", "does not hold", "not defined", "not assessed"}
+_NOT_SURVIVING = {"reversed", "unresolved", "does not hold", "not attainable", "not defined",
+                  "not assessed"}
+#: the order of the matrix's groups: declared claims first, then the generated kinds
+_GROUP_TITLES = {"declared": "Declared claims"}
+
 
 def _png_size(png: bytes) -> tuple[int, int] | None:
     if len(png) >= 24 and png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR":
@@ -113,16 +106,23 @@ def _entry(r: dict[str, Any]) -> dict[str, Any]:
     cell_marks = "".join(m for m in marks if m != QUALIFICATIONS["degenerate"][0])
     label = " ".join(x for x in CHANGES.get(change, (change, "", ""))[:2] if x)
     shown = label_text(r.get("changed_to"))
-    m = re.fullmatch(r"(.+) at (π=.+)", shown) if change == "r, π" else None
+    m = re.fullmatch(r"(.+) at (π=.+)", shown) if change == "criterion at prevalence" else None
     if m:  # the criterion is the r column's; the cell names the prevalence
         shown = m.group(2)
     group = ""
-    if change == "N" and ": " in shown:  # "cohort: negative group" -> grouped by cohort
+    if change == "negatives" and ": " in shown:  # "cohort: negative group" -> grouped by cohort
         group, shown = shown.split(": ", 1)
     head = f"{label}: {label_text(r.get('changed_to'))}" if label_text(r.get("changed_to")) else label
     lines = [f"{head} → {verdict}"]
     if est:
         lines.append(f"{what}: {est}")
+    ceiling = fmt.as_float(r.get("ceiling"))
+    if ceiling is not None:
+        lines.append(f"achievable ceiling under this reference: {fmt.fmt_estimate(ceiling)}")
+    if fmt.as_float(r.get("other_estimate")) is not None and label_text(r.get("other_criterion")):
+        other = fmt.fmt_ci(r.get("other_estimate"), r.get("other_ci_low"), r.get("other_ci_high")) \
+            if fmt.as_float(r.get("other_ci_low")) is not None else fmt.fmt_estimate(r.get("other_estimate"))
+        lines.append(f"{label_text(r.get('other_criterion'))}: {other}")
     lines += [f"• {q['text']}" for q in quals]
     if label_text(r.get("source_table")):
         lines.append(f"from {label_text(r.get('source_table'))}")
@@ -131,55 +131,94 @@ def _entry(r: dict[str, Any]) -> dict[str, Any]:
             "interval": interval, "what": what, "quals": quals, "marks": marks,
             "cell_marks": cell_marks,
             "title": "\n".join(lines), "source": label_text(r.get("source_table")),
+            "ceiling": "" if ceiling is None else fmt.fmt_estimate(ceiling),
             "inline": bool(est) and change == "at E"}
 
 
-def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
-    if claims is None or claims.empty:
-        return {"columns": [], "rows": [], "n_claims": 0, "summary": []}
-    present = unique_texts(claims["change"])
+def _columns(present: Sequence[str]) -> list[dict[str, str]]:
     order = [c for c in CHANGES if c in present] + [c for c in present if c not in CHANGES]
-    columns = [{"key": c, "sym": CHANGES.get(c, (c, "", ""))[0], "word": CHANGES.get(c, (c, "", ""))[1],
-                "help": CHANGES.get(c, ("", "", c))[2]} for c in order]
+    return [{"key": c, "sym": CHANGES.get(c, (c, "", ""))[0], "word": CHANGES.get(c, (c, "", ""))[1],
+             "help": CHANGES.get(c, ("", "", c))[2]} for c in order]
+
+
+def _claim_row(cid: str, recs: list[dict[str, Any]], order: list[str]) -> dict[str, Any]:
+    at_e = next((r for r in recs if label_text(r.get("change")) == "at E"), recs[0])
+    entries = [_entry(r) for r in recs]
+    thr = fmt.as_float(at_e.get("threshold"))
+    e = [("m", "model", label_text(at_e.get("model"))),
+         ("p", "prompt", label_text(at_e.get("prompt"))),
+         ("C", "cohort", label_text(at_e.get("cohort"))),
+         ("N", "negatives", label_text(at_e.get("negatives"))),
+         ("π", "prevalence", label_text(at_e.get("prevalence"))),
+         ("τ", "threshold", "none" if thr is None else fmt.fmt_estimate(thr)),
+         ("r", "criterion", label_text(at_e.get("criterion")))]
+    if label_text(at_e.get("task")):
+        e.insert(3, ("k", "task", label_text(at_e.get("task"))))
+    verdict_e = next((x["verdict"] for x in entries if x["change"] == "at E"), "not assessed")
+    others = [x["verdict"] for x in entries if x["change"] != "at E"]
+    if verdict_e in ck.NOT_EVIDENCE:
+        status = "construction"
+    elif verdict_e != "holds":
+        status = "not-at-e"
+    elif any(v in _NOT_SURVIVING for v in others):
+        status = "changes"
+    else:
+        status = "survives"
+    return {"id": cid, "claim": label_text(at_e.get("claim")), "kind": label_text(at_e.get("kind")),
+            "origin": label_text(at_e.get("origin")), "e": e, "status": status,
+            "verdict_e": verdict_e, "cells": [[x for x in entries if x["change"] == c] for c in order],
+            "entries": entries,
+            "marks": "".join(dict.fromkeys(m for x in entries for m in x["marks"]))}
+
+
+def _group_key(r: dict[str, Any]) -> str:
+    return "declared" if label_text(r.get("origin")) == "declared" else label_text(r.get("kind"))
+
+
+def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
+    """The matrix as groups of claims (declared first, then each generated kind), each with
+    the columns of the changes that can affect its claims (no filler columns)."""
+    if claims is None or claims.empty:
+        return {"groups": [], "rows": [], "n_claims": 0, "summary": [], "verdicts_present": []}
     records = claims.to_dict("records")
-    rows = []
-    for cid in unique_texts(claims["claim_id"]):
-        recs = [r for r in records if label_text(r.get("claim_id")) == cid]
-        at_e = next((r for r in recs if label_text(r.get("change")) == "at E"), recs[0])
-        entries = [_entry(r) for r in recs]
-        thr = fmt.as_float(at_e.get("threshold"))
-        e = [("m", "model", label_text(at_e.get("model"))),
-             ("p", "prompt", label_text(at_e.get("prompt"))),
-             ("C", "cohort", label_text(at_e.get("cohort"))),
-             ("N", "negatives", label_text(at_e.get("negatives"))),
-             ("π", "prevalence", label_text(at_e.get("prevalence"))),
-             ("τ", "threshold", "none" if thr is None else fmt.fmt_estimate(thr)),
-             ("r", "criterion", label_text(at_e.get("criterion")))]
-        verdict_e = next((x["verdict"] for x in entries if x["change"] == "at E"), "not assessed")
-        others = [x["verdict"] for x in entries if x["change"] != "at E"]
-        if verdict_e != "holds":
-            status = "not-at-e"
-        elif any(v in _NOT_SURVIVING for v in others):
-            status = "changes"
-        else:
-            status = "survives"
-        rows.append({"id": cid, "claim": label_text(at_e.get("claim")), "kind": label_text(at_e.get("kind")),
-                     "e": e, "status": status, "verdict_e": verdict_e,
-                     "cells": [[x for x in entries if x["change"] == c] for c in order],
-                     "entries": entries,
-                     "marks": "".join(dict.fromkeys(m for x in entries for m in x["marks"]))})
+    by_claim: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        by_claim.setdefault(label_text(r.get("claim_id")), []).append(r)
+    groups: dict[str, list[str]] = {}
+    for cid, recs in by_claim.items():
+        groups.setdefault(_group_key(recs[0]), []).append(cid)
+    keys = (["declared"] if "declared" in groups else []) + [k for k in groups if k != "declared"]
+    out_groups, rows = [], []
+    for i, k in enumerate(keys):
+        present = unique_texts(label_text(r.get("change")) for cid in groups[k] for r in by_claim[cid])
+        columns = _columns(present)
+        order = [c["key"] for c in columns]
+        g_rows = [_claim_row(cid, by_claim[cid], order) for cid in groups[k]]
+        rows += g_rows
+        title = _GROUP_TITLES.get(k, f"{k[:1].upper()}{k[1:]} claims (generated)")
+        out_groups.append({"key": k, "title": title, "columns": columns, "rows": g_rows,
+                           "id": "portability-matrix" if i == 0 else f"portability-matrix-{_safe_id(k)}"})
     status = Counter(r["status"] for r in rows)
     at_e = Counter(r["verdict_e"] for r in rows)
-    summary = [f"{plural(len(rows), 'claim')}; at E: "
+    excluded = sum(at_e[v] for v in ck.NOT_EVIDENCE)
+    summary = [f"{plural(len(rows), 'claim')}"
+               + (f" ({plural(len(groups['declared']), 'declared claim')} first)"
+                  if "declared" in groups else "") + "; at E: "
                + ", ".join(f"{n} {v}" for v, n in sorted(at_e.items(), key=lambda kv: (-kv[1], kv[0])))
                + "."]
+    if excluded:
+        summary.append(f"{plural(excluded, 'claim')} true by construction (a threshold chosen on "
+                       "its own source, a rate measured where it is claimed) "
+                       f"{'is' if excluded == 1 else 'are'} not counted as holding.")
     if at_e["holds"]:
         summary.append(f"Of the {at_e['holds']} holding at E, {status['survives']} survive every "
                        f"change assessed and {status['changes']} become reversed, unresolved, "
-                       "failed or undefined under at least one.")
+                       "failed, unattainable or undefined under at least one.")
     kinds = Counter(r["kind"] for r in rows)
-    return {"columns": columns, "rows": rows, "n_claims": len(rows), "summary": summary,
-            "status": dict(status), "kinds": sorted(kinds.items())}
+    seen = {x["verdict"] for r in rows for x in r["entries"]}
+    return {"groups": out_groups, "rows": rows, "n_claims": len(rows), "summary": summary,
+            "status": dict(status), "kinds": sorted(kinds.items()),
+            "verdicts_present": [v for v in VERDICTS if v in seen]}
 
 
 # --------------------------------------------------------------------------- tables
@@ -385,7 +424,7 @@ class Report:
             "n_resamples": "; ".join(dict.fromkeys(b["resampling"] for b in blocks))
             or f"B = {plain_text(prov.get('n_resamples', ''))}",
             "level": fmt.fmt_pct(prov.get("confidence_level"), 0),
-            "matrix": matrix, "verdicts": [(v, c, d) for v, (c, d) in VERDICTS.items()],
+            "matrix": matrix, "verdicts": [(v, *VERDICTS[v]) for v in matrix["verdicts_present"]],
             "qual_legend": [(m, d) for m, d, _k in QUALIFICATIONS.values()],
             "blocks": blocks, "orphan_figures": orphans,
             "provenance": _provenance(o), "checklist": checklist(o), "max_rows": self.max_rows,

@@ -6,11 +6,12 @@ from typing import Any
 
 import pandas as pd
 
+from medaudit.blocks.claimkit import AXES, NOT_EVIDENCE
 from medaudit.report.format import fmt_ci, fmt_estimate, md_table
 
 __all__ = ["audit_summary", "portability_pivot"]
 
-_ORDER = ["at E", "C", "p", "N", "π", "r", "r, π", "y"]
+_ORDER = list(AXES)
 
 
 def _cell_text(g: pd.DataFrame) -> str:
@@ -29,21 +30,30 @@ def _cell_text(g: pd.DataFrame) -> str:
 
 
 def portability_pivot(claims: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim, one column per changed element (cells summarise verdicts)."""
+    """One row per claim, one column per changed element (cells summarise verdicts).
+
+    Declared claims first, in declared order; then the generated claims by id.
+    """
     if claims.empty:
         return pd.DataFrame()
     rows = []
-    for cid, g in claims.groupby("claim_id", sort=True):
+    origin = claims["origin"] if "origin" in claims.columns else pd.Series("", index=claims.index)
+    declared = list(dict.fromkeys(claims.loc[origin == "declared", "claim_id"]))
+    rest = sorted(set(claims["claim_id"]) - set(declared), key=str)
+    for cid in declared + rest:
+        g = claims[claims["claim_id"] == cid]
         first = g.iloc[0]
         row: dict[str, Any] = {"claim": f"{cid}: {first['claim']} ({first['cohort']}, "
                                         f"{first['prompt']}, {first['negatives']})"}
-        for ch in _ORDER:
+        for ch in _ORDER + sorted(set(g["change"]) - set(_ORDER)):
             sub = g[g["change"] == ch]
             if len(sub):
                 row[ch] = _cell_text(sub)
         rows.append(row)
     df = pd.DataFrame(rows)
-    return df[["claim", *[c for c in _ORDER if c in df.columns]]]
+    present = set(claims["change"])
+    extra = sorted(c for c in present if c not in _ORDER)
+    return df[["claim", *[c for c in _ORDER + extra if c in df.columns]]]
 
 
 def audit_summary(outcome: Any) -> str:
@@ -54,14 +64,24 @@ def audit_summary(outcome: Any) -> str:
         lines += ["> **Simulated data.** Every score in this audit comes from a seeded simulation "
                   "shaped like paper 000; no real model or patient is involved.", ""]
     lines += ["## Portability matrix", "",
-              "Each claim at its specification E, then with one element of E changed "
-              "(C cohort or institution, p prompt, N negative class, π prevalence, r criterion, "
-              "y reference labels). Verdicts from the "
-              "interval: holds / reversed / unresolved (interval spans the boundary) / not defined "
-              "/ unaffected; threshold claims are judged on the point estimate as in paper 000 "
-              "eq. 7 (holds / does not hold; specificity only for named control groups; the "
-              "interval is shown for context).", ""]
-    lines += md_table(portability_pivot(outcome.claims))
+              "Each claim at its specification E, then with one element of E changed (one "
+              "column per kind of change: cohort, institution, task or finding; prompt; "
+              "negatives; prevalence; threshold; subgroup; reference standard; criterion). "
+              "A claim has a cell only for the changes that can affect it. Verdicts from the "
+              "interval: holds / reversed / unresolved (interval spans the boundary) / does not "
+              "hold / not attainable (the level is above the reference's achievable ceiling) / "
+              "not defined; by construction (true because of how E was chosen: not counted as "
+              "holding). Generated threshold claims are judged on the point estimate as in paper "
+              "000 eq. 7 (specificity only for named control groups; the interval is shown for "
+              "context).", ""]
+    claims = outcome.claims
+    if not claims.empty:
+        at_e = claims[claims["change"] == "at E"]
+        n_built = int(at_e["verdict"].isin(NOT_EVIDENCE).sum())
+        if n_built:
+            lines += [f"{n_built} of {at_e['claim_id'].nunique()} claims are true by construction "
+                      "at E and are not counted as holding.", ""]
+    lines += md_table(portability_pivot(claims))
     for name, res in outcome.results.items():
         if res.notes:
             lines += ["", f"## {name}: notes", ""] + [f"- {n}" for n in res.notes]

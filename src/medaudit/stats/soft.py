@@ -23,7 +23,7 @@ from medaudit.exceptions import UndefinedMetricWarning
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import soft_scores, warn
 
-__all__ = ["soft_roc_auc", "soft_average_precision", "soft_metric_options",
+__all__ = ["soft_roc_auc", "soft_average_precision", "soft_metric_options", "soft_ceiling",
            "SOFT_AUROC_VARIANTS", "SOFT_AP_VARIANTS", "SOFT_TIES", "SOFT_DEFAULTS"]
 
 SOFT_AUROC_VARIANTS = ("strict", "inclusive", "trapezoid")
@@ -243,3 +243,45 @@ def soft_average_precision(
     prec[:] = np.arange(1.0, p.size + 1.0)
     np.divide(cum, prec, out=prec)
     return float(np.dot(ps, prec) / n_pos)
+
+
+def soft_ceiling(p_true: ArrayLike, *, metric: str = "soft_roc_auc", variant: str | None = None,
+                 ties: str | None = None) -> float:
+    r"""The achievable ceiling of a soft metric: its value for a scorer equal to the soft label.
+
+    Where annotators disagree, soft AUROC and soft AP stay below 1 for every scorer: an
+    item with :math:`0 < p_i < 1` is partly a positive and partly a negative, and no
+    ordering ranks it above itself.  Sorting the items by their own soft label is the
+    best any scorer can do: exchanging two adjacent items :math:`a` before :math:`b`
+    changes s-AUROC by a multiple of :math:`p_a - p_b` and s-AP by
+    :math:`(p_a - p_b)\,c\,(1/i - 1/(i+1))` with :math:`c > 0`, so the descending order of
+    :math:`p` is optimal, for every variant; items with equal :math:`p` are exchangeable, so
+    the tie rule does not change the value.  A level claim judged against these labels
+    cannot hold above this ceiling whatever the model.
+
+    Parameters
+    ----------
+    p_true : array-like of shape (n_samples,)
+        Soft labels in [0, 1].
+    metric : {"soft_roc_auc", "soft_average_precision"}, default="soft_roc_auc"
+    variant, ties : str, optional
+        As in :func:`soft_roc_auc` / :func:`soft_average_precision` (defaults:
+        :data:`SOFT_DEFAULTS`).
+
+    Returns
+    -------
+    float
+        1.0 when every label is 0 or 1 (both classes present); ``nan`` with a warning when
+        the metric is undefined.
+
+    Examples
+    --------
+    >>> soft_ceiling([1, 0, 1, 0])
+    1.0
+    >>> soft_ceiling([1, 0.5, 0, 0.5])  # two half-positive items cannot outrank each other
+    0.8125
+    """
+    metric = check_option(metric, tuple(SOFT_DEFAULTS), name="soft metric")
+    p = np.asarray(p_true, dtype=np.float64)
+    fn = soft_roc_auc if metric == "soft_roc_auc" else soft_average_precision
+    return fn(p, p, variant=variant, ties=ties)

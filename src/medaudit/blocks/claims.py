@@ -1,0 +1,914 @@
+"""Declared claims: the claims a user was given, written down in the spec and judged by their own cells.
+
+A paper, a vendor or a regulator states claims such as "AUROC ≥ 0.85 on site 1", "A beats
+B on AUROC", "calibrated: ECE ≤ 0.05 at 10 % prevalence" or "Se ≥ 0.90 and Sp ≥ 0.80 at
+τ = 0.42".  The ``claims:`` section states them in a small vocabulary, each with its
+evaluation specification E (model, prompt, cohort, negatives, π, τ, criterion) and the
+changes of E to assess::
+
+    claims:
+      declared:
+        - {kind: level, model: a, metric: roc_auc, at_least: 0.85, cohort: site-1}
+        - {kind: comparison, model: a, than: b, metric: roc_auc, cohort: site-1}
+        - {kind: operating_point, model: a, sensitivity_at_least: 0.9,
+           specificity_at_least: 0.8, threshold: 0.42, cohort: site-1}
+      generate: [rankings]   # generated claims: off by default once claims are declared
+
+``kind`` may be left out where the keys say it (``at_least``/``at_most``: level; ``than``:
+comparison; ``order``: ranking; ``sensitivity_at_least``/``specificity_at_least``:
+operating point).  A list under ``claims:`` is read as ``declared``.
+
+Kinds and verdicts (every interval at the run's level, percentile bootstrap with the
+cohort's design, B of the run; the claim's own cell, never read from another block):
+
+* ``level`` — ``metric ≥ at_least`` holds when the interval's lower end is at least the
+  level, does not hold when its upper end is below; ``≤ at_most`` mirrored (ECE,
+  Brier);
+* ``comparison`` — ``model`` better than ``than`` on ``metric`` (the paired difference,
+  direction from the metric: lower is better for errors and losses); with ``margin`` δ > 0
+  a non-inferiority claim: holds when the difference's bound on the worse side is above
+  −δ, does not hold when the whole interval is below −δ;
+* ``operating_point`` — ``Se ≥ x`` and/or ``Sp ≥ y`` at a threshold τ that is a number,
+  or chosen on a named source cohort by a rule (``threshold: {source, rule,
+  target_value, design}``, the transport block's rules and designs), or, with no
+  threshold, ``Se ≥ x at Sp ≥ y`` (sensitivity at the operating point where specificity
+  reaches y).  The constraints are judged together as an intersection–union test:
+  holds when every constraint's lower end meets its level, does not hold when any upper
+  end is below;
+* ``ranking`` — ``order: [a, b, c]`` on ``metric``: every adjacent pair's difference
+  excludes 0 on the claimed side (holds), some pair's excludes it on the other
+  (reversed), otherwise unresolved.
+
+Changes (``changes:``; default every change that can affect the claim): another cohort
+(named by the cohort's ``kind``: cohort, institution, task or finding), prompt, negative
+class, prevalence (π-dependent metrics only: Brier, log loss, ECE; grid
+``claims.prevalences``), threshold (a threshold chosen by a rule, chosen again on the
+claim's cohort), reference standard (soft labels, for AUROC and AP: the soft metric with
+its achievable ceiling, the value a scorer equal to the soft label reaches; a level above
+the ceiling is "not attainable under this reference") and subgroup (each level of the
+declared ``subgroups:`` columns, on that level's images).  A change a claim's criterion
+cannot depend on gets no row.
+
+Holding by construction.  A threshold chosen by a Se (Sp) rule on a cohort meets that
+rule's rate on the same cohort because of how it was chosen: the rate is marked "by
+construction" and left out of the verdict, and a claim with nothing else to judge has
+the verdict "by construction", which the headline does not count as holding.
+
+Cells.  One paired bootstrap per claim × change, keyed ``(claims, claim id, change,
+changed to)``: a claim's numbers depend on the run seed and its own key only, not on
+which other claims are declared.  Multiplicity: each claim is judged by its own interval
+at the run's level; no adjustment across claims or changes (``multiplicity``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from medaudit.blocks import claimkit as ck
+from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
+from medaudit.blocks.cells import BootstrapCell, run_cells
+from medaudit.blocks.context import AuditContext, Resampling, Study, cell_rng
+from medaudit.blocks.notes import degenerate_note, exposure_note, join
+from medaudit.blocks.rows import spec_row
+from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
+from medaudit.io.specfile import fraction
+from medaudit.stats import threshold_transport
+from medaudit.stats.metric_ids import depends_on_prevalence, higher_is_better, metric_spec
+from medaudit.stats.soft import soft_ceiling
+
+__all__ = ["Claims", "ClaimsConfig", "LevelClaim", "ComparisonClaim", "OperatingPointClaim",
+           "RankingClaim", "ThresholdFrom", "DeclaredClaim", "AXIS_NAMES", "GENERATE",
+           "TransportCell", "run_transport"]
+
+NAME = "claims"
+#: the changes a declared claim may list under ``changes:`` (cohort kinds select those cohorts)
+AXIS_NAMES = ("cohort", "institution", "task", "finding", "prompt", "negatives", "prevalence",
+              "threshold", "reference", "subgroup")
+#: ``claims.generate`` names -> the kinds of generated claims they switch on
+GENERATE: dict[str, tuple[str, ...]] = {
+    "rankings": ("ranking",),
+    "reliability": ("reliability",),
+    "thresholds": ("operating constraint",),
+    "stability": ("stability",),
+    "institutions": ("institution",),
+    "coverage": ("coverage",),
+    "estimators": ("estimator",),
+}
+#: soft form of an ordinary metric under a changed reference standard
+_SOFT = {"roc_auc": "soft_roc_auc", "average_precision": "soft_average_precision"}
+_WORDS = {"roc_auc": "AUROC", "average_precision": "AP", "brier_score": "Brier score",
+          "log_loss": "log loss", "ece": "ECE", "aurc": "AURC", "pauc": "partial AUROC",
+          "sensitivity": "Se", "specificity": "Sp"}
+_RATE = {"sensitivity": "Se", "specificity": "Sp"}
+
+Axis = Literal["cohort", "institution", "task", "finding", "prompt", "negatives", "prevalence",
+               "threshold", "reference", "subgroup"]
+Scalar = int | float | str
+
+
+# ----------------------------------------------------------------------------- the vocabulary
+class _Claim(BlockConfig):
+    """What every declared claim states besides its kind: its name and E."""
+
+    #: the claim's id in the matrix (default D01, D02, ... in declared order)
+    id: str | None = None
+    #: the claim as it was stated (default: written from its fields)
+    text: str | None = None
+    #: default: the primary prompt
+    prompt: str | None = None
+    #: default: the table's only cohort (required when it has several)
+    cohort: str | None = None
+    #: a named negative group of the cohort (``negative_group`` column), or all negatives
+    negatives: str = "all"
+    #: the changes of E to assess (default: every change that can affect the claim)
+    changes: list[Axis] | None = None
+
+    def models(self) -> list[str]:
+        raise NotImplementedError
+
+
+class _MetricClaim(_Claim):
+    #: a metric id as the tables print it (``roc_auc``, ``ece[n_bins=10]``) or a name
+    metric: str = "roc_auc"
+    #: the metric's options (``{n_bins: 10}``); also writable inside the id
+    options: dict[str, Scalar] = Field(default_factory=dict)
+    #: the target prevalence of a π-dependent metric (Brier, log loss, ECE): "at π = 0.1"
+    prevalence: float | None = None
+
+    @model_validator(mode="after")
+    def _metric(self) -> _MetricClaim:
+        try:
+            spec = metric_spec(self.metric, self.options)
+        except MedauditError as e:
+            raise ValueError(str(e)) from None
+        if self.prevalence is not None:
+            fraction(self.prevalence, "prevalence")
+            if not depends_on_prevalence(spec.name):
+                raise ValueError(f"metric {spec.id!r} does not depend on prevalence; remove "
+                                 "`prevalence:` (only Brier, log loss and ECE take one)")
+            if "prevalence" in spec.options:
+                raise ValueError("give the prevalence once: in `prevalence:` or in the metric's "
+                                 "options, not both")
+        return self
+
+    def spec(self, prevalence: float | None | str = "claim") -> Any:
+        """The metric spec at the claim's prevalence (or at ``prevalence``; None: observed)."""
+        pi = self.prevalence if prevalence == "claim" else prevalence
+        base = metric_spec(self.metric, self.options)
+        return base if pi is None else metric_spec(base.name, {**base.options, "prevalence": pi})
+
+
+class LevelClaim(_MetricClaim):
+    """``metric ≥ at_least`` (or ``≤ at_most``) for one model: "AUROC ≥ 0.85", "ECE ≤ 0.05 at π = 0.1"."""
+
+    #: may be left out: `at_least` or `at_most` say it
+    kind: Literal["level"] = "level"
+    #: the model the claim is about
+    model: str
+    #: the claim: metric ≥ this level (AUROC, AP, Se, Sp, ...)
+    at_least: float | None = None
+    #: the claim: metric ≤ this level (ECE, Brier, log loss, ...)
+    at_most: float | None = None
+
+    @model_validator(mode="after")
+    def _one_side(self) -> LevelClaim:
+        if (self.at_least is None) == (self.at_most is None):
+            raise ValueError("a level claim gives exactly one of `at_least:` and `at_most:`")
+        for v in (self.at_least, self.at_most):
+            if v is not None and not math.isfinite(float(v)):
+                raise ValueError(f"the claimed level must be a finite number; got {v!r}")
+        return self
+
+    def models(self) -> list[str]:
+        return [self.model]
+
+    @property
+    def level(self) -> float:
+        return float(self.at_least if self.at_least is not None else self.at_most)
+
+
+class ComparisonClaim(_MetricClaim):
+    """``model`` better than ``than`` on ``metric``; with ``margin`` > 0, non-inferior by that margin."""
+
+    #: may be left out: `than` says it
+    kind: Literal["comparison"] = "comparison"
+    #: the model claimed better (or non-inferior)
+    model: str
+    #: the model it is compared with, on the same images
+    than: str
+    #: non-inferiority margin on the metric's scale (0: superiority)
+    margin: float = Field(0.0, ge=0.0)
+
+    @model_validator(mode="after")
+    def _pair(self) -> ComparisonClaim:
+        if self.model == self.than:
+            raise ValueError(f"a comparison needs two models; `model:` and `than:` are both "
+                             f"{self.model!r}")
+        if higher_is_better(metric_spec(self.metric, self.options).name) is None:
+            raise ValueError(f"metric {self.metric!r} has no better direction; compare a rate "
+                             "or a score instead")
+        if not math.isfinite(self.margin):
+            raise ValueError("margin must be a finite number")
+        return self
+
+    def models(self) -> list[str]:
+        return [self.model, self.than]
+
+
+class RankingClaim(_MetricClaim):
+    """``order: [a, b, c]`` ranks best first on ``metric``."""
+
+    #: may be left out: `order` says it
+    kind: Literal["ranking"] = "ranking"
+    #: the models, best first
+    order: list[str] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _order(self) -> RankingClaim:
+        if len(set(self.order)) != len(self.order):
+            raise ValueError(f"a ranking names each model once; got {self.order}")
+        if higher_is_better(metric_spec(self.metric, self.options).name) is None:
+            raise ValueError(f"metric {self.metric!r} has no better direction to rank by")
+        return self
+
+    def models(self) -> list[str]:
+        return list(self.order)
+
+
+class ThresholdFrom(BlockConfig):
+    """A threshold chosen on a named cohort by a rule (the transport block's rules and designs)."""
+
+    #: the cohort the threshold is chosen on
+    source: str
+    #: how it is chosen: for a sensitivity or specificity (with `target_value`), or a cut-point
+    rule: Literal["sensitivity", "specificity", "youden", "closest_topleft"]
+    #: the Se or Sp the sensitivity / specificity rule aims at
+    target_value: float | None = None
+    #: ``reestimate``: the source is resampled and τ chosen again in every replicate
+    #: (its sampling error enters the interval); ``fixed``: τ fixed at the source's estimate
+    design: Literal["reestimate", "fixed"] = "reestimate"
+
+    @model_validator(mode="after")
+    def _target(self) -> ThresholdFrom:
+        if self.rule in ("sensitivity", "specificity"):
+            if self.target_value is None:
+                raise ValueError(f"rule {self.rule!r} needs `target_value:` (the {self.rule} "
+                                 "the threshold is chosen for)")
+            fraction(self.target_value, "target_value")
+        elif self.target_value is not None:
+            raise ValueError(f"rule {self.rule!r} chooses its own cut-point; remove `target_value:`")
+        return self
+
+
+class OperatingPointClaim(_Claim):
+    """``Se ≥ x`` and/or ``Sp ≥ y`` at a threshold, or ``Se ≥ x at Sp ≥ y``."""
+
+    #: may be left out: `sensitivity_at_least` / `specificity_at_least` say it
+    kind: Literal["operating_point"] = "operating_point"
+    #: the model the claim is about
+    model: str
+    #: the claimed sensitivity at the threshold
+    sensitivity_at_least: float | None = None
+    #: the claimed specificity at the threshold (without a threshold: the Sp the Se is read at)
+    specificity_at_least: float | None = None
+    #: a number, a rule on a source cohort, or none ("Se ≥ x at Sp ≥ y")
+    threshold: float | ThresholdFrom | None = None
+
+    @model_validator(mode="after")
+    def _rates(self) -> OperatingPointClaim:
+        se, sp = self.sensitivity_at_least, self.specificity_at_least
+        if se is None and sp is None:
+            raise ValueError("an operating-point claim gives `sensitivity_at_least:`, "
+                             "`specificity_at_least:` or both")
+        for name, v in (("sensitivity_at_least", se), ("specificity_at_least", sp)):
+            if v is not None:
+                fraction(v, name)
+        if self.threshold is None and (se is None or sp is None):
+            raise ValueError("without `threshold:` the claim reads 'Se ≥ x at Sp ≥ y': give both "
+                             "rates, or a threshold (a number or {source, rule, target_value})")
+        if isinstance(self.threshold, float) and not math.isfinite(self.threshold):
+            raise ValueError("threshold must be a finite number")
+        return self
+
+    def models(self) -> list[str]:
+        return [self.model]
+
+    def constraints(self) -> list[tuple[str, float]]:
+        """(rate, level) of each constraint, Se first."""
+        return [(r, float(v)) for r, v in (("sensitivity", self.sensitivity_at_least),
+                                           ("specificity", self.specificity_at_least))
+                if v is not None]
+
+
+_KEYS = (("at_least", "level"), ("at_most", "level"), ("than", "comparison"), ("order", "ranking"),
+         ("sensitivity_at_least", "operating_point"), ("specificity_at_least", "operating_point"))
+
+
+def _kind(v: Any) -> str | None:
+    """The kind of a declared claim: its ``kind``, else what its keys say."""
+    if isinstance(v, _Claim):
+        return v.kind  # type: ignore[attr-defined]
+    if not isinstance(v, Mapping):
+        return None
+    if "kind" in v:
+        return str(v["kind"]).replace(" ", "_").replace("-", "_")
+    for key, kind in _KEYS:
+        if key in v:
+            return kind
+    return None
+
+
+DeclaredClaim = Annotated[Annotated[LevelClaim, Tag("level")]
+                          | Annotated[ComparisonClaim, Tag("comparison")]
+                          | Annotated[OperatingPointClaim, Tag("operating_point")]
+                          | Annotated[RankingClaim, Tag("ranking")],
+                          Discriminator(_kind, custom_error_type="claim_kind",
+                                        custom_error_message="a declared claim needs `kind:` "
+                                        "(level, comparison, operating_point or ranking) or the "
+                                        "keys of one (at_least, than, order, sensitivity_at_least)")]
+
+
+class ClaimsConfig(BlockConfig):
+    """The ``claims:`` section: declared claims, which generated claims to state, their levels."""
+
+    #: level of the generated reliability claims "AUROC ≥ level" (None: none)
+    auroc_at_least: float | None = 0.90
+    #: the generated claims to state: rankings, reliability, thresholds, stability,
+    #: institutions, coverage, estimators, or all / none (default: all when no claim is
+    #: declared, none when some are)
+    generate: list[Literal["all", "none", "rankings", "reliability", "thresholds", "stability",
+                           "institutions", "coverage", "estimators"]] | None = None
+    #: the claims to judge, in the order the matrix shows them (first)
+    declared: list[DeclaredClaim] = Field(default_factory=list)
+    #: the prevalence grid of the π change of π-dependent declared claims
+    prevalences: list[float] = Field(default_factory=list)
+    #: subgroup levels with fewer images are qualified "small group"
+    min_group_size: int = Field(30, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _list_form(cls, v: Any) -> Any:
+        return {"declared": v} if isinstance(v, list) else v
+
+    @field_validator("auroc_at_least")
+    @classmethod
+    def _lvl(cls, v: float | None) -> float | None:
+        return None if v is None else fraction(v, "auroc_at_least")
+
+    @field_validator("prevalences")
+    @classmethod
+    def _grid(cls, v: list[float]) -> list[float]:
+        for p in v:
+            fraction(p, "prevalences value")
+        if len(set(v)) != len(v):
+            raise ValueError(f"prevalences repeat a value: {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _ids(self) -> ClaimsConfig:
+        named = [c.model_copy(update={"id": c.id or f"D{i:02d}"})
+                 for i, c in enumerate(self.declared, start=1)]
+        ids = [c.id for c in named]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"declared claim ids repeat: {dup}; give each claim its own `id:`")
+        object.__setattr__(self, "declared", named)
+        if self.generate and len(self.generate) > 1 and ({"all", "none"} & set(self.generate)):
+            raise ValueError("`generate:` lists `all` or `none` alone")
+        return self
+
+    def generated_kinds(self) -> frozenset[str] | None:
+        """The kinds of generated claims to keep (None: every kind)."""
+        gen = self.generate
+        if gen is None:
+            return frozenset() if self.declared else None
+        if "all" in gen:
+            return None
+        return frozenset(k for g in gen if g != "none" for k in GENERATE[g])
+
+
+# ----------------------------------------------------------------------------- cells
+@dataclass(frozen=True, eq=False)
+class TransportCell:
+    """One threshold chosen on a source and carried to a target (an operating-point claim)."""
+
+    key: tuple[Any, ...]
+    y_source: np.ndarray
+    s_source: np.ndarray
+    y_target: np.ndarray
+    s_target: np.ndarray
+    rule: str
+    target_value: float | None
+    design: str
+
+
+def run_transport(cell: TransportCell, resampling: Resampling) -> Any:
+    """The cell's :func:`~medaudit.stats.threshold_transport`, drawn from its own key."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        return threshold_transport(cell.y_source, cell.s_source, cell.y_target, cell.s_target,
+                                   rule=cell.rule, target_value=cell.target_value,
+                                   design=cell.design, n_resamples=resampling.n_resamples,
+                                   confidence_level=resampling.confidence_level,
+                                   rng=cell_rng(resampling.seed, *cell.key))
+
+
+@dataclass(frozen=True)
+class _Eval:
+    """One matrix cell of a claim: the change, and the data it is judged on."""
+
+    change: str
+    changed_to: str
+    cohort: str
+    prompt: str
+    negatives: str = "all"
+    prevalence: float | None | str = "claim"
+    subgroup: tuple[str, str] | None = None
+    soft: bool = False
+    #: an operating-point claim's threshold is chosen on this cohort (None: the claim's source)
+    threshold_on: str | None = None
+
+
+# ----------------------------------------------------------------------------- the block
+class Claims(Block):
+    name = NAME
+    title = "Declared claims"
+    summary = ("the claims you were given (level, comparison, operating point, ranking), each "
+               "judged at its E and under every change of E that can affect it")
+    config = ClaimsConfig
+    tables = (TableSchema("claims", "one row per declared claim × change of E: its estimate, "
+                          "interval and verdict from the claim's own bootstrap cell",
+                          ("claim_id", "claim", "kind", "change", "changed_to", "estimate",
+                           "ci_low", "ci_high", "verdict", "qualification")),)
+    claim_kinds = ("level", "comparison", "operating point", "ranking")
+
+    def enabled(self, config: ClaimsConfig) -> bool:
+        return bool(config.declared)
+
+    def multiplicity(self, config: ClaimsConfig) -> str | None:
+        if not config.declared:
+            return None
+        return ("declared claims: each judged by its own interval at the run's level; no "
+                "adjustment across claims or changes")
+
+    def provenance(self, ctx: AuditContext, config: ClaimsConfig) -> dict[str, Any]:
+        return {"declared": len(config.declared),
+                "cells": "one paired bootstrap per claim × change, key (claims, id, change, "
+                         "changed to)"}
+
+    def check(self, config: ClaimsConfig, table: pd.DataFrame, cohorts: Sequence[str]) -> list[str]:
+        from medaudit.blocks.checks import unknown
+
+        models = sorted(table["model"].unique())
+        prompts = sorted(table["prompt"].unique())
+        errs: list[str] = []
+        for i, c in enumerate(config.declared):
+            where = f"claims.declared[{i}] ({c.id})"
+            errs += unknown("model", c.models(), models, where)
+            if c.cohort is None and len(cohorts) > 1:
+                errs.append(f"  - {where}: name the claim's `cohort:`; the spec has "
+                            f"{len(cohorts)} cohorts {sorted(cohorts)}")
+            if c.cohort is not None:
+                errs += unknown("cohort", [c.cohort], cohorts, where)
+            if c.prompt is not None:
+                errs += unknown("prompt", [c.prompt], prompts, where)
+            if isinstance(c, OperatingPointClaim) and isinstance(c.threshold, ThresholdFrom):
+                errs += unknown("cohort", [c.threshold.source], cohorts, f"{where} threshold.source")
+        return errs
+
+    def run(self, ctx: AuditContext, config: ClaimsConfig) -> BlockResult:
+        rows: list[dict[str, Any]] = []
+        notes: list[str] = []
+        for claim in config.declared:
+            ctx.tick(f"{NAME}: {claim.id}")
+            rows += _claim_rows(ctx, claim, config)
+        if not config.declared:
+            return BlockResult(name=NAME, tables={}, notes=("No claims are declared.",))
+        notes.append(f"Intervals: percentile, level {ctx.resampling.confidence_level}, "
+                     f"B = {ctx.resampling.n_resamples}; one paired bootstrap per claim × change "
+                     "with the cohort's design; each claim judged by its own interval (no "
+                     "adjustment across claims).")
+        notes.append("Operating-point claims with two constraints are judged together: they hold "
+                     "when both lower ends meet their levels (an intersection–union test).")
+        return BlockResult(name=NAME, tables={"claims": pd.DataFrame(rows)}, notes=tuple(notes))
+
+    def claims(self, results: Mapping[str, BlockResult], study: Study, config: ClaimsConfig
+               ) -> list[dict[str, Any]]:
+        t = ck.table(results, NAME, "claims")
+        if t.empty:
+            return []
+        out = []
+        for r in t.to_dict("records"):
+            out.append({**{c: r.get(c) for c in ck.CLAIM_COLUMNS if c in r}, "origin": "declared",
+                        "source_table": f"{NAME}.claims"})
+        return out
+
+
+# ----------------------------------------------------------------------------- evaluations
+def _default_cohort(ctx: AuditContext, claim: _Claim) -> str:
+    if claim.cohort is not None:
+        return claim.cohort
+    if len(ctx.cohorts) == 1:
+        return ctx.cohorts[0]
+    raise SchemaError(f"claim {claim.id}: name its `cohort:`; the audit has cohorts {ctx.cohorts}")
+
+
+def _applies(axis: str, claim: _Claim) -> bool:
+    return claim.changes is None or axis in claim.changes or (
+        axis in ck.COHORT_KINDS and "cohort" in claim.changes)
+
+
+def _has(ctx: AuditContext, cohort: str, models: list[str], prompt: str) -> bool:
+    sub = ctx.scores[(ctx.scores["cohort"] == cohort) & (ctx.scores["prompt"] == prompt)]
+    return set(models) <= set(sub["model"].unique())
+
+
+def _evaluations(ctx: AuditContext, claim: _Claim, config: ClaimsConfig) -> list[_Eval]:
+    cohort = _default_cohort(ctx, claim)
+    prompt = claim.prompt or ctx.primary_prompt
+    models = claim.models()
+    at_e = _Eval("at E", "", cohort, prompt, claim.negatives)
+    out = [at_e]
+    for other in ctx.cohorts:
+        axis = ck.cohort_axis(ctx.study, other)
+        if other != cohort and _applies(axis, claim):
+            out.append(dataclasses.replace(at_e, change=axis, changed_to=other, cohort=other))
+    if _applies("prompt", claim):
+        sub = ctx.scores[ctx.scores["cohort"] == cohort]
+        for p in ctx.prompts():
+            if p != prompt and p in set(sub["prompt"]) and _has(ctx, cohort, models, p):
+                out.append(dataclasses.replace(at_e, change="prompt", changed_to=p, prompt=p))
+    if _applies("negatives", claim):
+        sub = ctx.scores[(ctx.scores["cohort"] == cohort) & (ctx.scores["label"] == 0)]
+        groups = sorted({str(g) for g in sub.get("negative_group", pd.Series(dtype=object))
+                         if isinstance(g, str) and g})
+        if len(groups) >= 2:
+            for g in ["all", *groups]:
+                if g != claim.negatives:
+                    out.append(dataclasses.replace(at_e, change="negatives", changed_to=g,
+                                                   negatives=g))
+    if isinstance(claim, _MetricClaim) and _applies("prevalence", claim) and \
+            depends_on_prevalence(metric_spec(claim.metric, claim.options).name):
+        grid: list[float | None] = [None, *config.prevalences]
+        for pi in grid:
+            if pi != claim.prevalence:
+                out.append(dataclasses.replace(at_e, change="prevalence",
+                                               changed_to="observed" if pi is None else f"π={pi:g}",
+                                               prevalence=pi))
+    if isinstance(claim, OperatingPointClaim) and isinstance(claim.threshold, ThresholdFrom) \
+            and claim.threshold.source != cohort and _applies("threshold", claim):
+        out.append(dataclasses.replace(at_e, change="threshold", changed_to=f"chosen on {cohort}",
+                                       threshold_on=cohort))
+    if isinstance(claim, _MetricClaim) and _applies("reference", claim) and \
+            metric_spec(claim.metric, claim.options).name in _SOFT and \
+            "label_soft" in ctx.scores.columns and \
+            ctx.scores.loc[ctx.scores["cohort"] == cohort, "label_soft"].notna().any():
+        out.append(dataclasses.replace(at_e, change="reference", changed_to="soft labels", soft=True))
+    if _applies("subgroup", claim):
+        for col in ctx.study.subgroups:
+            for level in _levels(ctx, cohort, col):
+                out.append(dataclasses.replace(at_e, change="subgroup", changed_to=f"{col} = {level}",
+                                               subgroup=(col, level)))
+    return out
+
+
+def _levels(ctx: AuditContext, cohort: str, column: str) -> list[str]:
+    from medaudit.blocks.subgroups import MISSING, levels_of
+
+    sub = ctx.scores[ctx.scores["cohort"] == cohort].drop_duplicates("image_id")
+    if column not in sub.columns:
+        return []
+    vals = levels_of(sub, column)
+    return sorted(set(vals) - {MISSING}) + ([MISSING] if MISSING in set(vals) else [])
+
+
+def _mask(ctx: AuditContext, w: Any, ev: _Eval) -> np.ndarray:
+    keep = np.ones(w.label.size, dtype=bool)
+    if ev.negatives != "all":
+        keep &= (w.label == 1) | (w.negative_group == ev.negatives)
+    if ev.subgroup is not None:
+        from medaudit.blocks.subgroups import levels_of
+
+        sub = ctx.scores[ctx.scores["cohort"] == ev.cohort].drop_duplicates("image_id")
+        lv = pd.Series(levels_of(sub, ev.subgroup[0]), index=sub["image_id"].to_numpy())
+        keep &= lv.reindex(w.image_id).to_numpy(dtype=object) == ev.subgroup[1]
+    return keep
+
+
+# ----------------------------------------------------------------------------- rows
+def _text(claim: _Claim) -> str:
+    if claim.text:
+        return claim.text
+    if isinstance(claim, OperatingPointClaim):
+        rates = " and ".join(f"{_RATE[r]} ≥ {v:g}" for r, v in claim.constraints())
+        t = claim.threshold
+        if t is None:
+            return f"{claim.model}: Se ≥ {claim.sensitivity_at_least:g} at Sp ≥ " \
+                   f"{claim.specificity_at_least:g}"
+        if isinstance(t, ThresholdFrom):
+            rule = t.rule + (f" ≥ {t.target_value:g}" if t.target_value is not None else "")
+            return f"{claim.model}: {rates} at τ chosen on {t.source} by {rule}"
+        return f"{claim.model}: {rates} at τ = {t:g}"
+    spec = claim.spec()
+    words = _WORDS.get(spec.name, spec.id)
+    if spec.options:
+        words = f"{words} [{', '.join(f'{k}={v}' for k, v in sorted(spec.options.items()))}]"
+    if isinstance(claim, LevelClaim):
+        op = "≥" if claim.at_least is not None else "≤"
+        return f"{claim.model}: {words} {op} {claim.level:g}"
+    if isinstance(claim, ComparisonClaim):
+        if claim.margin > 0:
+            return f"{claim.model} is non-inferior to {claim.than} on {words} (margin {claim.margin:g})"
+        return f"{claim.model} is better than {claim.than} on {words}"
+    assert isinstance(claim, RankingClaim)
+    return f"{' > '.join(claim.order)} on {words}"
+
+
+def _base(claim: _Claim, ev: _Eval, ctx: AuditContext) -> dict[str, Any]:
+    model = claim.model if isinstance(claim, (LevelClaim, OperatingPointClaim)) else (
+        f"{claim.model} vs {claim.than}" if isinstance(claim, ComparisonClaim)
+        else " > ".join(claim.order))  # type: ignore[union-attr]
+    if isinstance(claim, _MetricClaim):
+        pi = claim.prevalence if ev.prevalence == "claim" else ev.prevalence
+        prevalence: Any = "observed" if pi is None else pi
+        crit = claim.spec(ev.prevalence).id
+        if isinstance(claim, (ComparisonClaim, RankingClaim)):
+            crit = f"{crit}_difference"
+    else:
+        prevalence, crit = "observed", "+".join(r for r, _ in claim.constraints())  # type: ignore
+    if ev.soft:
+        crit = "soft_" + crit
+    return {"claim_id": claim.id, "claim": _text(claim),
+            "kind": claim.kind.replace("_", " "),  # type: ignore[attr-defined]
+            "change": ev.change, "changed_to": ev.changed_to, "model": model, "prompt": ev.prompt,
+            "cohort": ev.cohort, "negatives": ev.negatives, "prevalence": prevalence,
+            "threshold": None, "criterion": crit,
+            "subgroup": "" if ev.subgroup is None else ev.subgroup[0],
+            "group": "" if ev.subgroup is None else ev.subgroup[1]}
+
+
+def _row(base: dict[str, Any], *, verdict: str, note: str = "", design: str | None = None,
+         n_resamples: int | None = None, seed: int | None = None, estimate: float = math.nan,
+         ci_low: float = math.nan, ci_high: float = math.nan, **values: Any) -> dict[str, Any]:
+    e = {k: base.pop(k) for k in ("model", "prompt", "cohort", "negatives", "prevalence",
+                                  "threshold", "criterion")}
+    e.update({k: values.pop(k) for k in ("threshold", "criterion") if k in values})
+    return spec_row(**e, design=design, n_resamples=n_resamples, seed=seed, **base,
+                    estimate=estimate, ci_low=ci_low, ci_high=ci_high,
+                    ceiling=values.pop("ceiling", math.nan), verdict=verdict,
+                    other_criterion=values.pop("other_criterion", None),
+                    other_estimate=values.pop("other_estimate", math.nan),
+                    other_ci_low=values.pop("other_ci_low", math.nan),
+                    other_ci_high=values.pop("other_ci_high", math.nan),
+                    n=values.pop("n", None), n_pos=values.pop("n_pos", None),
+                    n_neg=values.pop("n_neg", None), n_degenerate=values.pop("n_degenerate", 0),
+                    qualification=note, **values)
+
+
+def _claim_rows(ctx: AuditContext, claim: _Claim, config: ClaimsConfig) -> list[dict[str, Any]]:
+    evals = _evaluations(ctx, claim, config)
+    prepared: list[tuple[_Eval, Any]] = []
+    for ev in evals:
+        prepared.append((ev, _prepare(ctx, claim, ev, config)))
+    boot = [(i, p) for i, (_, p) in enumerate(prepared) if isinstance(p, BootstrapCell)]
+    trans = [(i, p) for i, (_, p) in enumerate(prepared) if isinstance(p, TransportCell)]
+    results: dict[int, Any] = {}
+    for (i, _), r in zip(boot, run_cells(ctx, [p for _, p in boot]), strict=True):
+        results[i] = r
+    tr = ctx.map(functools.partial(run_transport, resampling=ctx.resampling), [p for _, p in trans])
+    for (i, _), r in zip(trans, tr, strict=True):
+        results[i] = r
+    rows = []
+    for i, (ev, p) in enumerate(prepared):
+        base = _base(claim, ev, ctx)
+        if isinstance(p, str):  # a reason the change cannot be judged
+            verdict = "not defined" if p.startswith("metric undefined") else "not assessed"
+            rows.append(_row(base, verdict=verdict, note=p))
+            continue
+        rows.append(_judge(ctx, claim, ev, p, results[i], base, config))
+    return rows
+
+
+def _prepare(ctx: AuditContext, claim: _Claim, ev: _Eval, config: ClaimsConfig
+             ) -> BootstrapCell | TransportCell | str:
+    """The cell that judges ``claim`` under ``ev``, or the reason it cannot be judged."""
+    models = claim.models()
+    if not _has(ctx, ev.cohort, models, ev.prompt):
+        missing = [m for m in models if not _has(ctx, ev.cohort, [m], ev.prompt)]
+        return f"no scores of {', '.join(missing)} on {ev.cohort} at prompt {ev.prompt}"
+    try:
+        w = ctx.wide(ev.cohort, keys=[(m, ev.prompt) for m in models])
+    except SchemaError as e:
+        return f"not paired: {str(e).splitlines()[0]}"
+    keep = _mask(ctx, w, ev)
+    y = w.label[keep]
+    n_pos, n_neg = int((y == 1).sum()), int((y == 0).sum())
+    if n_pos == 0 or n_neg == 0:
+        return f"metric undefined: no {'positives' if n_pos == 0 else 'negatives'} in this stratum"
+    scores = {m: w.scores[f"{m}|{ev.prompt}"][keep] for m in models}
+    key = (NAME, claim.id, ev.change, ev.changed_to)
+    design = ctx.cohort_design(ev.cohort)
+    if isinstance(claim, OperatingPointClaim):
+        t = claim.threshold
+        if isinstance(t, ThresholdFrom):
+            source = ev.threshold_on or t.source
+            if source == ev.cohort and ev.negatives == "all" and ev.subgroup is None:
+                ys, ss = y, scores[claim.model]
+            else:
+                if not _has(ctx, source, [claim.model], ev.prompt):
+                    return f"no scores of {claim.model} on the threshold's source {source}"
+                ws = ctx.wide(source, keys=[(claim.model, ev.prompt)])
+                ys, ss = ws.label, ws.scores[f"{claim.model}|{ev.prompt}"]
+            # on its own source the threshold is fixed at the source's estimate: resampling
+            # the same images twice, as source and as target, would not be two samples
+            dsg = "fixed" if source == ev.cohort else t.design
+            return TransportCell(key=key, y_source=ys, s_source=ss, y_target=y,
+                                 s_target=scores[claim.model], rule=t.rule,
+                                 target_value=t.target_value, design=dsg)
+        if t is None:
+            metrics: tuple[Any, ...] = (("sensitivity_at_specificity",
+                                         {"min_specificity": float(claim.specificity_at_least)}),)
+        else:
+            metrics = tuple((r, {"threshold": float(t)}) for r, _ in claim.constraints())
+        return BootstrapCell(key=key, label=y, scores=scores, metrics=metrics, design=design)
+    assert isinstance(claim, _MetricClaim)
+    spec = claim.spec(ev.prevalence)
+    if spec.name in ("brier_score", "log_loss", "ece", "aurc", "selective_risk") and \
+            not ctx.probabilities:
+        return f"{spec.name} needs probabilities; the scores are {ctx.study.score_scale}"
+    pairs = _pairs(claim)
+    if ev.soft:
+        soft = w.label_soft[keep] if w.label_soft is not None else None
+        if soft is None or not np.isfinite(soft).all():
+            return "no soft labels for every image of this stratum"
+        return BootstrapCell(key=key, label=y, scores=scores, metrics=(), design=design,
+                             contrasts=pairs, label_soft=soft, soft_metrics=(_SOFT[spec.name],))
+    return BootstrapCell(key=key, label=y, scores=scores, metrics=((spec.name, dict(spec.options)),),
+                         design=design, contrasts=pairs)
+
+
+def _pairs(claim: _Claim) -> tuple[tuple[str, str], ...]:
+    if isinstance(claim, ComparisonClaim):
+        return ((claim.model, claim.than),)
+    if isinstance(claim, RankingClaim):
+        return tuple(zip(claim.order[:-1], claim.order[1:], strict=True))
+    return ()
+
+
+def _judge(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any,
+           base: dict[str, Any], config: ClaimsConfig) -> dict[str, Any]:
+    seed, B = ctx.seed, ctx.resampling.n_resamples
+    notes = [exposure_note(ctx, claim.models(), ev.cohort)]
+    if ev.subgroup is not None:
+        n = int(cell.label.size if isinstance(cell, BootstrapCell) else cell.y_target.size)
+        if n < config.min_group_size:
+            notes.append(f"small group (n={n} < {config.min_group_size})")
+    if isinstance(claim, OperatingPointClaim):
+        return _judge_operating_point(claim, ev, cell, res, base, notes, seed, B)
+    assert isinstance(claim, _MetricClaim)
+    spec = claim.spec(ev.prevalence)
+    mid = _SOFT[spec.name] if ev.soft else spec.id
+    if isinstance(claim, LevelClaim):
+        r = res.marginal[(claim.model, mid)]
+        est, lo, hi = r.estimate, r.ci_low, r.ci_high
+        v = (ck.verdict_level(est, lo, hi, claim.level) if claim.at_least is not None
+             else ck.verdict_at_most(est, lo, hi, claim.level))
+        ceiling = math.nan
+        if ev.soft:
+            ceiling = soft_ceiling(cell.label_soft, metric=_SOFT[spec.name])
+            if claim.at_least is not None:
+                v = ck.verdict_ceiling(v, ceiling, claim.level)
+            notes.append(f"achievable ceiling under soft labels {ceiling:.3f} (a scorer equal to "
+                         "the soft label)" + (f" is below the claimed {claim.level:g}"
+                                              if ceiling < claim.level else ""))
+        notes.append(degenerate_note(r.n_degenerate, r.n_resamples))
+        return _row(base, verdict=v, note=join(*notes), design=r.design, n_resamples=r.n_resamples,
+                    seed=seed, estimate=est, ci_low=lo, ci_high=hi, ceiling=ceiling, n=r.n,
+                    n_pos=r.n_pos, n_neg=r.n_neg, n_degenerate=r.n_degenerate,
+                    claim_value=claim.level,
+                    claim_side="greater" if claim.at_least is not None else "less")
+    sign = 1.0 if higher_is_better(spec.name) else -1.0
+    margin = claim.margin if isinstance(claim, ComparisonClaim) else 0.0
+    judged = []
+    for a, b in _pairs(claim):
+        d = res.differences[(a, b, mid)]
+        judged.append((a, b, d, _verdict_difference(d.estimate, d.ci_low, d.ci_high, sign, margin)))
+    if isinstance(claim, ComparisonClaim):
+        a, b, d, v = judged[0]
+        if margin > 0:
+            notes.append(f"non-inferiority margin {margin:g} on the {spec.id} scale")
+    else:
+        v = _combine([x[3] for x in judged])
+        # the pair with the weakest support is the one shown; every pair in the qualification
+        a, b, d, _ = min(judged, key=_support(sign))
+        notes.append("; ".join(f"{x[0]} - {x[1]} = {x[2].estimate:.3f} [{x[2].ci_low:.3f}, "
+                               f"{x[2].ci_high:.3f}] {x[3]}" for x in judged))
+    notes.append("lower is better" if sign < 0 else "")
+    notes.append(degenerate_note(d.n_degenerate, d.n_resamples))
+    return _row(base, verdict=v, note=join(*notes), design=d.design, n_resamples=d.n_resamples,
+                seed=seed, estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
+                model_a=a, model_b=b, n=d.n, n_pos=d.n_pos, n_neg=d.n_neg,
+                n_degenerate=d.n_degenerate, claim_value=-sign * margin + 0.0,
+                claim_side="greater" if sign > 0 else "less")
+
+
+def _support(sign: float):
+    """Sort key of a ranking's pairs: the claimed-side lower bound (weakest first)."""
+    def key(x: tuple[str, str, Any, str]) -> float:
+        lo, hi = x[2].ci_low, x[2].ci_high
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return -math.inf
+        return min(sign * lo, sign * hi)
+    return key
+
+
+def _verdict_difference(est: float, lo: float, hi: float, sign: float, margin: float) -> str:
+    """``sign * (A - B) > -margin`` judged from the interval (superiority when margin is 0)."""
+    if any(not math.isfinite(x) for x in (est, lo, hi)):
+        return "not defined"
+    lo_s, hi_s = sorted((sign * lo, sign * hi))
+    if lo_s > -margin:
+        return "holds"
+    if margin > 0:
+        return "does not hold" if hi_s < -margin else "unresolved"
+    return "reversed" if hi_s < 0 else "unresolved"
+
+
+def _combine(verdicts: Sequence[str]) -> str:
+    """Every part holds -> holds; any undefined -> not defined; any reversed -> reversed."""
+    if "not defined" in verdicts:
+        return "not defined"
+    if all(v == "holds" for v in verdicts):
+        return "holds"
+    for v in ("reversed", "does not hold"):
+        if v in verdicts:
+            return v
+    return "unresolved"
+
+
+def _judge_operating_point(claim: OperatingPointClaim, ev: _Eval, cell: Any, res: Any,
+                           base: dict[str, Any], notes: list[str], seed: int, B: int
+                           ) -> dict[str, Any]:
+    t = claim.threshold
+    parts: list[tuple[str, float, Any, bool]] = []  # (rate, level, result, by construction)
+    threshold: float | None = None
+    if isinstance(cell, TransportCell):
+        threshold = float(res.threshold)
+        own = cell.design == "fixed" and (ev.threshold_on is not None or
+                                          (isinstance(t, ThresholdFrom) and t.source == ev.cohort))
+        for rate, level in claim.constraints():
+            r = res.target_sensitivity if rate == "sensitivity" else res.target_specificity
+            built = own and cell.rule == rate and level <= float(cell.target_value or 0.0)
+            parts.append((rate, level, r, built))
+        design = res.design
+        notes.append(f"τ = {threshold:.6g} chosen on {ev.threshold_on or t.source} by "  # type: ignore
+                     f"{cell.rule}" + (f" {cell.target_value:g}" if cell.target_value is not None
+                                       else "") + f" (design {res.design})")
+    else:
+        if t is None:
+            mid = f"sensitivity_at_specificity[min_specificity={claim.specificity_at_least}]"
+            r = res.marginal[(claim.model, mid)]
+            parts.append(("sensitivity", float(claim.sensitivity_at_least), r, False))
+        else:
+            threshold = float(t)
+            for rate, level in claim.constraints():
+                r = res.marginal[(claim.model, f"{rate}[threshold={threshold}]")]
+                parts.append((rate, level, r, False))
+        design = parts[0][2].design
+    judged = [(rate, level, r, "by construction" if built else
+               ck.verdict_level(r.estimate, r.ci_low, r.ci_high, level))
+              for rate, level, r, built in parts]
+    live = [v for *_, v in judged if v != "by construction"]
+    verdict = _combine(live) if live else "by construction"
+    for rate, level, _r, v in judged:
+        if v == "by construction":
+            notes.append(f"{_RATE[rate]} ≥ {level:g} on the threshold's own source holds by "
+                         "construction (not counted)")
+    # the row shows the constraint that decides the verdict (the other beside it), so that
+    # the interval, the claimed value and the counts of an unresolved claim belong together
+    deciding = next((x for x in judged if x[3] not in ("holds", "by construction")), judged[0])
+    first = deciding
+    second = next((x for x in judged if x is not deciding), None)
+    crit = first[0] if t is not None else f"sensitivity_at_specificity[min_specificity=" \
+                                          f"{claim.specificity_at_least}]"
+    notes.append(degenerate_note(max(x[2].n_degenerate for x in judged), B))
+    extra: dict[str, Any] = {}
+    if second is not None:
+        extra = {"other_criterion": second[0], "other_estimate": second[2].estimate,
+                 "other_ci_low": second[2].ci_low, "other_ci_high": second[2].ci_high}
+    r = first[2]
+    return _row(base, verdict=verdict, note=join(*notes), design=design, n_resamples=B, seed=seed,
+                estimate=r.estimate, ci_low=r.ci_low, ci_high=r.ci_high, threshold=threshold,
+                criterion=crit, n=r.n, n_pos=r.n_pos, n_neg=r.n_neg,
+                n_degenerate=max(x[2].n_degenerate for x in judged), claim_value=first[1],
+                claim_side="greater", **extra)
