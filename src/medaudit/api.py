@@ -16,7 +16,8 @@ audit SPEC --out DIR``::
 (a YAML path, a mapping or an :class:`~medaudit.audit.spec.AuditSpec`); ``options`` are
 spec keys (``n_resamples=500``, ``subgroups=["sex"]``, ``claims=[...]``) that override it.
 Declared claims are mappings as in the spec or the same objects in Python
-(:class:`LevelClaim`, :class:`ComparisonClaim`, :class:`OperatingPointClaim`, :class:`RankingClaim`, with :class:`ThresholdFrom`).
+(:class:`LevelClaim`, :class:`ComparisonClaim`, :class:`OperatingPointClaim`,
+:class:`RankingClaim`, with :class:`ThresholdFrom`).
 Every key is documented in ``docs/spec.md``.
 """
 
