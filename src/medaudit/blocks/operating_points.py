@@ -622,6 +622,7 @@ def _notes(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibration | 
         out.append("cutpoints: the rule re-applied in every replicate; threshold interval from "
                    "order statistics (ends are thresholds some replicate chose), Se and Sp "
                    "percentile intervals at the re-chosen threshold.")
+        out += _no_finite_threshold_note(tables["cutpoints"])
     if "partial_auc" in tables:
         out.append("partial_auc: area under the empirical ROC curve over the declared range "
                    "(McClish-standardised where correct=True); differences A - B from the same "
@@ -640,6 +641,21 @@ def _notes(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibration | 
     if skipped and (config.rules or config.curves_config or cal is not None):
         out.append(f"cohort(s) {skipped} have one class: no cut-points, curves or calibration fit.")
     return out
+
+
+def _no_finite_threshold_note(cut: pd.DataFrame) -> list[str]:
+    """Which chosen thresholds have an interval end that is no threshold (the rule called
+    nothing positive, tau = +inf, in more than the interval's tail of replicates)."""
+    thr = cut[cut["criterion"].str.startswith("cutpoint_threshold")
+              & (cut["ci_low"].isna() | cut["ci_high"].isna())
+              & (cut["n_degenerate"] < cut["n_resamples"])]
+    if thr.empty:
+        return []
+    where = ", ".join(f"{r.model} in {r.cohort} ({r.rule})" for r in thr.itertuples())
+    return [f"cutpoints: the threshold interval has no finite end for {where}: in more than the "
+            "interval's tail of replicates the rule called nothing positive (threshold +inf, "
+            "above every score; Se 0 and Sp 1 there, inside their intervals), so the scores "
+            "separate the classes too weakly for the rule to pin a threshold; that end is NaN."]
 
 
 def _risk_coverage(ctx: AuditContext, prompt: str, models: list[str]) -> pd.DataFrame:
