@@ -48,8 +48,8 @@ the tables above)::
   ``A - B`` from the same paired draws, criterion ``pauc_difference[sp=0.9:1]``, ``verdict``).
 * ``curves`` -> tables ``roc_curve`` and ``pr_curve`` (coordinates at every observed
   threshold, point estimates) and ``roc_band`` (sensitivity at ``grid`` specificities from 0
-  to 1 with pointwise percentile bands, pROC's ``ci.se``; design the cohort's).  A
-  precision-recall band is not computed (the statistics layer has none).
+  to 1 with pointwise percentile bands, pROC's ``ci.se``; design the cohort's).  The
+  precision-recall band (:func:`~medaudit.stats.precision_recall_band`) is not drawn here yet.
 * ``calibration`` (probabilities only) -> table ``calibration``: equal-mass ECE
   (``ece_equal_mass[n_bins=10]``) and debiased l2 calibration error
   (``debiased_l2_ce[binning=auto,n_bins=15]``) from the cohort's paired cell, and with
@@ -630,7 +630,8 @@ def _notes(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibration | 
     if config.curves_config is not None:
         out.append("roc_curve / pr_curve: coordinates at every observed threshold (s >= t); "
                    "roc_band: sensitivity at fixed specificities, pointwise percentile band "
-                   "(pROC ci.se); no precision-recall band is computed.")
+                   "(pROC ci.se); this block draws no precision-recall band "
+                   "(medaudit.stats.precision_recall_band computes one).")
     if config.calibration_config is not None:
         out.append("calibration: equal-mass ECE (10 bins) and debiased l2 error (Kumar et al.) from "
                    "the paired cell; slope and intercepts of the logistic recalibration (bootstrap "
