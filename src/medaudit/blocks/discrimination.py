@@ -223,9 +223,11 @@ def _notes(ctx: AuditContext, soft_cohorts: list[str], soft_ties: list[str],
         "the model pairs within each cohort (family column); intervals are descriptive.",
     ]
     if soft_cohorts:
-        notes.append(f"Soft labels (label_soft) in {', '.join(soft_cohorts)}: soft_roc_auc (inclusive "
-                     "variant) and soft_average_precision (stable tie order) with the same design "
-                     "and generator as the ordinary metrics (paper 001).")
+        notes.append(f"Soft labels (label_soft) in {', '.join(soft_cohorts)}: soft_roc_auc (strict: "
+                     "an item's pair with itself left out) and soft_average_precision (an item's own "
+                     "label known at its own rank), the defaults chosen to reproduce paper 001's "
+                     "Table 4 (docs/conventions.md), tied scores in image_id order, with the same "
+                     "design and generator as the ordinary metrics.")
     if soft_ties:
         notes.append("Tied scores (items in tied blocks) in " + "; ".join(soft_ties) + ": the soft "
                      "metrics take them in image_id order (stable ties, M1.2), so their values "
