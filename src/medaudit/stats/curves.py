@@ -22,7 +22,6 @@ least ``r`` (information retrieval's interpolated precision, monotone in ``r``).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +32,7 @@ from medaudit._validation import as_1d_float, as_generator, check_option
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
-from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._common import labels_scores, warn, warn_if_one_class
 from medaudit.stats._ranked import (
     bootstrap_plan,
     columns_batches,
@@ -270,12 +269,13 @@ def precision_recall_curve(y_true: ArrayLike, y_score: ArrayLike, *,
                                 n_pos=n_pos, drop_intermediate=bool(drop_intermediate))
 
 
-def _grid(specificities) -> NDArray[np.float64]:
-    if specificities is None:
+def _grid(values, name: str = "specificities") -> NDArray[np.float64]:
+    """A grid of rates in [0, 1] (default 101 points from 0 to 1)."""
+    if values is None:
         return np.linspace(0.0, 1.0, 101)
-    g = as_1d_float(specificities, name="specificities")
+    g = as_1d_float(values, name=name)
     if ((g < 0) | (g > 1)).any():
-        raise MedauditError(f"specificities must lie in [0, 1]; got values from {g.min()!r} to "
+        raise MedauditError(f"{name} must lie in [0, 1]; got values from {g.min()!r} to "
                             f"{g.max()!r}.")
     return g
 
@@ -301,16 +301,6 @@ def sensitivity_at_specificities(y_true: ArrayLike, y_score: ArrayLike, specific
         return np.full(g.size, np.nan)
     r = K.rank(y, s)
     return KX.se_at_sp_grid(KX.cols_from_items(w, r), r, wp, wn, g)[0]
-
-
-def _recall_grid(recalls) -> NDArray[np.float64]:
-    if recalls is None:
-        return np.linspace(0.0, 1.0, 101)
-    g = as_1d_float(recalls, name="recalls")
-    if ((g < 0) | (g > 1)).any():
-        raise MedauditError(f"recalls must lie in [0, 1]; got values from {g.min()!r} to "
-                            f"{g.max()!r}.")
-    return g
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,12 +440,31 @@ def precision_at_recalls(y_true: ArrayLike, y_score: ArrayLike, recalls: ArrayLi
     [0.6666666666666666]
     """
     method = check_option(method, PR_METHODS, name="method")
-    g = _recall_grid(recalls)
+    g = _grid(recalls, "recalls")
     y, s, w = _weighted(y_true, y_score, sample_weight)
     if warn_if_one_class(float(w @ y), 1.0, "precision_at_recalls"):
         return np.full(g.size, np.nan)
     lay = _pr_layout(y, s)
     return _precision_at_recall(_pr_columns(w, lay), lay, g, method)[0]
+
+
+def _pointwise(grid, point, reps, level, keep_replicates, name: str, empty: str):
+    """A band's pointwise percentile ends over the replicates with no nan (a loop over grid
+    points, not replicates), the count of the others with a warning, frozen arrays."""
+    bad = np.isnan(reps).any(axis=1)
+    lo = np.empty(grid.size)
+    hi = np.empty(grid.size)
+    for j in range(grid.size):
+        lo[j], hi[j] = percentile_interval(reps[~bad, j], level)
+    n_deg = int(bad.sum())
+    if n_deg:
+        warn(f"{name}: {n_deg} of {reps.shape[0]} replicates {empty}; the band uses the others.",
+             DegenerateDataWarning)
+    if not keep_replicates:
+        reps = np.empty((0, grid.size))
+    grid = grid.copy()
+    _frozen(grid, point, lo, hi, reps)
+    return grid, lo, hi, n_deg, reps
 
 
 def roc_curve_band(
@@ -526,19 +535,8 @@ def roc_curve_band(
             chunks.append(KX.se_at_sp_grid(KX.cols_from_ranked(counts), r, tp,
                                            K._rowsum(counts) - tp, g))
     reps = np.concatenate(chunks)
-    bad = np.isnan(reps).any(axis=1)
-    lo = np.empty(g.size)
-    hi = np.empty(g.size)
-    for j in range(g.size):  # a loop over grid points, not replicates
-        lo[j], hi[j] = percentile_interval(reps[~bad, j], level)
-    n_deg = int(bad.sum())
-    if n_deg:
-        warnings.warn(f"roc_curve_band: {n_deg} of {n_res} replicates had a class drawn empty; "
-                      "the band uses the others.", DegenerateDataWarning, stacklevel=2)
-    if not keep_replicates:
-        reps = np.empty((0, g.size))
-    g = g.copy()
-    _frozen(g, point, lo, hi, reps)
+    g, lo, hi, n_deg, reps = _pointwise(g, point, reps, level, keep_replicates,
+                                        "roc_curve_band", "had a class drawn empty")
     return RocBand(specificity=g, sensitivity=point, ci_low=lo, ci_high=hi,
                    confidence_level=level, design=design, n_resamples=n_res, n_degenerate=n_deg,
                    seed=rec["seed"], n_pos=float(wp[0]), n_neg=float(wn[0]),
@@ -604,7 +602,7 @@ def precision_recall_band(
     ([1.0, 0.8], True)
     """
     method = check_option(method, PR_METHODS, name="method")
-    g = _recall_grid(recalls)
+    g = _grid(recalls, "recalls")
     n_res, level, _, batch = _common_options(n_resamples, confidence_level, "percentile", batch)
     y, s = labels_scores(y_true, y_score)
     n_pos, n_neg = float(y.sum()), float(y.size - y.sum())
@@ -620,19 +618,8 @@ def precision_recall_band(
     if counts is None:
         counts = (_pr_columns(w, lay) for w in plan.batches(n_res, gen, batch))
     reps = np.concatenate([_precision_at_recall(c, lay, g, method) for c in counts])
-    bad = np.isnan(reps).any(axis=1)
-    lo = np.empty(g.size)
-    hi = np.empty(g.size)
-    for j in range(g.size):  # a loop over grid points, not replicates
-        lo[j], hi[j] = percentile_interval(reps[~bad, j], level)
-    n_deg = int(bad.sum())
-    if n_deg:
-        warnings.warn(f"precision_recall_band: {n_deg} of {n_res} replicates drew no positive; "
-                      "the band uses the others.", DegenerateDataWarning, stacklevel=2)
-    if not keep_replicates:
-        reps = np.empty((0, g.size))
-    g = g.copy()
-    _frozen(g, point, lo, hi, reps)
+    g, lo, hi, n_deg, reps = _pointwise(g, point, reps, level, keep_replicates,
+                                        "precision_recall_band", "drew no positive")
     return PrecisionRecallBand(recall=g, precision=point, ci_low=lo, ci_high=hi, method=method,
                                confidence_level=level, design=design, n_resamples=n_res,
                                n_degenerate=n_deg, seed=rec["seed"], n_pos=n_pos, n_neg=n_neg,
