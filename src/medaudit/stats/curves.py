@@ -394,10 +394,12 @@ def _precision_at_recall(counts: NDArray, lay: _PRLayout, recall: NDArray[np.flo
     j = np.where(top, first_pos[:, None], _first_at_least(cp, need))
     j = np.minimum(j, p - 1)  # only reached by a row without positives (nan below)
     if method == "interpolated":
-        called = cp + cn[:, lay.neg_upto]
+        called = np.take(cn, lay.neg_upto, axis=1)
+        called += cp
         with np.errstate(divide="ignore", invalid="ignore"):
-            prec = np.where(called > 0, cp / called, -np.inf)
-        out = np.take_along_axis(np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1], j, axis=1)
+            prec = np.divide(cp, called, dtype=np.float64)  # 0/0 = nan before the first draw
+        # fmax skips those nans: the largest precision at or below each vertex
+        out = np.take_along_axis(np.fmax.accumulate(prec[:, ::-1], axis=1)[:, ::-1], j, axis=1)
     else:
         tp = np.take_along_axis(cp, j, axis=1).astype(np.float64)
         fp = np.take_along_axis(cn, lay.neg_upto[j], axis=1)
