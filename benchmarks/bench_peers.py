@@ -2,9 +2,9 @@
 """Benchmark the curve-type bootstraps of issue 17 against the plain AUROC interval.
 
 Problem: n = 100,000 cases (30 % positive, binormal scores), B = 2,000 within-label
-replicates.  Targets (issue 17): the partial-AUC interval and the ROC band each within
-2x the wall time of the plain AUROC percentile interval on the same data, measured in the
-same run (best of three runs each, to damp the noise of a shared machine).
+replicates.  Targets (issue 17): the partial-AUC interval and the ROC and precision-recall
+bands each within 2x the wall time of the plain AUROC percentile interval on the same data,
+measured in the same run (best of three runs each, to damp the noise of a shared machine).
 
 Peers measured in the same run: scikit-learn's ``roc_auc_score(max_fpr=)`` and
 ``roc_curve`` + ``np.interp`` in a loop over replicates (what a user writes without an
@@ -27,7 +27,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _sections import run_and_record  # noqa: E402
 
-from medaudit.stats import bootstrap_ci, partial_roc_auc_ci, pauc_metric, roc_curve_band  # noqa: E402
+from medaudit.stats import (  # noqa: E402
+    bootstrap_ci,
+    partial_roc_auc_ci,
+    pauc_metric,
+    precision_recall_band,
+    roc_curve_band,
+)
 
 
 def _best(fn, repeat: int) -> float:
@@ -75,6 +81,9 @@ def main(argv: list[str]) -> None:
         ("ROC band, 101 specificities: `roc_curve_band`", lambda: roc_curve_band(y, s, **kw)),
         ("ROC band, pROC's 11 specificities", lambda: roc_curve_band(
             y, s, specificities=np.linspace(0, 1, 11), **kw)),
+        ("PR band, 101 recalls: `precision_recall_band`", lambda: precision_recall_band(y, s, **kw)),
+        ("PR band, interpolated precision: `precision_recall_band(method='interpolated')`",
+         lambda: precision_recall_band(y, s, method="interpolated", **kw)),
     ]
     times = [(label, _best(fn, repeat)) for label, fn in rows]
     base = times[0][1]
@@ -105,9 +114,9 @@ def main(argv: list[str]) -> None:
     worst_pauc = max(t for label, t in times[1:5]) / base
     worst_band = max(t for label, t in times[5:]) / base
     ok = "PASS" if max(worst_pauc, worst_band) <= 2.0 else "FAIL"
-    print(f"\nTarget: partial AUC and ROC band within 2x the plain AUROC interval "
+    print(f"\nTarget: partial AUC and ROC/PR bands within 2x the plain AUROC interval "
           f"(worst: partial AUC {worst_pauc:.2f}x, band {worst_band:.2f}x): {ok}.")
 
 
 if __name__ == "__main__":
-    run_and_record("bench_peers", "Partial AUC and ROC bands (issue 17)", main)
+    run_and_record("bench_peers", "Partial AUC, ROC and precision-recall bands (issue 17)", main)

@@ -102,6 +102,72 @@ def test_average_precision_ranks_ties_individually():
     assert O.average_precision_individual(y, s) != pytest.approx(O.average_precision_pooled(y, s))
 
 
+def _note_value(note: str, model: str, cohort: str, what: str) -> float:
+    import re
+
+    num = r"(\d+(?:\.\d+)?(?:e-?\d+)?)"
+    m = re.search(rf"{model} in {cohort} \(\d+ tied images\): reported {num}, ties pooled {num}",
+                  note)
+    assert m, note
+    return float(m.group(1 if what == "reported" else 2))
+
+
+def test_ap_note_gives_the_pooled_value_where_scores_tie():
+    # witness: scikit-learn's average_precision_score pools tied scores
+    rng = np.random.default_rng(4)
+    y = np.r_[np.ones(15), np.zeros(25)]
+    tied = np.round(rng.uniform(size=40) * 0.4 + 0.3 * y, 1)  # heavy ties
+    untied = 1.0 / (1.0 + np.exp(-(rng.normal(size=40) + y)))
+    ctx = make_context({"c": (y, {"tied": tied, "untied": untied})}, n_resamples=20)
+    res = run(D, ctx)
+    note = next(n for n in res.notes if n.startswith("average_precision ranks tied scores"))
+    assert "pools each set of tied scores" in note and "untied in c" not in note
+    est = _value(res.tables["metrics"], model="tied", criterion="average_precision")["estimate"]
+    assert _note_value(note, "tied", "c", "reported") == est
+    assert _note_value(note, "tied", "c", "pooled") == pytest.approx(
+        average_precision_score(y, tied), abs=1e-12)
+    n_tied = int(sum((tied == v).sum() for v in np.unique(tied) if (tied == v).sum() > 1))
+    assert f"tied in c ({n_tied} tied images)" in note
+    assert ("the row order matters" in note) == (
+        abs(est - average_precision_score(y, tied)) > 1e-3)
+    # no ties anywhere: the rule alone
+    ctx = make_context({"c": (y, {"untied": untied})}, n_resamples=20)
+    note = next(n for n in run(D, ctx).notes if n.startswith("average_precision ranks"))
+    assert "Where scores tie" not in note
+
+
+def test_auroc_significantly_below_chance_is_named():
+    rng = np.random.default_rng(5)
+    y = np.r_[np.ones(40), np.zeros(60)]
+    good = 1.0 / (1.0 + np.exp(-(rng.normal(size=100) + 2.0 * y)))
+    inverted = 1.0 - 1.0 / (1.0 + np.exp(-(rng.normal(size=100) + 2.0 * y)))
+    near = rng.uniform(size=100)  # AUROC near 0.5: its interval covers 0.5
+    ctx = make_context({"c": (y, {"good": good, "inv": inverted, "near": near})})
+    res = run(D, ctx)
+    auc = res.tables["metrics"].query("criterion == 'roc_auc'").set_index("model")
+    assert auc.loc["inv", "ci_high"] < 0.5 <= auc.loc["near", "ci_high"]
+    assert auc.loc["inv", "estimate"] == pytest.approx(roc_auc_score(y, inverted), abs=1e-12)
+    below = [n for n in res.notes if n.startswith("Below chance")]
+    assert len(below) == 1
+    assert f"inv in c (roc_auc {float(auc.loc['inv', 'estimate'])!r}" in below[0]
+    assert "good in c" not in below[0] and "near in c" not in below[0]
+    assert "replace every score s by 1 - s" in below[0] and "no direction option" in below[0]
+    # inverting the scores as the note says turns the AUROC into 1 - AUROC
+    assert roc_auc_score(y, 1.0 - inverted) == pytest.approx(1.0 - auc.loc["inv", "estimate"])
+
+
+def test_below_chance_note_for_logits():
+    from medaudit.blocks.notes import below_chance_note
+
+    m = pd.DataFrame({"model": ["a", "b"], "cohort": ["c", "c"], "criterion": ["roc_auc"] * 2,
+                      "estimate": [0.3, 0.45], "ci_low": [0.2, 0.3], "ci_high": [0.4, 0.6]})
+    (note,) = below_chance_note(m, probabilities=False)
+    assert "a in c (roc_auc 0.3, interval [0.2, 0.4])" in note and "b in c" not in note
+    assert "negate every score (s -> -s)" in note
+    assert below_chance_note(m.iloc[1:], probabilities=True) == []
+    assert below_chance_note(pd.DataFrame(), probabilities=True) == []
+
+
 def test_shape_order_and_columns(hand):
     _, ctx, res = hand
     t = res.tables["metrics"]

@@ -70,6 +70,9 @@ def test_soft_rows_match_the_double_sums(soft_run):
         assert _row(t, model=m, criterion="soft_average_precision")["estimate"] == pytest.approx(
             oracle.soft_ap_known_self(p, s), rel=1e-12)
     assert any("label_soft" in n for n in res.notes)
+    # the note names the forms the rows use (strict, own label known), not the inclusive one
+    (note,) = [n for n in res.notes if n.startswith("Soft labels")]
+    assert "soft_roc_auc (strict" in note and "own label known" in note and "inclusive" not in note
 
 
 def test_soft_rows_match_sklearn_on_duplicated_data(soft_run):

@@ -364,6 +364,32 @@ def test_tied_youden_thresholds_go_to_the_highest():
     assert (tm.loc["sensitivity", "estimate"], tm.loc["specificity", "estimate"]) == (0.5, 1.0)
 
 
+def test_a_rule_that_calls_nothing_positive_is_named_in_the_notes():
+    """A score unrelated to the label: in many replicates Youden's J is <= 0 at every observed
+    threshold and the rule keeps +inf, so the threshold interval has no finite upper end;
+    the note names the model and cohort (the stats layer's count is the witness)."""
+    from medaudit.blocks.context import cell_rng
+    from medaudit.stats import best_threshold_ci
+
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(20), np.zeros(20)]
+    weak, good = rng.uniform(size=40), 1.0 / (1.0 + np.exp(-(rng.normal(size=40) + 3.0 * y)))
+    ctx = make_context({"c": (y, {"weak": weak, "good": good})}, n_resamples=400)
+    res = run(OP, ctx, _spec(ctx, {"rules": ["youden"]}))
+    cp, notes = res.tables["cutpoints"], res.notes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        ci = {m: best_threshold_ci(y, s, design="ordinary", n_resamples=400,
+                                   rng=cell_rng(ctx.seed, "operating_points", "c", PROMPT,
+                                                "cutpoint", "youden", m))
+              for m, s in (("weak", weak), ("good", good))}
+    assert ci["weak"].n_no_positive > 10 and ci["good"].n_no_positive == 0  # 2.5 % of 400 = 10
+    row = cp[(cp["model"] == "weak") & cp["criterion"].str.startswith("cutpoint_threshold")]
+    assert row["ci_high"].isna().all() and np.isfinite(row["ci_low"]).all()
+    note = [n for n in notes if "no finite end" in n]
+    assert len(note) == 1 and "weak in c (youden)" in note[0] and "good in c" not in note[0]
+
+
 def test_partial_auc_against_sklearn_and_the_clipped_curve(full):
     from sklearn.metrics import roc_auc_score, roc_curve
 

@@ -408,6 +408,23 @@ def test_rates_at_the_transported_threshold(cut):
         assert (obs.loc["f1", "ci_low"], obs.loc["f1", "ci_high"]) == (b.ci_low, b.ci_high)
 
 
+def test_threshold_metrics_name_the_design_used(cut):
+    """tau is held fixed at the source estimate in threshold_metrics (for the re-estimating
+    targets too) and the target is resampled in its cohort's design: the label says both,
+    while ``transport`` keeps the entry's designs."""
+    cohorts, ctx, res = cut
+    tm, tr = res.tables["threshold_metrics"], res.tables["transport"]
+    for t in ("tgt1", "tgt2"):
+        assert set(tm.loc[tm["cohort"] == t, "design"]) == {
+            f"threshold_fixed[{ctx.cohort_design(t)}]"}
+    assert set(tr.loc[tr["cohort"] == "tgt1", "design"]) == {"threshold_reestimate"}
+    assert set(tr.loc[tr["cohort"] == "tgt2", "design"]) == {"threshold_fixed"}
+    # every row of one (target, model, rule) holds the threshold the transport rows carry
+    for (t, m, rule), g in tm.groupby(["cohort", "model", "rule"]):
+        taus = set(tr[(tr["cohort"] == t) & (tr["model"] == m) & (tr["rule"] == rule)]["threshold"])
+        assert set(g["threshold"]) == taus and len(taus) == 1
+
+
 def test_cut_point_claims(cut):
     from medaudit.audit.claims import build_claims
 

@@ -93,3 +93,25 @@ def test_stacklevel_outside_counts_the_frames_under_the_prefix():
         ns["entry"]()
     w = _caught(call, UserWarning)
     assert (w.filename, w.lineno) == (__file__, _body_line(call))
+
+
+def test_resampling_checks_have_one_home():
+    """``check_n_resamples``/``check_batch`` come from ``stats._common`` (the validation layer's
+    functions, not copies), and no module imports the old private names of ``stats.bootstrap``."""
+    import ast
+    import pathlib
+
+    import medaudit
+    from medaudit import _validation
+
+    assert _common.check_n_resamples is _validation.check_n_resamples
+    assert _common.check_batch is _validation.check_batch
+    root = pathlib.Path(medaudit.__file__).parent
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "medaudit.stats.bootstrap":
+                offenders += [f"{path.relative_to(root)}: {a.name}" for a in node.names
+                              if a.name in ("_n_resamples", "_batch")]
+    assert offenders == []
+    assert _common.check_n_resamples(3) == 3 and _common.check_batch(None) is None

@@ -19,15 +19,18 @@ import sklearn.metrics as skm
 from hypothesis import given
 from hypothesis import strategies as st
 
-from medaudit.exceptions import MedauditError, UndefinedMetricWarning
+from medaudit.exceptions import DegenerateDataWarning, MedauditError, UndefinedMetricWarning
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats import (
+    precision_at_recalls,
+    precision_recall_band,
     precision_recall_curve,
     roc_auc,
     roc_curve,
     roc_curve_band,
     sensitivity_at_specificities,
+    threshold_for_sensitivity,
 )
 from medaudit.stats.designs import make_plan
 from tests.stats import _oracles_peers as O
@@ -201,3 +204,158 @@ def test_one_class_and_bad_grids():
         sensitivity_at_specificities([0, 1], [0.1, 0.2], [1.2])
     with pytest.raises(MedauditError, match="sample_weight"):
         roc_curve([0, 1], [0.1, 0.2], sample_weight=[0, 0])
+
+
+
+# ----------------------------------------------------------------------------- precision-recall band
+# Witnesses: hand-worked tie blocks; precision read off scikit-learn's precision_recall_curve
+# (its points, highest threshold first) with the reading rule written out here; the PPV
+# counted at M0.8's sensitivity threshold; materialised resamples for every replicate.
+def _sk_precision_at(y, s, recalls, method, w=None):
+    """Precision at each recall from sklearn's PR points (the last point has no threshold)."""
+    prec, rec, _ = skm.precision_recall_curve(y, s, sample_weight=w)
+    prec, rec = prec[:-1][::-1], rec[:-1][::-1]  # observed thresholds, highest first
+    out = []
+    for x in recalls:
+        ok = np.flatnonzero(rec >= x - 1e-12)
+        out.append(prec[ok[0]] if method == "threshold" else prec[ok].max())
+    return np.array(out)
+
+
+def test_pr_hand_worked_tie_blocks():
+    # blocks (descending): .9 {1, 0} P 1/2 R 1/4; .7 {1} P 2/3 R 2/4; .5 {1, 0} P 3/5 R 3/4;
+    # .2 {1} P 4/6 R 1
+    y, s = [1, 0, 1, 0, 1, 1], [.9, .9, .7, .5, .5, .2]
+    g = [0.0, 0.25, 0.3, 0.75, 1.0]
+    assert precision_at_recalls(y, s, g).tolist() == [0.5, 0.5, 2 / 3, 0.6, 4 / 6]
+    assert precision_at_recalls(y, s, g, method="interpolated").tolist() == [
+        2 / 3, 2 / 3, 2 / 3, 4 / 6, 4 / 6]
+    # a negative on top: at recall 0 the highest threshold calls it alone (precision 0)
+    y, s = [0, 1, 1, 0], [.9, .8, .7, .1]
+    assert precision_at_recalls(y, s, [0.0, 0.5, 1.0]).tolist() == [0.0, 0.5, 2 / 3]
+    assert precision_at_recalls(y, s, [0.0], method="interpolated").tolist() == [2 / 3]
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("method", ["threshold", "interpolated"])
+def test_pr_precision_matches_sklearn_points(seed, method):
+    y, s, w = _case(seed, ties=seed % 2 == 0, weights=seed % 3 == 0)
+    g = np.r_[np.linspace(0, 1, 21), np.random.default_rng(seed).random(5)]
+    got = precision_at_recalls(y, s, g, method=method, sample_weight=w)
+    np.testing.assert_allclose(got, _sk_precision_at(y, s, g, method, w), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pr_precision_is_the_ppv_at_the_sensitivity_threshold(seed):
+    y, s, _ = _case(seed)
+    for x in (0.0, 0.1, 0.5, 0.8, 1.0):
+        tau = threshold_for_sensitivity(y, s, min_sensitivity=x)
+        pred = s >= tau
+        want = (pred & (y == 1)).sum() / pred.sum()
+        assert precision_at_recalls(y, s, [x])[0] == pytest.approx(want, rel=1e-12)
+
+
+def test_pr_band_replicates_on_materialised_resamples():
+    rng = np.random.default_rng(5)
+    n = 40
+    y = np.zeros(n)
+    y[[1, 7]] = 1.0  # two positives: about 1 ordinary resample in 8 loses both
+    s = np.round(rng.normal(size=n) + y, 1)
+    g = np.array([0.0, 0.2, 0.5, 0.9, 1.0])
+    for method in ("threshold", "interpolated"):
+        with pytest.warns(DegenerateDataWarning, match="drew no positive"):
+            band = precision_recall_band(y, s, recalls=g, method=method, design="ordinary",
+                                         n_resamples=60, rng=9, batch=7)
+        draws = np.concatenate(list(make_plan("ordinary", y).batches(60, np.random.default_rng(9),
+                                                                     7)))
+        n_bad = 0
+        for b in range(60):
+            yb, sb = O.materialise(y, s, draws[b])
+            if yb.max() == 0:
+                n_bad += 1
+                assert np.isnan(band.replicates[b]).all()
+                continue
+            np.testing.assert_allclose(band.replicates[b], _sk_precision_at(yb, sb, g, method),
+                                       rtol=1e-12, atol=0)
+        assert band.n_degenerate == n_bad > 0
+        ok = ~np.isnan(band.replicates).any(axis=1)
+        np.testing.assert_array_equal(band.ci_low, np.percentile(band.replicates[ok], 2.5, axis=0))
+        np.testing.assert_array_equal(band.ci_high,
+                                      np.percentile(band.replicates[ok], 97.5, axis=0))
+
+
+def test_pr_band_cluster_design_on_materialised_resamples():
+    rng = np.random.default_rng(8)
+    n = 60
+    y = (rng.random(n) < 0.4).astype(float)
+    y[:2] = [0, 1]
+    s = np.round(rng.normal(size=n) + y, 1)
+    patient = rng.integers(0, 20, size=n)  # several images per patient, classes mixed
+    g = np.array([0.0, 0.3, 0.6, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        band = precision_recall_band(y, s, recalls=g, design="cluster", cluster=patient,
+                                     n_resamples=40, rng=4, batch=6)
+    plan = make_plan("cluster", y, cluster=patient)
+    draws = np.concatenate(list(plan.batches(40, np.random.default_rng(4), 6)))
+    for b in range(40):
+        yb, sb = O.materialise(y, s, draws[b])
+        if yb.max() == 0:
+            assert np.isnan(band.replicates[b]).all()
+            continue
+        np.testing.assert_allclose(band.replicates[b], _sk_precision_at(yb, sb, g, "threshold"),
+                                   rtol=1e-12, atol=0)
+    assert band.design == "cluster"
+
+
+def test_pr_band_fixed_seed_batch_independence_and_properties():
+    rng = np.random.default_rng(3)
+    n = 400
+    y = (rng.random(n) < 0.3).astype(float)
+    s = rng.normal(size=n) + y
+    a = precision_recall_band(y, s, n_resamples=200, rng=2026)
+    b = precision_recall_band(y, s, n_resamples=200, rng=2026, batch=13)
+    np.testing.assert_array_equal(a.replicates, b.replicates)
+    assert a.recall.size == 101 and a.n_degenerate == 0 and a.seed == 2026
+    assert a.design == "within_label" and a.method == "threshold"
+    np.testing.assert_array_equal(a.precision, precision_at_recalls(y, s, a.recall))
+    assert np.all(a.ci_low <= a.precision + 1e-12) and np.all(a.precision <= a.ci_high + 1e-12)
+    # within label every replicate keeps n_pos and n_neg: at recall 1 everything down to the
+    # lowest positive is called, at recall 0 the top score alone
+    assert a.precision[-1] == pytest.approx(y.sum() / (s >= s[y == 1].min()).sum(), rel=1e-12)
+    c = precision_recall_band(y, s, method="interpolated", n_resamples=200, rng=2026)
+    assert np.all(c.replicates >= a.replicates)  # the envelope is never below the point
+    assert np.all(np.diff(c.replicates, axis=1) <= 0)  # and it is monotone in recall
+    # the band's mean precision approximates the average precision
+    assert abs(np.mean(c.precision[1:]) - skm.average_precision_score(y, s)) < 0.02
+    assert not a.ci_low.flags.writeable
+    rec = a.to_dict()
+    assert rec["method"] == "threshold" and "replicates" not in rec
+
+
+@given(st.lists(st.floats(0, 1, allow_nan=False, width=32), min_size=4, max_size=30),
+       st.integers(0, 2**31 - 1))
+def test_pr_precision_invariant_to_monotone_transforms(svals, seed):
+    s = np.asarray(svals, dtype=float)
+    y = (np.random.default_rng(seed).random(s.size) < 0.5).astype(float)
+    y[:2] = [0, 1]
+    g = np.linspace(0, 1, 11)
+    for method in ("threshold", "interpolated"):
+        a = precision_at_recalls(y, s, g, method=method)
+        dense = np.unique(s, return_inverse=True)[1]  # a strictly increasing map, exactly
+        np.testing.assert_array_equal(a, precision_at_recalls(y, 3.0 * dense - 7.0, g,
+                                                              method=method))
+        assert np.all((a >= 0) & (a <= 1))
+
+
+def test_pr_one_class_and_bad_grids():
+    with pytest.warns(UndefinedMetricWarning):
+        assert np.isnan(precision_at_recalls([0, 0], [0.2, 0.3], [0.5])).all()
+    with pytest.raises(MedauditError, match="both positives and negatives"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            precision_recall_band([1, 1, 1], [0.1, 0.2, 0.3], n_resamples=5)
+    with pytest.raises(MedauditError, match="recalls"):
+        precision_at_recalls([0, 1], [0.1, 0.2], [-0.1])
+    with pytest.raises(MedauditError, match="method"):
+        precision_at_recalls([0, 1], [0.1, 0.2], [0.5], method="linear")

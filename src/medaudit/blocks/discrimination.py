@@ -54,10 +54,18 @@ from medaudit.blocks.cells import (
     run_delong_cells,
 )
 from medaudit.blocks.context import AuditContext, Study
-from medaudit.blocks.notes import degenerate_cells_note, degenerate_note, exposure_note, join, tied_items
+from medaudit.blocks.notes import (
+    below_chance_note,
+    degenerate_cells_note,
+    degenerate_note,
+    exposure_note,
+    join,
+    tied_items,
+)
 from medaudit.blocks.rows import interval, spec_row, verdict
 from medaudit.blocks.subgroups import ALL, subgroup_rows
-from medaudit.stats import adjust_pvalues, reliability_diagram
+from medaudit.stats import adjust_pvalues, average_precision, reliability_diagram
+from medaudit.stats.ranking import AP_TIE_TOLERANCE
 from medaudit.stats.soft import soft_ceiling
 
 __all__ = ["Discrimination", "METRICS", "DIFFERENCE_METRICS", "SOFT_DIFFERENCE_METRICS",
@@ -121,10 +129,12 @@ class Discrimination(Block):
             metric_rows += _metric_rows(ctx, cohort, prompt, models, res, cell.label_soft)
             diff_rows += _difference_rows(ctx, cohort, prompt, pairs, res, delong)
         n_degenerate_cells = sum(int(r["n_degenerate"] > 0) for r in metric_rows + diff_rows)
-        return BlockResult(name=NAME, tables={"metrics": pd.DataFrame(metric_rows),
+        metrics_table = pd.DataFrame(metric_rows)
+        return BlockResult(name=NAME, tables={"metrics": metrics_table,
                                               "model_differences": pd.DataFrame(diff_rows),
                                               "reliability": _reliability(ctx, prompt, models)},
-                           notes=tuple(_notes(ctx, soft_cohorts, soft_ties, n_degenerate_cells)))
+                           notes=tuple(_notes(ctx, soft_cohorts, soft_ties, n_degenerate_cells,
+                                              metrics_table)))
 
     def claims(self, results: Mapping[str, BlockResult], study: Study, config: Any
                ) -> list[dict[str, Any]]:
@@ -178,27 +188,58 @@ def _difference_rows(ctx: AuditContext, cohort: str, prompt: str, pairs, res, de
     return rows
 
 
+def _ap_ties_note(ctx: AuditContext, metrics: pd.DataFrame) -> str:
+    """The AP tie rule, and the tie-pooled AP beside the reported one wherever scores tie."""
+    note = ("average_precision ranks tied scores individually (paper 000's rule: a stable "
+            "descending sort, tied images in image_id order), so with ties its value depends on "
+            "that order; scikit-learn's average_precision_score pools each set of tied scores "
+            "into one threshold (medaudit.stats.average_precision(ties='pooled')).")
+    if metrics.empty:
+        return note
+    ap = metrics[metrics["criterion"] == "average_precision"]
+    prompt, models = ctx.primary_prompt, ctx.models()
+    tied = []
+    for cohort in ctx.cohorts:
+        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+        if not 0 < w.label.sum() < w.label.size:
+            continue
+        for m, n_tied in tied_items(w.vectors(models, prompt)).items():
+            row = ap[(ap["cohort"] == cohort) & (ap["model"] == m)]
+            if row.empty:
+                continue
+            ind = float(row["estimate"].iloc[0])
+            pooled = average_precision(w.label, w.scores[f"{m}|{prompt}"], ties="pooled")
+            gap = (f", more than {AP_TIE_TOLERANCE:g} apart: the row order matters"
+                   if abs(ind - pooled) > AP_TIE_TOLERANCE else "")
+            tied.append(f"{m} in {cohort} ({n_tied} tied images): reported {ind!r}, ties pooled "
+                        f"{pooled!r}{gap}")
+    return note + (" Where scores tie: " + "; ".join(tied) + "." if tied else "")
+
+
 def _notes(ctx: AuditContext, soft_cohorts: list[str], soft_ties: list[str],
-           n_degenerate_cells: int) -> list[str]:
+           n_degenerate_cells: int, metrics: pd.DataFrame) -> list[str]:
     notes = [] if ctx.probabilities else [
         "score_scale is 'logits': Brier, ECE and AURC need probabilities and are not reported."]
     notes += [
         f"Intervals: percentile, level {ctx.resampling.confidence_level}, "
         f"B = {ctx.resampling.n_resamples}; one paired bootstrap per cohort shared by "
         "all models (design per cohort in column `design`).",
-        "average_precision ranks tied scores individually (stable descending order).",
+        _ap_ties_note(ctx, metrics),
         "Model differences are A - B with A < B alphabetically; verdict from the bootstrap "
         "interval (better = higher AUROC, lower Brier). DeLong p-values are Holm-adjusted over "
         "the model pairs within each cohort (family column); intervals are descriptive.",
     ]
     if soft_cohorts:
-        notes.append(f"Soft labels (label_soft) in {', '.join(soft_cohorts)}: soft_roc_auc (inclusive "
-                     "variant) and soft_average_precision (stable tie order) with the same design "
-                     "and generator as the ordinary metrics (paper 001).")
+        notes.append(f"Soft labels (label_soft) in {', '.join(soft_cohorts)}: soft_roc_auc (strict: "
+                     "an item's pair with itself left out) and soft_average_precision (an item's own "
+                     "label known at its own rank), the defaults chosen to reproduce paper 001's "
+                     "Table 4 (docs/conventions.md), tied scores in image_id order, with the same "
+                     "design and generator as the ordinary metrics.")
     if soft_ties:
         notes.append("Tied scores (items in tied blocks) in " + "; ".join(soft_ties) + ": the soft "
                      "metrics take them in image_id order (stable ties, M1.2), so their values "
                      "depend on that order; the label_uncertainty block offers soft_ties: grouped.")
+    notes += below_chance_note(metrics, probabilities=ctx.probabilities)
     return notes + degenerate_cells_note(n_degenerate_cells)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["join", "exposure_note", "degenerate_note", "degenerate_cells_note", "count_degenerate",
-           "tied_items"]
+           "tied_items", "below_chance_note"]
 
 
 def join(*parts: str) -> str:
@@ -62,3 +62,28 @@ def tied_items(scores: dict[str, np.ndarray]) -> dict[str, int]:
         if n:
             out[m] = n
     return out
+
+
+def below_chance_note(metrics: Any, *, probabilities: bool, criterion: str = "roc_auc") -> list[str]:
+    """The block note for rows of ``criterion`` whose whole interval lies below 0.5 ([] if none).
+
+    An AUROC significantly below chance means that higher scores go with the negatives: the
+    score direction is probably inverted.  medaudit never flips scores and the spec has no
+    direction option, so the note names each model and cohort and says how to invert the
+    scores in the input (``1 - s`` for probabilities, ``-s`` for logits).
+    """
+    if metrics is None or len(metrics) == 0 or "ci_high" not in metrics:
+        return []
+    rows = metrics[(metrics["criterion"] == criterion) & (metrics["ci_high"] < 0.5)]
+    if rows.empty:
+        return []
+    where = "; ".join(f"{r.model} in {r.cohort} ({criterion} {float(r.estimate)!r}, interval "
+                      f"[{float(r.ci_low)!r}, {float(r.ci_high)!r}])" for r in rows.itertuples())
+    how = ("replace every score s by 1 - s" if probabilities
+           else "negate every score (s -> -s)")
+    return [f"Below chance: {where}. The whole interval lies below 0.5, so higher scores go with "
+            "the negatives: the score direction is probably inverted. medaudit never flips scores "
+            "(pROC's direction='auto' would) and the spec has no direction option: if the model's "
+            f"score means 'negative', {how} for that model in the score table (or its wide "
+            "prediction file) and rerun; its AUROC becomes 1 - AUROC, and its rankings, thresholds "
+            "and calibration change with it."]

@@ -48,8 +48,8 @@ the tables above)::
   ``A - B`` from the same paired draws, criterion ``pauc_difference[sp=0.9:1]``, ``verdict``).
 * ``curves`` -> tables ``roc_curve`` and ``pr_curve`` (coordinates at every observed
   threshold, point estimates) and ``roc_band`` (sensitivity at ``grid`` specificities from 0
-  to 1 with pointwise percentile bands, pROC's ``ci.se``; design the cohort's).  A
-  precision-recall band is not computed (the statistics layer has none).
+  to 1 with pointwise percentile bands, pROC's ``ci.se``; design the cohort's).  The
+  precision-recall band (:func:`~medaudit.stats.precision_recall_band`) is not drawn here yet.
 * ``calibration`` (probabilities only) -> table ``calibration``: equal-mass ECE
   (``ece_equal_mass[n_bins=10]``) and debiased l2 calibration error
   (``debiased_l2_ce[binning=auto,n_bins=15]``) from the cohort's paired cell, and with
@@ -622,6 +622,7 @@ def _notes(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibration | 
         out.append("cutpoints: the rule re-applied in every replicate; threshold interval from "
                    "order statistics (ends are thresholds some replicate chose), Se and Sp "
                    "percentile intervals at the re-chosen threshold.")
+        out += _no_finite_threshold_note(tables["cutpoints"])
     if "partial_auc" in tables:
         out.append("partial_auc: area under the empirical ROC curve over the declared range "
                    "(McClish-standardised where correct=True); differences A - B from the same "
@@ -629,7 +630,8 @@ def _notes(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibration | 
     if config.curves_config is not None:
         out.append("roc_curve / pr_curve: coordinates at every observed threshold (s >= t); "
                    "roc_band: sensitivity at fixed specificities, pointwise percentile band "
-                   "(pROC ci.se); no precision-recall band is computed.")
+                   "(pROC ci.se); this block draws no precision-recall band "
+                   "(medaudit.stats.precision_recall_band computes one).")
     if config.calibration_config is not None:
         out.append("calibration: equal-mass ECE (10 bins) and debiased l2 error (Kumar et al.) from "
                    "the paired cell; slope and intercepts of the logistic recalibration (bootstrap "
@@ -640,6 +642,21 @@ def _notes(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibration | 
     if skipped and (config.rules or config.curves_config or cal is not None):
         out.append(f"cohort(s) {skipped} have one class: no cut-points, curves or calibration fit.")
     return out
+
+
+def _no_finite_threshold_note(cut: pd.DataFrame) -> list[str]:
+    """Which chosen thresholds have an interval end that is no threshold (the rule called
+    nothing positive, tau = +inf, in more than the interval's tail of replicates)."""
+    thr = cut[cut["criterion"].str.startswith("cutpoint_threshold")
+              & (cut["ci_low"].isna() | cut["ci_high"].isna())
+              & (cut["n_degenerate"] < cut["n_resamples"])]
+    if thr.empty:
+        return []
+    where = ", ".join(f"{r.model} in {r.cohort} ({r.rule})" for r in thr.itertuples())
+    return [f"cutpoints: the threshold interval has no finite end for {where}: in more than the "
+            "interval's tail of replicates the rule called nothing positive (threshold +inf, "
+            "above every score; Se 0 and Sp 1 there, inside their intervals), so the scores "
+            "separate the classes too weakly for the rule to pin a threshold; that end is NaN."]
 
 
 def _risk_coverage(ctx: AuditContext, prompt: str, models: list[str]) -> pd.DataFrame:

@@ -23,8 +23,8 @@ prompt family?  Tables:
     AUROC, raw Brier and raw ECE15 (M0.11, Table 8), as shares of the total.
 
 Soft labels (paper 001; issue 4 item 2).  When the score table has ``label_soft``,
-every AUROC above gets a soft twin beside it (inclusive soft AUROC, ties in image_id
-order, as in the discrimination block): ``auroc_matrix`` a ``soft_roc_auc`` row per
+every AUROC above gets a soft twin beside it (strict soft AUROC, the stats default; ties
+in image_id order, as in the discrimination block): ``auroc_matrix`` a ``soft_roc_auc`` row per
 cell; ``average`` and ``model_differences_by_prompt`` a ``soft_roc_auc_difference``
 row from the *same* bootstrap cell key, hence the same resampled images (under
 ``within_label`` the strata stay the hard labels, see
@@ -417,12 +417,12 @@ class Prompts(Block):
             else:
                 decomposition = pd.DataFrame()
         if "label_soft" in ctx.scores.columns:
-            notes.append("Soft labels (label_soft): soft_roc_auc (inclusive, tied scores in image_id "
-                         "order) beside every AUROC: auroc_matrix rows, soft_roc_auc_difference rows "
-                         "in average and model_differences_by_prompt from the same bootstrap draws as "
-                         "the ordinary rows (strata: the hard labels), soft contrast rows with "
-                         "bootstrap intervals, and the soft_roc_auc decomposition; n, n_pos, n_neg "
-                         "count images by the hard label.")
+            notes.append("Soft labels (label_soft): soft_roc_auc (strict, the default; tied scores in "
+                         "image_id order) beside every AUROC: auroc_matrix rows, "
+                         "soft_roc_auc_difference rows in average and model_differences_by_prompt "
+                         "from the same bootstrap draws as the ordinary rows (strata: the hard "
+                         "labels), soft contrast rows with bootstrap intervals, and the soft_roc_auc "
+                         "decomposition; n, n_pos, n_neg count images by the hard label.")
         return BlockResult(name=NAME, tables={"auroc_matrix": auroc, "contrasts": contrasts,
                                               "average": average,
                                               "model_differences_by_prompt": differences,

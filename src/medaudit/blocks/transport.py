@@ -41,8 +41,9 @@ Tables
     Every rate at the transported tau on each target (sensitivity, specificity, ppv, npv,
     lr_positive, lr_negative, f1, accuracy, balanced_accuracy; ppv and npv also at the
     declared prevalence): the bootstrap interval with tau held fixed (the target resampled
-    in its cohort's design; tau's own variability is in ``transport``'s re-estimating
-    design) and the exact/score intervals of the counts, as in ``operating_points``.
+    in its cohort's design, column ``design`` = ``threshold_fixed[<that design>]``; tau's own
+    variability is in ``transport``'s re-estimating design) and the exact/score intervals of
+    the counts, as in ``operating_points``.
 """
 
 from __future__ import annotations
@@ -350,8 +351,11 @@ def _rates_at_tau(ctx: AuditContext, entry: TransportEntry, at: AtThreshold, rul
                 t: str = t, tau: float = tau, boot: dict = boot, qual: str = qual,
                 **v: Any) -> dict[str, Any]:
             r = boot[(criterion, None if prevalence == "observed" else prevalence)]
+            # the design used: tau fixed at the source estimate (B-THR-FIX), the target resampled
+            # in its cohort's design (one model per cell, so the engine's "+paired" says nothing)
+            design = f"threshold_fixed[{r.design.removesuffix('+paired')}]"
             return spec_row(model=m, prompt=prompt, cohort=t, prevalence=prevalence, threshold=tau,
-                            criterion=criterion, design=r.design, n_resamples=r.n_resamples,
+                            criterion=criterion, design=design, n_resamples=r.n_resamples,
                             seed=ctx.seed, rule=rule, source=entry.source, target_value=x, **v,
                             qualification=join(qual, undefined, degenerate))
 

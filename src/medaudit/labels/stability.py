@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit._validation import as_generator, check_fraction
+from medaudit._validation import as_generator, check_batch, check_fraction, check_n_resamples
 from medaudit.exceptions import SchemaError
 from medaudit.labels.aggregate import coded_ratings
 from medaudit.labels.scale import RatingScale
@@ -96,9 +96,7 @@ def label_stability(
     >>> st.items[["item_id", "label", "flip_rate"]].round(2).values.tolist()
     [['x', 1.0, 0.26], ['y', 1.0, 0.0]]
     """
-    from medaudit.stats.bootstrap import _batch, _n_resamples
-
-    n_res, batch = _n_resamples(n_resamples), _batch(batch)
+    n_res, batch = check_n_resamples(n_resamples), check_batch(batch)
     level = check_fraction(confidence_level, name="confidence_level")
     lo, hi, values, keep, code, keys = coded_ratings(annotations, scale=scale, hedge=hedge)
     if hard not in ("majority", "threshold"):

@@ -74,9 +74,12 @@ from medaudit.stats.confusion import (
 )
 from medaudit.stats.contingency import breslow_day_test
 from medaudit.stats.curves import (
+    PrecisionRecallBand,
     PrecisionRecallCurve,
     RocBand,
     RocCurve,
+    precision_at_recalls,
+    precision_recall_band,
     precision_recall_curve,
     roc_curve,
     roc_curve_band,
@@ -131,6 +134,7 @@ __all__ = [
     # issue 17: curves, partial AUC, cut-points, rates at a threshold, calibration, agreement, power
     "roc_curve", "precision_recall_curve", "roc_curve_band", "sensitivity_at_specificities",
     "RocCurve", "PrecisionRecallCurve", "RocBand",
+    "precision_at_recalls", "precision_recall_band", "PrecisionRecallBand",
     "partial_roc_auc", "partial_roc_auc_ci", "pauc_metric",
     "best_threshold", "best_threshold_ci", "Cutpoint", "CutpointInterval",
     "threshold_metrics", "threshold_metrics_ci", "predictive_values", "ThresholdMetrics",

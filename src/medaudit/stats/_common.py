@@ -1,4 +1,10 @@
-"""Small helpers shared by the public metric modules (validation of label pairs, NaN policy)."""
+"""Small helpers shared by the public metric modules (validation of label pairs, NaN policy).
+
+This is the one home, inside ``medaudit.stats``, of what several statistics modules need:
+label/score validation, warnings attributed to the caller, and the checks of the
+resampling arguments (:func:`check_n_resamples`, :func:`check_batch`, defined in
+:mod:`medaudit._validation` so that layers above ``stats`` use the same rule).
+"""
 
 from __future__ import annotations
 
@@ -15,9 +21,14 @@ from medaudit._validation import (
     as_sample_weight,
     as_scores,
     as_soft_labels,
+    check_batch,
+    check_n_resamples,
     check_same_length,
 )
 from medaudit.exceptions import UndefinedMetricWarning
+
+__all__ = ["labels_scores", "soft_scores", "warn", "stacklevel_outside", "warn_if_one_class",
+           "weights", "check_n_resamples", "check_batch", "STATS_DIR"]
 
 
 def labels_scores(

@@ -33,6 +33,7 @@ from medaudit._validation import as_1d_float, as_generator, check_fraction, chec
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _progress
+from medaudit.stats._common import check_batch, check_n_resamples
 from medaudit.stats._metricspec import MetricSpec
 from medaudit.stats._results import TestResult, _ToDict
 from medaudit.stats.contingency import binomial_test
@@ -515,9 +516,7 @@ def annotation_bootstrap(
     >>> r.metrics[0], r.estimate["roc_auc"].tolist(), r.rank["roc_auc"].tolist()
     ('roc_auc', [1.0, 0.0], [1.0, 2.0])
     """
-    from medaudit.stats.bootstrap import _batch, _n_resamples
-
-    n_res, batch = _n_resamples(n_resamples), _batch(batch)
+    n_res, batch = check_n_resamples(n_resamples), check_batch(batch)
     lo, hi = _scale(scale)
     r, it, arrays, k = _check_inputs(ratings, item, scores)
     out_of_scale = (r < lo) | (r > hi)

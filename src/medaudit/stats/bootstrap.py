@@ -51,12 +51,6 @@ CI_METHODS = ("percentile", "bca")
 _BCA_MAX_UNITS = 20_000
 
 
-# kept importable under the old private names while other modules move to the
-# validation layer's check_n_resamples / check_batch
-_n_resamples = check_n_resamples
-_batch = check_batch
-
-
 def percentile_interval(replicates: NDArray[np.float64], confidence_level: float
                         ) -> tuple[float, float]:
     """Percentile interval (numpy's linear interpolation) of the finite replicates."""

@@ -20,6 +20,15 @@ the criteria with ``==``, so a tie that is exact in rational arithmetic but diff
 last bit of the floating-point sums (e.g. ``Se + 0.5 Sp`` with 80 positives and 120
 negatives: ``(3 tp + tn) / 240``) is one here and may be missing from pROC's list; the
 reference tests check that every such extra tie is exact.
+
+The ``+inf`` candidate ("nothing positive", a threshold above every score) wins when no
+observed threshold beats it — a weak or inverted score — and also takes the tie with
+"everything positive" (Se 1, Sp 0) on a constant score.  It is a real choice of the rule,
+and pROC reports it as ``Inf`` too.  In :func:`best_threshold_ci` those replicates stay in
+the order statistics (leaving them out would narrow the interval), but an interval end
+that falls on them is not a threshold on the score scale: it is reported as nan, with
+:class:`~medaudit.exceptions.DegenerateDataWarning`, and their count is
+``CutpointInterval.n_no_positive``.  Their Se and Sp (0 and 1) stay in those intervals.
 """
 
 from __future__ import annotations
@@ -32,10 +41,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from medaudit._validation import as_generator, check_fraction, check_option
-from medaudit.exceptions import MedauditError
+from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
-from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._common import labels_scores, warn, warn_if_one_class
 from medaudit.stats._ranked import (
     bootstrap_plan,
     nested_to_dict,
@@ -83,16 +92,19 @@ class CutpointInterval(_ToDict):
     Every replicate re-applies the rule to its resample.  The threshold's interval uses
     order statistics (lower and higher neighbours, numpy ``method="lower"/"higher"``), so
     its ends are thresholds some replicate chose; Se and Sp use percentile endpoints.
+    ``n_no_positive`` replicates chose ``+inf`` (nothing positive); an end of the threshold
+    interval that falls on them is nan (see the module docstring).
     """
 
     cutpoint: Cutpoint
     threshold: BootstrapResult
     sensitivity: BootstrapResult
     specificity: BootstrapResult
+    n_no_positive: int = 0
 
     def to_dict(self, *, include_arrays: bool = False) -> dict[str, Any]:
-        return nested_to_dict(self, "cutpoint", ("threshold", "sensitivity", "specificity"),
-                              include_arrays)
+        return {**nested_to_dict(self, "cutpoint", ("threshold", "sensitivity", "specificity"),
+                                 include_arrays), "n_no_positive": self.n_no_positive}
 
 
 def _weights(weights) -> tuple[float, float, float]:
@@ -192,12 +204,16 @@ def best_threshold(
 
 
 def _order_interval(reps: NDArray[np.float64], level: float) -> tuple[float, float]:
+    """Order-statistic ends over the defined replicates, ``+inf`` ones included; an end on
+    ``+inf`` (the rule called nothing positive) is no threshold on the score scale: nan."""
     valid = reps[~np.isnan(reps)]
     if valid.size == 0:
         return math.nan, math.nan
     q = round(50.0 * (1.0 - level), 10)
-    return (float(np.percentile(valid, q, method="lower")),
+    # method "lower"/"higher" pick order statistics (no interpolation, so +inf is harmless)
+    ends = (float(np.percentile(valid, q, method="lower")),
             float(np.percentile(valid, 100.0 - q, method="higher")))
+    return tuple(math.nan if math.isinf(e) else e for e in ends)  # type: ignore[return-value]
 
 
 def best_threshold_ci(
@@ -273,6 +289,12 @@ def best_threshold_ci(
     sp_res = _result(f"cutpoint_specificity[method={method}]", cut.specificity, sp_reps, None,
                      **common)
     lo, hi = _order_interval(thr_reps, level)
+    n_inf = int(np.isinf(thr_reps).sum())
+    if n_inf and (math.isnan(lo) or math.isnan(hi)):
+        warn(f"best_threshold_ci: the rule called nothing positive in {n_inf} of {n_res} "
+             "replicates (threshold +inf, above every score), more than the interval's tail: "
+             "that end has no finite threshold and is nan; n_no_positive counts them.",
+             DegenerateDataWarning)
     thr_res = BootstrapResult(
         metric=f"cutpoint_threshold[method={method}]", estimate=cut.threshold, ci_low=lo,
         ci_high=hi, confidence_level=level, ci_method="percentile-order-statistics",
@@ -280,7 +302,7 @@ def best_threshold_ci(
         seed=rec["seed"], n=int(y.size), n_pos=float(y.sum()), n_neg=float(y.size - y.sum()),
         options=opts, replicates=thr_reps)
     return CutpointInterval(cutpoint=cut, threshold=thr_res, sensitivity=se_res,
-                            specificity=sp_res)
+                            specificity=sp_res, n_no_positive=n_inf)
 
 
 def cutpoint_rule(method: str, weights: tuple[float, float] = (1.0, 0.5)):

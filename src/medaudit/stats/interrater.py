@@ -24,8 +24,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from medaudit._validation import as_generator, check_fraction, check_option
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, UndefinedMetricWarning
+from medaudit.stats._common import check_batch, check_n_resamples
 from medaudit.stats._results import _ToDict
-from medaudit.stats.bootstrap import _batch, _n_resamples, percentile_interval
+from medaudit.stats.bootstrap import percentile_interval
 from medaudit.stats.designs import make_plan
 
 __all__ = ["fleiss_kappa", "krippendorff_alpha", "Agreement", "ALPHA_LEVELS", "KAPPA_METHODS"]
@@ -104,9 +105,9 @@ def _agreement(common, point_fn, unit_terms, n_resamples, confidence_level, rng,
 
 def _interval(point_fn, unit_terms, n_items, n_resamples, confidence_level, rng, batch):
     """Item-bootstrap replicates of ``point_fn(w @ unit_terms)`` (B x terms, one product)."""
-    n_res = _n_resamples(n_resamples)
+    n_res = check_n_resamples(n_resamples)
     level = check_fraction(confidence_level, name="confidence_level")
-    batch = _batch(batch)
+    batch = check_batch(batch)
     plan = make_plan("ordinary", np.zeros(n_items))
     gen, rec = as_generator(rng)
     # einsum, not BLAS: a replicate's rounding must not depend on the batch it sits in

@@ -24,9 +24,9 @@ from numpy.typing import ArrayLike
 from medaudit._validation import as_generator, check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores
+from medaudit.stats._common import check_batch, check_n_resamples, labels_scores
 from medaudit.stats._results import BootstrapResult, _ToDict
-from medaudit.stats.bootstrap import _batch, _n_resamples, _result
+from medaudit.stats.bootstrap import _result
 from medaudit.stats.cutpoints import cutpoint_rule
 from medaudit.stats.designs import make_plan
 
@@ -171,7 +171,7 @@ def transport_to_targets(
         x = check_fraction(0.95 if target_value is None else target_value, name="target_value",
                            closed="both")
     level = check_fraction(confidence_level, name="confidence_level")
-    n_res, batch = _n_resamples(n_resamples), _batch(batch)
+    n_res, batch = check_n_resamples(n_resamples), check_batch(batch)
     if not isinstance(targets, Mapping) or not targets:
         raise MedauditError("targets must be a non-empty mapping of name -> (y_true, y_score).")
     ys, ss = labels_scores(y_true_source, y_score_source, score_name="y_score_source")
