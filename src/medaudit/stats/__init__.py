@@ -107,7 +107,16 @@ from medaudit.stats.recalibration import (
 )
 
 # isort: split
-# the receiving site (issue 19): repeated looks
+# the receiving site (issue 19): repeated looks, score drift, monitoring
+from medaudit.stats.drift import (
+    DriftResult,
+    PSIResult,
+    ks_drift,
+    population_stability_index,
+    psi_edges,
+    score_drift,
+)
+from medaudit.stats.monitor import MonitorClaim, MonitorResult, monitor_claims
 from medaudit.stats.sequential import (
     ConfidenceSequence,
     SpendingBounds,
@@ -158,4 +167,6 @@ __all__ = [
     # issue 19: intervals valid under repeated looks
     "proportion_cs", "auroc_cs", "proportion_rci", "auroc_rci", "spending_bounds",
     "spending_function", "ConfidenceSequence", "SpendingBounds",
+    "score_drift", "population_stability_index", "ks_drift", "psi_edges", "DriftResult",
+    "PSIResult", "monitor_claims", "MonitorClaim", "MonitorResult",
 ]

@@ -158,7 +158,8 @@ def union_alpha(k: ArrayLike, alpha: float) -> NDArray[np.float64]:
 # ----------------------------------------------------------------------------- rates: confseq
 
 def _log_mixture(p: NDArray[np.float64], s: NDArray[np.float64], n: NDArray[np.float64],
-                 t_opt: float, alpha_opt: float) -> NDArray[np.float64]:
+                 t_opt: float | NDArray[np.float64], alpha_opt: float | NDArray[np.float64]
+                 ) -> NDArray[np.float64]:
     """log M_n(p) of the two-sided beta-binomial mixture (Howard et al. 2021, Prop. 6).
 
     With ``g = p``, ``h = 1 - p`` the mixture is the ratio of a Beta(r/(1-p), r/p)
@@ -168,8 +169,8 @@ def _log_mixture(p: NDArray[np.float64], s: NDArray[np.float64], n: NDArray[np.f
     tightest at ``t_opt`` trials.
     """
     v = p * (1.0 - p)
-    lt = math.log(1.0 / alpha_opt)
-    rho = v * t_opt / (2.0 * lt + math.log1p(2.0 * lt))
+    lt = -np.log(alpha_opt)
+    rho = v * t_opt / (2.0 * lt + np.log1p(2.0 * lt))
     r = np.maximum(rho - v, 1e-3 * v)
     a, b = r / p, r / (1.0 - p)
     return (special.betaln(a + n - s, b + s) - special.betaln(a, b)
@@ -193,10 +194,12 @@ def _bisect(f, lo: NDArray[np.float64], hi: NDArray[np.float64], inside_at_hi: b
     return 0.5 * (lo + hi)
 
 
-def _mixture_bounds(s: NDArray[np.float64], n: NDArray[np.float64], *, alpha: float, t_opt: float,
-                    alpha_opt: float) -> tuple[NDArray[np.float64], ...]:
-    """Estimate and interval ends of the mixture sequence at each (successes, trials) pair."""
-    thr = math.log(1.0 / alpha)
+def _mixture_bounds(s: NDArray[np.float64], n: NDArray[np.float64], *,
+                    alpha: float | NDArray[np.float64], t_opt: float | NDArray[np.float64],
+                    alpha_opt: float | NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
+    """Estimate and interval ends of the mixture sequence at each (successes, trials) pair
+    (``alpha``, ``t_opt`` and ``alpha_opt`` may differ from pair to pair)."""
+    thr = -np.log(alpha)
     with np.errstate(invalid="ignore", divide="ignore"):
         est = np.where(n > 0, s / np.where(n > 0, n, 1.0), np.nan)
     phat = np.where(n > 0, np.nan_to_num(est), 0.5)
