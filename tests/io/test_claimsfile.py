@@ -287,7 +287,7 @@ def test_verify_source_refuses_another_audit(audit, tmp_path):
 
 
 def test_export_refuses_what_is_not_an_audit(tmp_path):
-    with pytest.raises(SchemaError, match="does not exist; give a folder written by"):
+    with pytest.raises(SchemaError, match="does not exist or is not a file; give a folder written by"):
         export_claims(tmp_path / "nowhere")
     (tmp_path / "results.json").write_text("{}", encoding="utf-8")
     with pytest.raises(SchemaError, match="not the results of `medaudit audit`"):

@@ -27,6 +27,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from sklearn.metrics import roc_auc_score
 from statsmodels.stats.proportion import proportion_confint
 
 from medaudit.exceptions import MedauditError
@@ -102,6 +103,14 @@ def test_confseq_rows_are_the_sequences():
     for k, r in enumerate(_rows(res, "A1", "cumulative")):
         assert (r["estimate"], r["ci_low"], r["ci_high"]) == (ref.estimate[k], ref.ci_low[k],
                                                               ref.ci_high[k])
+    for k, r in enumerate(_rows(res, "A1", "period")):
+        sel = (t["period"] == MONTHS[k]) & lab
+        yk, sk = t["label"][sel], t["model_b"][sel]
+        auc = roc_auc_score(yk, sk)
+        eps = math.sqrt(math.log(2 / (0.05 / ((k + 1) * (k + 2)))) / (2 * min(yk.sum(), (1 - yk).sum())))
+        assert r["estimate"] == pytest.approx(auc, rel=1e-12)
+        assert r["ci_low"] == pytest.approx(max(auc - eps, 0.0), rel=1e-12)
+        assert r["ci_high"] == pytest.approx(min(auc + eps, 1.0), rel=1e-12)
 
 
 def test_alpha_spending_rows():

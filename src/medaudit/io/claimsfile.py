@@ -41,7 +41,7 @@ from medaudit.io.output import atomic_write_bytes, check_output_file
 
 __all__ = ["SCHEMA_VERSION", "KNOWN_SCHEMA_VERSIONS", "CLAIMS_SCHEMA", "export_claims",
            "write_claims_file", "read_claims_file", "seal_claims", "verify_claims_source",
-           "canonical_json", "sha256_of", "schema_json"]
+           "canonical_json", "sha256_of", "schema_json", "read_json"]
 
 #: the version this medaudit writes; a reader refuses any version it does not know
 SCHEMA_VERSION = "1.0"
@@ -283,19 +283,39 @@ def _claim(row: Mapping[str, Any], tables: Mapping[str, list[dict[str, Any]]],
     return out
 
 
+class _NonFinite(Exception):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def read_json(path: Path, *, what: str, fix: str) -> Any:
+    """Parse the JSON file ``path``; one line naming it (and the line and column) on failure.
+
+    ``what`` names the kind of file in the message ("results.json", "a claims file"), ``fix``
+    says what to do.  ``NaN`` and ``Infinity`` tokens (not JSON) are refused.
+    """
+    if not path.is_file():
+        raise SchemaError(f"{str(path)!r} does not exist or is not a file; {fix}")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"), parse_constant=_refuse_constant)
+    except _NonFinite as exc:
+        raise SchemaError(f"{path}: holds {exc.args[0]}, which is not JSON (a missing number is "
+                          f"null), so it is not {what} written by medaudit; {fix}") from None
+    except UnicodeDecodeError:
+        raise SchemaError(f"{path}: not UTF-8 text, so not {what}; {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{path}: line {exc.lineno}, column {exc.colno}: not valid JSON "
+                          f"({exc.msg}); the file is damaged or truncated. {fix}") from None
+
+
 def _load_results(audit_dir: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
     path = Path(audit_dir)
     path = path / "results.json" if path.is_dir() else path
-    if not path.is_file():
-        raise SchemaError(f"{str(path)!r} does not exist; give a folder written by `medaudit audit "
-                          "SPEC.yaml --out DIR` (or its results.json).")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise SchemaError(f"{path}: not UTF-8 text; results.json is damaged. Rerun the audit.") from None
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); rerun the "
-                          "audit to write it again.") from None
+    data = read_json(path, what="results.json", fix="give a folder written by `medaudit audit "
+                     "SPEC.yaml --out DIR` (or its results.json), or rerun the audit.")
     if not isinstance(data, dict) or not isinstance(data.get("portability"), list) or not isinstance(
             data.get("provenance"), dict) or not isinstance(data.get("blocks"), dict):
         raise SchemaError(f"{path}: not the results of `medaudit audit` (it needs portability, "
@@ -447,14 +467,6 @@ def write_claims_file(obj: Mapping[str, Any], path: str | os.PathLike[str]) -> P
     return out
 
 
-class _NonFinite(Exception):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NonFinite(name)
-
-
 def read_claims_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read and check a claims file; return the document.
 
@@ -464,18 +476,7 @@ def read_claims_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     integrity hash that does not match the content (a tampered or damaged file).
     """
     p = Path(path)
-    if not p.is_file():
-        raise SchemaError(f"{str(p)!r} does not exist or is not a file; give the path of a claims "
-                          "file (*.claims.json).")
-    try:
-        doc = json.loads(p.read_bytes().decode("utf-8"), parse_constant=_refuse_constant)
-    except _NonFinite as exc:
-        raise SchemaError(f"{p}: holds {exc.args[0]}, which is not JSON (a claims file writes a "
-                          "missing number as null); the file was not written by medaudit.") from None
-    except UnicodeDecodeError:
-        raise SchemaError(f"{p}: not UTF-8 text, so not a claims file.") from None
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{p}: line {exc.lineno}, column {exc.colno}: not valid JSON ({exc.msg}); "
-                          "the file is damaged or truncated.") from None
+    doc = read_json(p, what="a claims file", fix="give the path of a claims file (*.claims.json) "
+                    "as its producer wrote it.")
     _check(doc, str(p))
     return doc

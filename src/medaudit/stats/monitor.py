@@ -53,6 +53,7 @@ from medaudit.stats.drift import period_order
 from medaudit.stats.sequential import (
     SPENDING_FUNCTIONS,
     _auc_counts,
+    _hoeffding,
     _mixture_bounds,
     auroc_cs,
     auroc_rci,
@@ -60,6 +61,7 @@ from medaudit.stats.sequential import (
     proportion_rci,
     spending_function,
     union_alpha,
+    wilson_interval,
 )
 
 __all__ = ["MonitorClaim", "MonitorResult", "monitor_claims", "CORRECTIONS", "SCOPES",
@@ -167,19 +169,6 @@ class MonitorResult:
 
 # ----------------------------------------------------------------------------- intervals
 
-def _wilson(s: NDArray[np.float64], n: NDArray[np.float64], alpha: NDArray[np.float64]
-            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Two-sided Wilson score interval at error ``alpha`` per look ([0, 1] without trials)."""
-    z = special.ndtri(1.0 - alpha / 2.0)
-    nn = np.where(n > 0, n, 1.0)
-    ph = s / nn
-    centre = (ph + z * z / (2 * nn)) / (1 + z * z / nn)
-    half = z / (1 + z * z / nn) * np.sqrt(ph * (1 - ph) / nn + z * z / (4 * nn * nn))
-    low = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), 0.0)
-    high = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), 1.0)
-    return low, high
-
-
 def _clopper_pearson(s: NDArray[np.float64], n: NDArray[np.float64], alpha: NDArray[np.float64]
                      ) -> tuple[NDArray[np.float64], ...]:
     """Estimate and exact (Clopper-Pearson) two-sided interval at error ``alpha`` per look."""
@@ -233,7 +222,7 @@ def _rate_intervals(scope: str, succ: NDArray[np.float64], trials: NDArray[np.fl
         method = "Wilson interval per period (no correction)"
     with np.errstate(invalid="ignore", divide="ignore"):
         est = np.where(n > 0, s / np.where(n > 0, n, 1.0), np.nan)
-    lo, hi = _wilson(s, n, a)
+    lo, hi = wilson_interval(s, n, special.ndtri(1.0 - a / 2.0))
     return est, lo, hi, a, method
 
 
@@ -260,12 +249,7 @@ def _auc_intervals(scope: str, y: NDArray[np.float64], s: NDArray[np.float64],
         auc, n_pos, n_neg, se = (np.array([p[i][0] for p in parts]) for i in range(4))
         a = _period_alpha(correction, k, alpha, spending, planned)
         if correction == "confseq":
-            m = np.minimum(n_pos, n_neg)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                eps = np.sqrt(np.log(2.0 / a) / (2.0 * np.where(m > 0, m, 1.0)))
-            ok = ~np.isnan(auc)
-            lo = np.where(ok, np.clip(np.nan_to_num(auc) - eps, 0.0, 1.0), 0.0)
-            hi = np.where(ok, np.clip(np.nan_to_num(auc) + eps, 0.0, 1.0), 1.0)
+            lo, hi = _hoeffding(auc, n_pos, n_neg, a)
             return auc, lo, hi, a, "Hoeffding U-statistic bound per period at alpha/(k(k+1))"
         method = ("DeLong interval per period at the spending increment"
                   if correction == "alpha_spending" else "DeLong interval per period (no correction)")

@@ -45,7 +45,8 @@ from medaudit.stats._common import labels_scores
 from medaudit.stats._results import _ToDict
 
 __all__ = ["ConfidenceSequence", "SpendingBounds", "proportion_cs", "auroc_cs", "spending_function",
-           "spending_bounds", "proportion_rci", "auroc_rci", "union_alpha", "SPENDING_FUNCTIONS"]
+           "spending_bounds", "proportion_rci", "auroc_rci", "union_alpha", "wilson_interval",
+           "SPENDING_FUNCTIONS"]
 
 Spending = Literal["obrien_fleming", "pocock"]
 SPENDING_FUNCTIONS = ("obrien_fleming", "pocock")
@@ -315,6 +316,35 @@ def _auc_counts(y: NDArray[np.float64], s: NDArray[np.float64], looks: NDArray[n
     return out[0], out[1], out[2], out[3]
 
 
+def _hoeffding(auc: NDArray[np.float64], n_pos: NDArray[np.float64], n_neg: NDArray[np.float64],
+               alpha: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``AUC ± sqrt(log(2 / alpha) / (2 min(n_pos, n_neg)))`` in [0, 1]; [0, 1] where undefined."""
+    m = np.minimum(n_pos, n_neg)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.sqrt(np.log(2.0 / alpha) / (2.0 * np.where(m > 0, m, 1.0)))
+    defined = ~np.isnan(auc)
+    low = np.where(defined, np.clip(np.nan_to_num(auc) - eps, 0.0, 1.0), 0.0)
+    high = np.where(defined, np.clip(np.nan_to_num(auc) + eps, 0.0, 1.0), 1.0)
+    return low, high
+
+
+def wilson_interval(successes: NDArray[np.float64], trials: NDArray[np.float64],
+                    z: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Wilson score interval with critical value ``z`` per look, in [0, 1].
+
+    A look with no trials, or with an infinite ``z`` (nothing left to test), gets [0, 1].
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        zz = np.where(np.isfinite(z), z, 0.0)
+        nn = np.where(trials > 0, trials, 1.0)
+        ph = successes / nn
+        centre = (ph + zz * zz / (2 * nn)) / (1 + zz * zz / nn)
+        half = zz / (1 + zz * zz / nn) * np.sqrt(ph * (1 - ph) / nn + zz * zz / (4 * nn * nn))
+    ok = np.isfinite(z) & (trials > 0)
+    return (np.where(ok, np.clip(centre - half, 0.0, 1.0), 0.0),
+            np.where(ok, np.clip(centre + half, 0.0, 1.0), 1.0))
+
+
 def auroc_cs(y_true: ArrayLike, y_score: ArrayLike, *, looks: ArrayLike,
              confidence_level: float = 0.95) -> ConfidenceSequence:
     """AUROC bounds valid at every look together (Hoeffding, union over looks).
@@ -364,12 +394,7 @@ def auroc_cs(y_true: ArrayLike, y_score: ArrayLike, *, looks: ArrayLike,
     auc, n_pos, n_neg, _ = _auc_counts(y, s, lk)
     k = np.arange(1, lk.size + 1)
     a_k = union_alpha(k, alpha)
-    m = np.minimum(n_pos, n_neg)
-    with np.errstate(divide="ignore"):
-        eps = np.sqrt(np.log(2.0 / a_k) / (2.0 * np.where(m > 0, m, 1.0)))
-    defined = ~np.isnan(auc)
-    low = np.where(defined, np.clip(np.nan_to_num(auc) - eps, 0.0, 1.0), 0.0)
-    high = np.where(defined, np.clip(np.nan_to_num(auc) + eps, 0.0, 1.0), 1.0)
+    low, high = _hoeffding(auc, n_pos, n_neg, a_k)
     return ConfidenceSequence(
         estimate=_readonly(auc), ci_low=_readonly(low), ci_high=_readonly(high),
         alpha_look=_readonly(a_k), counts={"n_pos": _readonly(n_pos), "n_neg": _readonly(n_neg)},
@@ -627,14 +652,7 @@ def proportion_rci(successes: ArrayLike, trials: ArrayLike, *, confidence_level:
     c = _rci_bounds(n, n > 0, 1.0 - level, kind, planned_looks)
     with np.errstate(invalid="ignore", divide="ignore"):
         est = np.where(n > 0, s / np.where(n > 0, n, 1.0), np.nan)
-        z = np.where(np.isfinite(c), c, 0.0)
-        nn = np.where(n > 0, n, 1.0)
-        ph = np.nan_to_num(est)
-        centre = (ph + z * z / (2 * nn)) / (1 + z * z / nn)
-        half = z / (1 + z * z / nn) * np.sqrt(ph * (1 - ph) / nn + z * z / (4 * nn * nn))
-    finite = np.isfinite(c) & (n > 0)
-    low = np.where(finite, np.clip(centre - half, 0.0, 1.0), 0.0)
-    high = np.where(finite, np.clip(centre + half, 0.0, 1.0), 1.0)
+    low, high = wilson_interval(s, n, c)
     return ConfidenceSequence(
         estimate=_readonly(est), ci_low=_readonly(low), ci_high=_readonly(high),
         alpha_look=_readonly(2.0 * stats.norm.sf(c)),
