@@ -276,7 +276,7 @@ def _event(before: str | None, after: str) -> str:
     if after == "holds":
         return "holds again" if before == "does not hold" else "holds"
     if after == "unresolved":
-        return "became unresolved" if before is not None else "unresolved"
+        return "became unresolved" if before is not None else "is unresolved"
     return "cannot be assessed"
 
 
