@@ -48,6 +48,7 @@ from medaudit.stats.spending import (
     SPENDING_FUNCTIONS,
     Spending,
     SpendingBounds,
+    _readonly,
     spending_bounds,
     spending_function,
 )
@@ -57,12 +58,6 @@ __all__ = ["ConfidenceSequence", "SpendingBounds", "proportion_cs", "auroc_cs", 
            "SPENDING_FUNCTIONS"]
 
 _BISECTIONS = 64  # halvings of [0, 1]: the bounds are exact to 2**-64
-
-
-def _readonly(a: Any, dtype: Any = np.float64) -> NDArray[Any]:
-    out = np.array(a, dtype=dtype)
-    out.flags.writeable = False
-    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
