@@ -25,6 +25,8 @@ import medaudit.stats
 from medaudit.exceptions import MedauditError
 from medaudit.stats import (
     aurc,
+    auroc_cs,
+    auroc_rci,
     average_precision,
     best_threshold,
     best_threshold_ci,
@@ -114,6 +116,9 @@ SPECS: dict[str, Spec] = {
     "ece_equal_mass": Spec(ece_equal_mass, prob=True),
     "debiased_l2_calibration_error": Spec(debiased_l2_calibration_error, prob=True),
     "reliability_curve": Spec(reliability_curve, prob=True, kwargs={"n_resamples": 20, "rng": 0}),
+    # issue 19 (cumulative looks over the cases in arrival order)
+    "auroc_cs": Spec(auroc_cs, kwargs={"looks": [3]}),
+    "auroc_rci": Spec(auroc_rci, kwargs={"looks": [3]}),
 }
 
 PUBLIC_FUNCTIONS = list(SPECS)
@@ -169,6 +174,17 @@ EXEMPT = [
     "se_sp_sample_size",
     "cases_to_resolve",
     "cases_to_resolve_proportion",
+    # issue 19, counts or information per look, not (labels, scores): tests/stats/test_sequential.py
+    "proportion_cs",
+    "proportion_rci",
+    "spending_bounds",
+    "spending_function",
+    # issue 19, samples or tables, not (labels, scores): tests/stats/test_drift.py, test_monitor.py
+    "score_drift",
+    "population_stability_index",
+    "ks_drift",
+    "psi_edges",
+    "monitor_claims",
 ]
 
 HARD = [k for k, v in SPECS.items() if not v.soft]

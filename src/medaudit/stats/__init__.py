@@ -109,6 +109,28 @@ from medaudit.stats.recalibration import (
     calibration_slope_intercept_ci,
 )
 
+# isort: split
+# the receiving site (issue 19): repeated looks, score drift, monitoring
+from medaudit.stats.drift import (
+    DriftResult,
+    PSIResult,
+    ks_drift,
+    population_stability_index,
+    psi_edges,
+    score_drift,
+)
+from medaudit.stats.monitor import MonitorClaim, MonitorResult, monitor_claims
+from medaudit.stats.sequential import (
+    ConfidenceSequence,
+    SpendingBounds,
+    auroc_cs,
+    auroc_rci,
+    proportion_cs,
+    proportion_rci,
+    spending_bounds,
+    spending_function,
+)
+
 __all__ = [
     # metrics
     "roc_auc", "average_precision", "brier_score", "ece", "log_loss", "reliability_diagram",
@@ -146,4 +168,9 @@ __all__ = [
     "auc_sample_size", "auc_power", "auc_variance", "paired_auc_sample_size", "paired_auc_power",
     "proportion_sample_size", "se_sp_sample_size", "cases_to_resolve",
     "cases_to_resolve_proportion", "SampleSize", "Resolution",
+    # issue 19: intervals valid under repeated looks
+    "proportion_cs", "auroc_cs", "proportion_rci", "auroc_rci", "spending_bounds",
+    "spending_function", "ConfidenceSequence", "SpendingBounds",
+    "score_drift", "population_stability_index", "ks_drift", "psi_edges", "DriftResult",
+    "PSIResult", "monitor_claims", "MonitorClaim", "MonitorResult",
 ]

@@ -1,0 +1,187 @@
+"""Score drift: the two-sample KS test and the population stability index per period.
+
+Witnesses: the KS statistic from its definition (both empirical distribution functions at
+every observed value); the KS p-value from the permutation distribution of D enumerated in
+full (small untied samples, where scipy's exact method is exact); the PSI by hand on a
+worked case and from its formula with the bins counted by a loop; invariances (PSI is
+symmetric in the two fraction vectors and zero for identical samples; both statistics are
+unchanged by a strictly increasing transform of the scores).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from medaudit.exceptions import MedauditError
+from medaudit.stats.drift import (
+    DRIFT_COLUMNS,
+    ks_drift,
+    population_stability_index,
+    psi_edges,
+    score_drift,
+)
+
+
+def _ks_definition(a, b):
+    xs = np.concatenate([a, b])
+    fa = np.array([(a <= x).mean() for x in xs])
+    fb = np.array([(b <= x).mean() for x in xs])
+    return float(np.max(np.abs(fa - fb)))
+
+
+def _ks_permutation_p(a, b):
+    pooled = np.concatenate([a, b])
+    d_obs = _ks_definition(a, b)
+    count = total = 0
+    for idx in itertools.combinations(range(pooled.size), a.size):
+        mask = np.zeros(pooled.size, dtype=bool)
+        mask[list(idx)] = True
+        total += 1
+        count += _ks_definition(pooled[mask], pooled[~mask]) >= d_obs - 1e-12
+    return count / total
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ks_matches_definition_and_full_permutation(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=5)
+    b = rng.normal(size=6) + 0.8
+    r = ks_drift(a, b)
+    assert r.statistic == pytest.approx(_ks_definition(a, b), abs=1e-15)
+    assert r.pvalue == pytest.approx(_ks_permutation_p(a, b), rel=1e-9)
+
+
+@settings(max_examples=40)
+@given(arrays(np.float64, st.integers(2, 25), elements=st.floats(-50, 50)),
+       arrays(np.float64, st.integers(2, 25), elements=st.floats(-50, 50)))
+def test_ks_statistic_is_the_definition_with_ties(a, b):
+    r = ks_drift(a, b)
+    assert r.statistic == pytest.approx(_ks_definition(a, b), abs=1e-12)
+    assert 0.0 <= r.pvalue <= 1.0
+
+
+def test_psi_by_hand():
+    r = population_stability_index(np.arange(1, 11), np.arange(1, 9), n_bins=2)
+    assert r.edges.tolist() == [5.5]
+    assert r.expected.tolist() == [0.5, 0.5] and r.actual.tolist() == [5 / 8, 3 / 8]
+    assert r.psi == pytest.approx(0.125 * math.log(1.25) - 0.125 * math.log(0.75), rel=1e-14)
+
+
+def test_psi_empty_bin_uses_the_floor():
+    r = population_stability_index([0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8], n_bins=2)
+    want = (1e-4 - 0.5) * math.log(1e-4 / 0.5) + 0.5 * math.log(2)
+    assert r.psi == pytest.approx(want, rel=1e-14) and r.band == "major shift"
+
+
+def _psi_loop(ref, cur, edges, floor=1e-4):
+    bounds = [-math.inf, *edges, math.inf]
+    total = 0.0
+    for lo, hi in itertools.pairwise(bounds):
+        e = max(sum(lo <= x < hi for x in ref) / len(ref), floor)
+        a = max(sum(lo <= x < hi for x in cur) / len(cur), floor)
+        total += (a - e) * math.log(a / e)
+    return total
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_psi_matches_a_loop_over_declared_bins(seed):
+    rng = np.random.default_rng(seed)
+    ref = np.round(rng.beta(2, 5, 300), 2)  # rounded: ties on the edges
+    cur = np.round(rng.beta(2.5, 5, 200), 2)
+    edges = np.quantile(ref, np.arange(1, 10) / 10)
+    r = population_stability_index(ref, cur, n_bins=10)
+    assert r.edges.tolist() == np.unique(edges).tolist()
+    assert r.psi == pytest.approx(_psi_loop(ref, cur, np.unique(edges)), rel=1e-12)
+
+
+@given(arrays(np.float64, st.integers(5, 60), elements=st.floats(0, 1)))
+def test_psi_of_a_sample_with_itself_is_zero(x):
+    assert population_stability_index(x, x).psi == 0.0
+
+
+def test_monotone_transform_changes_nothing():
+    rng = np.random.default_rng(3)
+    a, b = rng.random(200), rng.random(150) ** 1.3
+    for f in (np.log, lambda v: 3 * v + 1):
+        assert ks_drift(f(a), f(b)).statistic == ks_drift(a, b).statistic
+        assert population_stability_index(f(a), f(b)).psi == pytest.approx(
+            population_stability_index(a, b).psi, rel=1e-12)
+
+
+def test_ks_says_when_scipy_falls_back_to_the_asymptotic_p_value():
+    r = ks_drift(np.zeros(5), np.r_[1.0, np.zeros(4)])
+    assert "asymptotic (the exact calculation did not finish)" in r.method
+
+
+def test_psi_edges_merge_ties():
+    assert psi_edges([1, 1, 1, 2], n_bins=4).tolist() == [1.0, 1.25]
+    with pytest.raises(MedauditError, match="n_bins must be an integer of at least 2"):
+        psi_edges([1, 2], n_bins=1)
+
+
+# ----------------------------------------------------------------------------- per period
+
+def _stream():
+    rng = np.random.default_rng(11)
+    per, y, s = [], [], []
+    for k, month in enumerate(["2026-01", "2026-02", "2026-03"]):
+        yy = (rng.random(400) < 0.3).astype(float)
+        shift = 0.6 if k == 2 else 0.0  # the negatives' scores move in March
+        ss = np.where(yy == 1, rng.normal(1.5, 1, 400), rng.normal(shift, 1, 400))
+        per += [month] * 400
+        y.append(yy)
+        s.append(ss)
+    y = np.concatenate(y)
+    y[-50:] = np.nan  # the last cases are not labelled yet
+    return np.array(per, dtype=object), y, np.concatenate(s)
+
+
+def test_score_drift_rows_match_the_functions():
+    per, y, s = _stream()
+    r = score_drift(per, s, y_true=y, n_bins=10)
+    assert [(row["period"], row["subset"]) for row in r.rows] == [
+        (m, sub) for m in ("2026-01", "2026-02", "2026-03") for sub in ("all", "positives", "negatives")]
+    ref = per == "2026-01"
+    for row in r.rows:
+        assert set(row) == set(DRIFT_COLUMNS)
+        here = per == row["period"]
+        mask = {"all": np.ones(s.size, bool), "positives": y == 1, "negatives": y == 0}[row["subset"]]
+        assert row["ks_statistic"] == ks_drift(s[ref & mask], s[here & mask]).statistic
+        assert row["psi"] == population_stability_index(s[ref & mask], s[here & mask]).psi
+        assert row["n"] == int((here & mask).sum())
+    march = {row["subset"]: row for row in r.rows if row["period"] == "2026-03"}
+    assert march["negatives"]["ks_pvalue"] < 1e-4 and march["positives"]["ks_pvalue"] > 1e-3
+    assert march["all"]["n"] == 400 and march["negatives"]["n"] + march["positives"]["n"] == 350
+
+
+def test_score_drift_without_labels_and_with_declared_order():
+    per = ["b", "b", "a", "a", "c"]
+    r = score_drift(per, [1, 2, 3, 4, 5], periods=["b", "a", "c"], n_bins=2)
+    assert [row["period"] for row in r.rows] == ["b", "a", "c"]
+    assert {row["subset"] for row in r.rows} == {"all"}
+    assert r.rows[0]["status"] == "reference"
+
+
+def test_score_drift_empty_subset_is_reported():
+    r = score_drift(["a", "a", "b", "b"], [0.1, 0.9, 0.2, 0.8], y_true=[0, 1, 0, 0], n_bins=2)
+    pos_b = next(row for row in r.rows if row["period"] == "b" and row["subset"] == "positives")
+    assert pos_b["status"] == "no scores in this period" and math.isnan(pos_b["psi"])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"period": ["a", 1], "y_score": [0.1, 0.2]}, "mixes kinds of values"),
+    ({"period": ["a", "b"], "y_score": [0.1, 0.2], "periods": ["a"]}, r"has \['b'\], which periods="),
+    ({"period": ["a", "b"], "y_score": [0.1, 0.2], "reference": ["z"]}, "reference period"),
+    ({"period": ["a", "b"], "y_score": [0.1, 0.2], "y_true": [0, 2]}, "y_true must be 0, 1 or NaN"),
+    ({"period": ["a"], "y_score": [0.1, 0.2]}, "one value per score"),
+])
+def test_score_drift_refuses_bad_input(kwargs, match):
+    with pytest.raises(MedauditError, match=match):
+        score_drift(**kwargs)
