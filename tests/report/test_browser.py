@@ -278,3 +278,15 @@ def test_page_scripts_sort_toggle_and_filter(simulated, tmp_path):
     result = json.loads(m.group(1))
     assert result == {"asc": True, "desc": True, "hidden_before": True, "shown_after": True,
                       "extra_hidden": True, "extra_shown": True, "filtered": True}, result
+
+
+def test_real_data_report_names_dataset_citation_and_licence(kwang):
+    """Issue 16 item 6: the report and summary on the kwang311 predictions name the data."""
+    import html
+
+    _, out = kwang
+    page = html.unescape((out / "report.html").read_text(encoding="utf-8"))
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    for text in (page[:page.index('id="portability-matrix"')], summary):
+        assert "kwang311/tbx11k-cross-cohort-eval" in text
+        assert "Licence: MIT" in text and "Jaeger S" in text
