@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from medaudit.exceptions import MedauditError
 
 __all__ = [
+    "shown",
     "as_1d_float",
     "as_binary_labels",
     "as_scores",
@@ -37,6 +38,20 @@ __all__ = [
 #: Generator (SPEC 7)
 RNGLike = np.random.Generator | np.random.SeedSequence | int | None
 
+
+
+def shown(x: Any) -> str:
+    """``repr(x)`` for a message, NumPy scalars as the Python value they hold.
+
+    NumPy 2 prints ``np.float64(0.5)``; a message shows ``0.5`` (see also
+    :func:`medaudit.io.messages.quote`, which also bounds the length).
+
+    >>> shown(np.float64(0.5)), shown(np.int64(3)), shown("a"), shown([1, 2])
+    ('0.5', '3', "'a'", '[1, 2]')
+    """
+    if isinstance(x, np.generic):
+        x = x.item()
+    return repr(x)
 
 def _where(bad: NDArray[np.bool_], limit: int = 5) -> str:
     idx = np.flatnonzero(bad)
@@ -151,13 +166,13 @@ def check_fraction(
     try:
         val = float(x)
     except (TypeError, ValueError):
-        raise MedauditError(f"{name} must be a number; got {x!r}.") from None
+        raise MedauditError(f"{name} must be a number; got {shown(x)}.") from None
     lo_ok = val >= low if closed in ("both", "left") else val > low
     hi_ok = val <= high if closed in ("both", "right") else val < high
     if not (np.isfinite(val) and lo_ok and hi_ok):
         lb = "[" if closed in ("both", "left") else "("
         rb = "]" if closed in ("both", "right") else ")"
-        raise MedauditError(f"{name} must lie in {lb}{low}, {high}{rb}; got {x!r}.")
+        raise MedauditError(f"{name} must lie in {lb}{low}, {high}{rb}; got {shown(x)}.")
     return val
 
 
@@ -165,7 +180,7 @@ def check_n_resamples(n_resamples: int, *, name: str = "n_resamples") -> int:
     """Return ``n_resamples`` as an int >= 1 or raise naming it (booleans refused)."""
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
             n_resamples < 1):
-        raise MedauditError(f"{name} must be a positive integer; got {n_resamples!r}.")
+        raise MedauditError(f"{name} must be a positive integer; got {shown(n_resamples)}.")
     return int(n_resamples)
 
 
@@ -174,7 +189,7 @@ def check_batch(batch: int | None, *, name: str = "batch") -> int | None:
     if batch is None:
         return None
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
-        raise MedauditError(f"{name} must be a positive integer or None; got {batch!r}.")
+        raise MedauditError(f"{name} must be a positive integer or None; got {shown(batch)}.")
     return int(batch)
 
 

@@ -278,3 +278,60 @@ def test_page_scripts_sort_toggle_and_filter(simulated, tmp_path):
     result = json.loads(m.group(1))
     assert result == {"asc": True, "desc": True, "hidden_before": True, "shown_after": True,
                       "extra_hidden": True, "extra_shown": True, "filtered": True}, result
+
+
+def test_real_data_report_names_dataset_citation_and_licence(kwang):
+    """Issue 16 item 6: the report and summary on the kwang311 predictions name the data."""
+    import html
+
+    _, out = kwang
+    page = html.unescape((out / "report.html").read_text(encoding="utf-8"))
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    for text in (page[:page.index('id="portability-matrix"')], summary):
+        assert "kwang311/tbx11k-cross-cohort-eval" in text
+        assert "Licence: MIT" in text and "Jaeger S" in text
+
+
+# --------------------------------------------------------------------------- 400 px wide
+#: the page in a 400 px wide frame (headless Chromium keeps its window at least 500 px wide,
+#: so the viewport is a frame; srcdoc keeps the page's own origin, so the probe can read it)
+_NARROW = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">
+<iframe id="f" style="width:400px;height:900px;border:0" srcdoc="{page}"></iframe>
+<script>
+document.getElementById("f").addEventListener("load", function () {{
+  var d = this.contentDocument, root = d.documentElement;
+  var out = {{scroll: root.scrollWidth, client: root.clientWidth, body: d.body.scrollWidth}};
+  var pre = document.createElement("pre"); pre.id = "probe"; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+}});
+</script></body></html>"""
+
+
+def _narrow(tmp: Path, page: str) -> dict:
+    import html
+
+    wrapper = tmp / f"narrow-{len(list(tmp.glob('narrow-*')))}.html"
+    wrapper.write_text(_NARROW.format(page=html.escape(page, quote=True)), encoding="utf-8")
+    dom = _dump_dom(tmp, wrapper.as_uri())
+    m = re.search(r'<pre id="probe">(.*?)</pre>', dom)
+    assert m, "probe did not run"
+    return json.loads(m.group(1))
+
+
+@pytest.mark.parametrize("which", ["simulated", "kwang"])
+def test_report_is_readable_at_400_px(which, request, tmp_path):
+    """Issue 16 item 6: no sideways scrolling of the whole page in a 400 px viewport (wide
+    tables scroll inside their own box; header, notes, legends and figures wrap or scale)."""
+    _, out = request.getfixturevalue(which)
+    got = _narrow(tmp_path, (out / "report.html").read_text(encoding="utf-8"))
+    assert got["client"] == 400, got  # the viewport really is 400 px
+    assert got["scroll"] <= 400 and got["body"] <= 400, got
+
+
+def test_400_px_check_sees_a_page_wider_than_the_screen(simulated, tmp_path):
+    """The check above can fail: a planted 700 px block makes the page scroll sideways."""
+    _, out = simulated
+    page = (out / "report.html").read_text(encoding="utf-8").replace(
+        "<main>", '<main><div style="width:700px">wide</div>', 1)
+    got = _narrow(tmp_path, page)
+    assert got["client"] == 400 and got["scroll"] > 400, got

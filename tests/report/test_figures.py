@@ -95,7 +95,7 @@ def test_discrimination_one_interval_per_model_and_cohort(tables):
     models, cohorts = auc["model"].nunique(), auc["cohort"].nunique()
     ax = F.plot_discrimination(t)
     labelled(ax)
-    assert "roc_auc" in ax.get_title() and "clinical" in ax.get_title()
+    assert "AUROC" in ax.get_title() and "clinical" in ax.get_title()
     assert len(auc) == models * cohorts and n_segments(ax) == finite_ci(auc) == models * cohorts
     assert len([c for c in ax.containers if isinstance(c, ErrorbarContainer)]) == models
     # the drawn markers are exactly the table's estimates
@@ -354,12 +354,17 @@ def test_library_code_uses_no_pyplot_and_no_global_backend():
                        for line in text.splitlines())  # lazy: imported inside functions only
 
 
-def test_colours_are_okabe_ito_and_do_not_depend_on_order(tables):
+def test_colours_are_tab10_and_do_not_depend_on_order(tables):
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
     models = sorted(tables["discrimination"]["metrics"]["model"].unique())
     a, b = model_styles(models), model_styles(list(reversed(models)))
     assert a == b and len(set(a.values())) == len(models)
-    assert {c for c, _ in a.values()} <= {"#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00",
-                                          "#CC79A7", "#000000", "#F0E442"}
+    # matplotlib's own tab10 is the witness: ten distinct colours, the first ten models get them all
+    tab10 = {to_hex(c) for c in colormaps["tab10"].colors}
+    ten = model_styles([f"m{i}" for i in range(10)])
+    assert {c for c, _ in ten.values()} == tab10
     many = model_styles([f"m{i:02d}" for i in range(20)])
     assert len(set(many.values())) == 20  # colour x marker pairs stay distinct
 
@@ -458,7 +463,7 @@ def test_calibration_curves_with_bands(curve_tables):
         np.testing.assert_allclose(line.get_xdata(), want["mean_score"].astype(float))
         np.testing.assert_allclose(line.get_ydata(), want["fraction_positive"].astype(float))
     assert n_segments(ax) == finite_ci(g)
-    assert "equal_mass" in ax.get_title()
+    assert "equal-mass" in ax.get_title()
 
 
 def test_curve_figures_render_deterministically_from_records(curve_tables):
@@ -482,5 +487,5 @@ def test_transport_panel_of_a_cut_point_rule_states_no_target(tables):
     t = tables["transport"]["transport"].copy()
     t = t[t["rule"] == "sensitivity"].assign(rule="youden", target_value=np.nan)
     ax = F.plot_transport(t, source="shenzhen", criterion="sensitivity", ax=new_ax())
-    assert "nan" not in ax.get_title() and "youden rule" in ax.get_title()
+    assert "nan" not in ax.get_title() and "Youden rule" in ax.get_title()
     assert not [line for line in ax.lines if line.get_linestyle() == "--"]

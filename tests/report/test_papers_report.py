@@ -205,3 +205,32 @@ def test_real_paper001_002_examples_render_in_chromium(which, request, tmp_path)
     # the portability matrix holds claims of the new kinds, read from the real data
     kinds = set(outcome.claims["kind"])
     assert ({"ranking", "stability"} if which == "enhance_report" else {"institution"}) <= kinds
+
+
+@pytest.mark.parametrize("which, names", [
+    ("enhance_report", ["ENHANCE multi-annotator ratings", "Raumanns R", "MELBA 2021"]),
+    ("readers_report", ["NIH ChestX-ray14", "Wang X", "Nabulsi Z", "VinDr-CXR", "Nguyen HQ"]),
+])
+def test_real_examples_name_their_datasets_citation_and_licence(which, names, request):
+    """Issue 16 item 6: a report and summary built on the shared public data name the dataset,
+    its citation and its licence (the folder READMEs' wording, kept in datasets.SOURCES)."""
+    from medaudit.datasets.sources import SOURCES
+
+    outcome, out = request.getfixturevalue(which)
+    keys = {"enhance_report": ["enhance"], "readers_report": ["nih", "vindr"]}[which]
+    recorded = outcome.provenance["inputs"]["data_source"]
+    assert [d["key"] for d in recorded] == keys
+    html = (out / "report.html").read_text(encoding="utf-8")
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    head = html[:html.index('id="portability-matrix"')]  # the first screen, above the matrix
+    for text in (head, summary):
+        for n in names:
+            assert n in text, (which, n)
+        for k in keys:
+            assert f"Licence: {SOURCES[k].licence}" in _unescape(text), (which, k)
+
+
+def _unescape(text: str) -> str:
+    import html
+
+    return html.unescape(text)

@@ -297,10 +297,11 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
         if weights is not None:
             raise
         # the pinned hub download is the only step that needs the network: say what to do
-        raise MedauditError(f"could not fetch {entry.checkpoint!r} (revision {entry.revision}) "
-                            f"from its hub ({type(exc).__name__}); download it where you have "
-                            f"network access and pass the local copy with weights= (--weights)."
-                            ) from exc
+        pinned = f"revision {entry.revision}" if entry.revision else "no pinned revision"
+        raise MedauditError(f"could not fetch {entry.checkpoint!r} ({pinned}) from its hub "
+                            f"({type(exc).__name__}; no network access?); download it where you "
+                            "have network access and pass the local copy with --weights (Python: "
+                            "weights=).") from exc
     return ImageTextEncoder(entry, kind=kind, model=m, preprocess=pre, tokenizer=tok, device=device,
                             revision=revision, checkpoint=checkpoint)
 

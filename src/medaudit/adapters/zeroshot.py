@@ -34,6 +34,7 @@ from medaudit._versions import versions
 from medaudit.adapters.cache import EmbeddingCache, bytes_sha256
 from medaudit.adapters.prompts import PAPER000_FAMILIES, PAPER000_VERSION, PromptFamily
 from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.io.messages import quote
 from medaudit.io.modelcard import ModelCard
 from medaudit.io.schema import require_columns
 
@@ -168,7 +169,8 @@ def check_manifest(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise SchemaError(f"{source}: column 'label' must be 0 or 1 (1 = TB); row(s) "
-                          f"{np.flatnonzero(bad)[:5].tolist()} are not (row {i}: {t['label'].iloc[i]!r}).")
+                          f"{np.flatnonzero(bad)[:5].tolist()} are not (row {i}: "
+                          f"{quote(t['label'].iloc[i])}).")
     t["label"] = lab.astype(np.int64)
     dup = t.duplicated(["cohort", "image_id"], keep=False).to_numpy()
     if dup.any():

@@ -65,6 +65,7 @@ import pandas as pd
 
 from medaudit._validation import check_option
 from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.io.messages import quote
 from medaudit.io.schema import require_columns
 from medaudit.io.schema import row_list as _rows
 
@@ -275,7 +276,7 @@ def _logits(t: pd.DataFrame, source: str) -> None:
             i = int(np.flatnonzero(bad)[0])
             raise SchemaError(f"{source}: column {col!r} must be finite numbers (or empty where "
                               f"not recorded); row(s) {_rows(bad)} are not (row {i}: "
-                              f"{raw.iloc[i]!r}).")
+                              f"{quote(raw.iloc[i])}).")
         t[col] = np.where(given, num, np.nan)
 
 

@@ -25,7 +25,7 @@ from medaudit.io.specfile import validate_model
 from medaudit.io.tables import ID_COLUMNS, read_table
 
 __all__ = ["Loaded", "build_context", "make_context", "load_scores", "ensemble_seeds", "spec_inputs",
-           "IN_MEMORY", "SINGLE_COHORT"]
+           "IN_MEMORY", "SINGLE_COHORT", "data_sources"]
 
 #: the cohort of a score table without a ``cohort`` column (one site, one cohort)
 SINGLE_COHORT = "all"
@@ -67,6 +67,26 @@ def spec_inputs(spec: AuditSpec, base_dir: str | Path, spec_path: str | Path | N
             add("reader labels", j.readers.nih_dir)
             add("reader labels", j.readers.vindr_csv)
     return out
+
+
+def data_sources(spec: AuditSpec, base_dir: str | Path) -> list[dict[str, Any]]:
+    """The public datasets the spec reads (name, citation, licence, url), for provenance.
+
+    A dataset is recognised by its folder anywhere in an input path, or by the reader the
+    spec names without a path (``scores: dataset:NAME``, an annotation ``format``, the
+    reader judgment table, whose VinDr labels come from the torchxrayvision wheel).
+    """
+    from medaudit.datasets.sources import data_sources as find
+
+    paths = [p for ps in spec_inputs(spec, base_dir).values() for p in ps]
+    readers = []
+    if str(spec.scores or "").startswith("dataset:"):
+        readers.append(str(spec.scores)[len("dataset:"):].partition(":")[0])
+    if spec.annotations is not None:
+        readers.append(spec.annotations.format)
+    if spec.judgments is not None and spec.judgments.readers is not None:
+        readers += ["nih", "vindr"]
+    return [s.to_dict() for s in find(paths, readers=readers)]
 
 
 def _source(spec: AuditSpec, score_inputs: dict[str, Any]) -> str:
@@ -165,6 +185,8 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
     """
     base_dir = Path(base_dir)
     inputs: dict[str, Any] = {}
+    if sources := data_sources(spec, base_dir):  # printed by the report and summary.md
+        inputs["data_source"] = sources
     annotations = judgments = variants = None
     if spec.judgments is not None:
         from medaudit.agreement.judgments import load_judgments

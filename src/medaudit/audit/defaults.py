@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["default_spec", "describe_table", "infer_score_scale", "yaml_flow", "starter_yaml",
-           "TableFacts", "CohortFacts", "MAX_SUBGROUP_LEVELS"]
+__all__ = ["default_spec", "checked_table", "check_summarizable", "describe_table",
+           "infer_score_scale", "yaml_flow", "starter_yaml", "TableFacts", "CohortFacts",
+           "MAX_SUBGROUP_LEVELS"]
 
 
 def _negative_groups(table: pd.DataFrame, cohort: str) -> list[str]:
@@ -72,6 +73,53 @@ def default_spec(table: pd.DataFrame, *, scores: str | Path, name: str | None = 
                             "blocks": blocks, "spectrum": spectrum}
     spec.update(settings)
     return spec
+
+
+def checked_table(table: pd.DataFrame, *, source: str, score_scale: str | None = None,
+                  logits_hint: str = "Declare `score_scale: logits` in the spec") -> pd.DataFrame:
+    """``table`` validated as ``medaudit audit`` will read it (the ScoreTable checks).
+
+    A table without a ``prompt`` column is checked at the prompt ``none`` (and returned
+    without it); the score scale is ``score_scale`` or, when None, the one the scores imply
+    (:func:`infer_score_scale`).  Errors name ``source`` and the 1-based line of a CSV.
+    """
+    from medaudit.io.schema import validate_score_table
+
+    raw = table if "prompt" in table.columns else table.assign(prompt="none")
+    inferred = infer_score_scale(raw) if "score" in raw.columns else "probabilities"  # else: named below
+    probabilities = (score_scale or inferred) == "probabilities"
+    key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in raw.columns else ())
+    valid = validate_score_table(raw, source=source, key=key, probabilities=probabilities,
+                                 logits_hint=logits_hint)
+    return valid if "prompt" in table.columns else valid.drop(columns="prompt")
+
+
+def check_summarizable(table: pd.DataFrame, *, source: str, score_scale: str | None = None) -> None:
+    """Refuse, in ``medaudit summarize``'s words, a table its default spec cannot audit.
+
+    ``summarize`` has no spec, so a message must name its flag (``--score-scale``) rather
+    than a spec key, and a cohort it cannot audit (one class only: the default spec takes
+    every cohort of the table) must be named with what to do about it.
+
+    Raises
+    ------
+    SchemaError
+        The ScoreTable checks fail (the message names ``source`` and the line), or a cohort
+        holds only positives or only negatives.
+    """
+    from medaudit.exceptions import SchemaError
+
+    valid = checked_table(table, source=source, score_scale=score_scale,
+                          logits_hint="Pass --score-scale logits")
+    images = valid.drop_duplicates(["cohort", "image_id"])
+    for cohort, g in images.groupby("cohort", sort=True):
+        if g["label"].nunique() < 2:
+            only = "positives (label 1)" if int(g["label"].iloc[0]) == 1 else "negatives (label 0)"
+            raise SchemaError(
+                f"{source}: cohort {cohort!r} has only {only}, {len(g)} image(s); summarize audits "
+                "every cohort of the table and each needs positives and negatives. Remove the "
+                f"cohort's rows, or run `medaudit init {source}` and leave {cohort!r} out of the "
+                "spec's cohorts:")
 
 
 # --------------------------------------------------------------------------- what a table says

@@ -320,15 +320,43 @@ class Spectrum(Block):
                          "shared-positive; model differences: the paired cells). Soft contrasts are "
                          "descriptive: the permutation test of group membership is defined for hard "
                          "labels only. n, n_pos, n_neg count images.")
-        notes.append("Group AUROC/AURC intervals and group contrasts use the shared-positive "
-                     "bootstrap (positives resampled once per replicate, each group within itself); "
-                     "model differences use the paired within-label bootstrap on P ∪ G.")
         tables = {"groups": pd.DataFrame(group_rows), "contrasts": contrasts,
                   "model_differences": pd.DataFrame(diff_rows)}
+        if entries:  # no entry, no intervals to describe
+            notes.append(_design_note(tables))
         for t in tables.values():
             if "prevalence" in t.columns:  # "observed" or a number: keep one dtype whatever the mix
                 t["prevalence"] = t["prevalence"].astype(object)
         return BlockResult(name=NAME, tables=tables, notes=tuple(notes))
+
+
+#: what each design of this block's rows means (the ``design`` column holds the id)
+_DESIGN_WORDS = {
+    "ordinary": "the ordinary bootstrap of P ∪ G",
+    "shared_positive": "positives resampled once per replicate, each group within itself",
+    "ordinary+paired": "the paired ordinary bootstrap of P ∪ G",
+    "within_label+paired": "the paired within-label bootstrap of P ∪ G",
+}
+
+
+def _design_note(tables: Mapping[str, pd.DataFrame]) -> str:
+    """How each table's intervals were resampled, read from its ``design`` column (so the
+    note and the column cannot disagree), with the cohorts of each design."""
+    parts = []
+    for name, what in (("groups", "Group AUROC/AURC rows"), ("contrasts", "Group contrasts"),
+                       ("model_differences", "Model differences")):
+        t = tables[name]
+        if t.empty or "design" not in t.columns:
+            continue
+        hard = t[~t["criterion"].astype(str).str.startswith("soft_")] if "criterion" in t else t
+        by: dict[str, list[str]] = {}
+        for d, c in zip(hard["design"].astype(str), hard["cohort"].astype(str), strict=True):
+            by.setdefault(d, [])
+            if c not in by[d]:
+                by[d].append(c)
+        parts.append(f"{what}: " + "; ".join(
+            f"design {d} ({', '.join(cs)}), {_DESIGN_WORDS.get(d, d)}" for d, cs in by.items()))
+    return "Intervals (column design): " + ". ".join(parts) + "."
 
 
 def _group_rows(ctx: AuditContext, i: int, entry: SpectrumEntry, w, pos, masks, sizes,

@@ -100,15 +100,37 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--quiet", action="store_true", help="print nothing on success")
         p.add_argument("--verbose", action="store_true", help="log progress to stderr")
 
-    d = sub.add_parser("dicom", help="DICOM conversion")
-    dsub = d.add_subparsers(dest="dicom_command", required=True)
-    c = dsub.add_parser("convert", help="convert a folder of DICOM files to 8-bit PNG (resumable)")
+    from medaudit.cli._help import examples
+
+    d = sub.add_parser(
+        "dicom", help="DICOM conversion",
+        description="DICOM utilities (paper 000 M0.3). `medaudit dicom convert --help` for details.",
+        epilog=examples(("medaudit dicom convert dicoms/ pngs/", "convert a folder, resumable"),
+                        ("medaudit dicom convert scan.dcm pngs/", "one file")))
+    dsub = d.add_subparsers(dest="dicom_command", required=True, metavar="SUBCOMMAND",
+                            title="subcommands")
+    c = dsub.add_parser(
+        "convert", help="convert a folder of DICOM files to 8-bit PNG (resumable)",
+        description="Convert DICOM files to 8-bit PNG as paper 000 M0.3: modality LUT, VOI LUT or\n"
+                    "window, padding and non-finite pixels excluded, MONOCHROME1 inverted after\n"
+                    "VOI; a provenance sidecar per image, no patient-identifying value in any\n"
+                    "output. Exit code 1 when some files could not be converted (each is listed).",
+        epilog=examples(("medaudit dicom convert dicoms/ pngs/", "mirror dicoms/ as PNG under pngs/"),
+                        ("medaudit dicom convert scan.dcm pngs/", "one file")))
     c.add_argument("input", metavar="IN", help="folder of DICOM files (or one file)")
     c.add_argument("output", metavar="OUT", help="output folder (mirrors IN; reruns skip finished files)")
     flags(c)
     c.set_defaults(func=_cmd_dicom_convert)
 
-    m = sub.add_parser("manifest", help="build a cohort manifest from a dataset's on-disk layout")
+    m = sub.add_parser(
+        "manifest", help="build a cohort manifest from a dataset's on-disk layout",
+        description="Build a tidy image manifest (image_id, path, cohort, label, ...) of one of the\n"
+                    "papers' cohorts from its standard layout, with the counts of every filtering\n"
+                    "step (written beside it as JSON); published counts are checked by default.",
+        epilog=examples(("medaudit manifest montgomery data/MontgomerySet --out montgomery.csv",
+                         "the Montgomery cohort"),
+                        ("medaudit manifest kermany data/kermany --out k.csv --no-expect-counts",
+                         "a subset of the layout")))
     m.add_argument("dataset", choices=DATASETS, metavar="DATASET", help=f"one of: {', '.join(DATASETS)}")
     m.add_argument("root", metavar="ROOT", help="dataset folder (padchest: its labels CSV; openi: reports)")
     m.add_argument("--out", required=True, help="manifest CSV to write (counts go to .json beside it)")
@@ -120,7 +142,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     flags(m)
     m.set_defaults(func=_cmd_manifest)
 
-    o = sub.add_parser("overlap", help="SHA-256 + pHash overlap screen across manifests")
+    o = sub.add_parser(
+        "overlap", help="SHA-256 + pHash overlap screen across manifests",
+        description="Screen images of several manifests for exact (SHA-256) and near (64-bit pHash,\n"
+                    "Hamming distance <= --max-distance) duplicates across datasets; writes the\n"
+                    "candidate pairs and a role-preserving exclusion list (paper 000 M0.13).",
+        epilog=examples(("medaudit overlap train.csv test.csv --out overlap/", "screen two manifests"),
+                        ("medaudit overlap *.csv --out overlap/ --max-distance 2", "a stricter screen")))
     o.add_argument("manifests", nargs="+", metavar="MANIFEST", help="manifest CSV files")
     o.add_argument("--out", required=True, help="output directory (written atomically)")
     o.add_argument("--max-distance", type=int, default=4, help="largest Hamming distance (default 4)")

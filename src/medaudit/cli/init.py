@@ -60,10 +60,9 @@ def run_init(scores: str | os.PathLike[str], *, out: str | os.PathLike[str] = "s
     FileExistsError
         ``out`` exists and ``overwrite`` is false.
     """
-    from medaudit.audit.defaults import infer_score_scale, starter_yaml
+    from medaudit.audit.defaults import checked_table, starter_yaml
     from medaudit.exceptions import MedauditError
     from medaudit.io.output import atomic_write_bytes, check_output_file
-    from medaudit.io.schema import validate_score_table
     from medaudit.io.tables import read_table
 
     scores, out = Path(scores), Path(out)
@@ -73,12 +72,7 @@ def run_init(scores: str | os.PathLike[str], *, out: str | os.PathLike[str] = "s
         raise MedauditError(f"--out {str(out)!r} is not a YAML file name; give one ending in .yaml "
                             "(e.g. spec.yaml).")
     table = read_table(scores)
-    raw = table if "prompt" in table.columns else table.assign(prompt="none")
-    probabilities = infer_score_scale(raw) == "probabilities"
-    key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in raw.columns else ())
-    valid = validate_score_table(raw, source=str(scores), key=key, probabilities=probabilities)
-    if "prompt" not in table.columns:  # described as it is: a table without prompts
-        valid = valid.drop(columns="prompt")
+    valid = checked_table(table, source=str(scores))  # described as it is: prompts or none
     command = f"medaudit audit {shlex.quote(str(out))} --out {shlex.quote(out.stem + '-audit')}"
     text = starter_yaml(valid, scores=_relative(scores, out.parent), source=str(scores),
                         name=scores.stem, command=command)

@@ -22,14 +22,38 @@ import argparse
 import importlib
 import logging
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from medaudit import __version__
+from medaudit.cli._help import CommandParser, examples
 from medaudit.exceptions import MedauditError
 
 log = logging.getLogger("medaudit")
+
+#: what ``medaudit --help`` says first
+DESCRIPTION = """\
+medaudit audits how a medical-imaging AI model is evaluated: from a table of per-image
+scores (yours, or a model's scored with `medaudit score`) it states each claim the numbers
+support -- AUROC, rankings, operating points, calibration -- at its specification E (model,
+prompt, cohort, negatives, prevalence, threshold, criterion), then checks whether the claim
+survives a change of one element of E: another cohort, prompt, control group, prevalence,
+threshold or reference standard.  Every run writes a self-contained report.html, summary.md,
+every table as CSV and Parquet, and results.json with full precision and provenance.
+
+Start with your own scores: `medaudit init scores.csv` writes a commented spec, then
+`medaudit audit spec.yaml --out DIR` runs it.  Every spec key is described in docs/spec.md."""
+
+EXAMPLES = """\
+examples:
+  medaudit init scores.csv                     write spec.yaml from the table's columns
+  medaudit audit spec.yaml --out audit/        run the audit a spec describes
+  medaudit summarize scores.csv --out audit/   audit a score table with the default spec
+  medaudit demo --out demo/ --scale 0.2        a quick look at the simulated paper-000 study
+
+`medaudit COMMAND --help` describes each command and its options."""
 
 
 def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
@@ -108,12 +132,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
     """An audit of a score table with the default spec its columns imply."""
-    from medaudit.audit.defaults import default_spec
+    from medaudit.audit.defaults import check_summarizable, default_spec
     from medaudit.io.tables import read_table
 
     path = Path(args.scores)
     table = read_table(path)
-    spec = _validated(default_spec(table, scores=path.resolve(), **_settings(args)),
+    # summarize has no spec: its own checks name the file and the flags, not spec keys
+    check_summarizable(table, source=str(path), score_scale=args.score_scale)
+    scale = {} if args.score_scale is None else {"score_scale": args.score_scale}
+    spec = _validated(default_spec(table, scores=path.resolve(), **_settings(args), **scale),
                       f"the spec generated for {path}")
     return _run_and_write(spec, path.parent, Path(args.out), overwrite=args.overwrite,
                           quiet=args.quiet, verbose=args.verbose)
@@ -147,9 +174,11 @@ ALLOW_LARGE_HELP = ("allow B above 100,000, permutations above 1,000,000 and run
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
-    p = argparse.ArgumentParser(prog="medaudit", description=__doc__.splitlines()[0])
-    p.add_argument("--version", action="version", version=f"medaudit {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = CommandParser(prog="medaudit", description=DESCRIPTION, epilog=EXAMPLES)
+    p.add_argument("--version", action="version", version=f"medaudit {__version__}",
+                   help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
+                           parser_class=CommandParser)
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--out", required=True, help="output directory (written atomically)")
@@ -163,15 +192,28 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--quiet", action="store_true", help="print nothing on success")
         sp.add_argument("--verbose", action="store_true", help="log progress to stderr")
 
-    a = sub.add_parser("audit", help="run the audit described by a YAML spec")
-    a.add_argument("spec", help="audit spec (YAML)")
+    a = sub.add_parser(
+        "audit", help="run the audit described by a YAML spec",
+        description="Run the audit a YAML spec describes: read and check every input it names, run\n"
+                    "its blocks and write the report, summary, tables and results.json into --out\n"
+                    "(atomically: a failed run leaves nothing; a killed run resumes when the same\n"
+                    "command is given again). docs/spec.md describes every key.",
+        epilog=examples(("medaudit audit spec.yaml --out audit/", "write audit/report.html and the rest"),
+                        ("medaudit audit spec.yaml --out audit/ --overwrite", "replace an earlier run"),
+                        ("medaudit audit examples/kwang311_tb.yaml --out kwang/", "the real TB example")))
+    a.add_argument("spec", help="audit spec (YAML); `medaudit init SCORES.csv` writes one")
     a.add_argument("--out", required=True, help="output directory (written atomically)")
     a.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     a.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
     a.add_argument("--quiet", action="store_true", help="print nothing on success")
     a.add_argument("--verbose", action="store_true", help="log progress to stderr")
     a.set_defaults(func=_cmd_audit)
-    r = sub.add_parser("report", help="re-render report.html of a finished audit from results.json")
+    r = sub.add_parser(
+        "report", help="re-render report.html of a finished audit from results.json",
+        description="Re-render report.html and figures/ of a finished audit from its results.json,\n"
+                    "recomputing nothing (the same results give the same bytes).",
+        epilog=examples(("medaudit report audit/", "rewrite audit/report.html and audit/figures/"),
+                        ("medaudit report audit/ --out page.html", "write only the page, elsewhere")))
     r.add_argument("directory", help="output directory of `medaudit audit`")
     r.add_argument("--out", default=None,
                    help="write the self-contained page here instead of DIR/report.html (and "
@@ -179,15 +221,33 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="print nothing on success")
     r.add_argument("--verbose", action="store_true", help="log progress to stderr")
     r.set_defaults(func=_cmd_report)
-    d = sub.add_parser("demo", help="audit the embedded simulated paper-000 study (as `make demo`)")
+    d = sub.add_parser(
+        "demo", help="audit the embedded simulated paper-000 study (as `make demo`)",
+        description="Audit the embedded, seeded and clearly labelled SIMULATED study shaped like\n"
+                    "paper 000 (four models, five prompt families, five cohorts). No real model or\n"
+                    "patient is involved; the report says so on its first screen.",
+        epilog=examples(("medaudit demo --out demo/", "the full simulated study (a few minutes)"),
+                        ("medaudit demo --out demo/ --scale 0.2 --n-resamples 200", "a quick look")))
     common(d)
     d.add_argument("--scale", type=float, default=None,
                    help="shrink the simulated study to this fraction of its images (a quick look)")
     d.set_defaults(func=_cmd_demo)
-    s = sub.add_parser("summarize", help="audit a long score table (CSV/Parquet) with the default "
-                                         "spec its columns imply")
-    s.add_argument("scores", help="score table with image_id, cohort, model, prompt, score, label")
+    s = sub.add_parser(
+        "summarize", help="audit a long score table (CSV/Parquet) with the default spec its "
+                          "columns imply",
+        description="Audit a long score table with the spec its columns imply: every cohort, the\n"
+                    "primary prompt, the score scale (logits when a score lies outside [0, 1], or\n"
+                    "--score-scale), negative-spectrum entries where negatives name two or more\n"
+                    "groups. `medaudit init` writes the same spec as a file you can edit.",
+        epilog=examples(("medaudit summarize scores.csv --out audit/", "audit every cohort of the table"),
+                        ("medaudit summarize logits.parquet --out audit/ --score-scale logits",
+                         "raw scores, not probabilities")))
+    s.add_argument("scores", help="score table with image_id, cohort, model, score, label "
+                                  "(optional: prompt, negative_group, label_soft, seed)")
     common(s)
+    s.add_argument("--score-scale", choices=("probabilities", "logits"), default=None,
+                   help="how to read the scores (default: logits when a score lies outside "
+                        "[0, 1], else probabilities); the spec key is score_scale")
     s.set_defaults(func=_cmd_summarize)
     # Sub-command groups living in their own modules (each exposes ``register(sub)``); their
     # heavy dependencies are imported only when the command runs.
@@ -200,17 +260,69 @@ def build_parser() -> argparse.ArgumentParser:
 _COMMAND_MODULES = ("imaging", "scoring", "training", "planning", "init")
 
 
+class _Stderr(logging.Handler):
+    """Log records as ``medaudit: message`` on the ``sys.stderr`` of the moment (one line each)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record must not end the run
+            text = str(record.msg)
+        who = "" if record.name.split(".")[0] == "medaudit" else f"{record.name}: "
+        print(f"medaudit: {who}{text}", file=sys.stderr, flush=True)
+
+
+_HANDLER = _Stderr()
+
+
+def _configure_logging(verbose: bool) -> None:
+    """medaudit's own messages on stderr; other libraries' only with --verbose.
+
+    Without --verbose a library's log line (a hub download retrying, a deprecation) would
+    print between our lines, labelled as ours; the error that follows says what matters.
+    """
+    root, ours = logging.getLogger(), logging.getLogger("medaudit")
+    for lg in (root, ours):
+        if _HANDLER in lg.handlers:
+            lg.removeHandler(_HANDLER)
+    if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
+        root.addHandler(logging.NullHandler())  # no "last resort" printing of other loggers
+    (root if verbose else ours).addHandler(_HANDLER)
+    ours.setLevel(logging.INFO if verbose else logging.WARNING)
+    if verbose:
+        root.setLevel(logging.INFO)
+
+
+def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """A warning as one line, ``medaudit: warning: ...`` (no file path, no source line)."""
+    from medaudit.io.messages import one_line
+
+    print(f"medaudit: warning: {one_line(str(message), limit=2000)}", file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 2 bad input)."""
+    """Run the command line; returns the exit code (0 ok, 2 bad input).
+
+    Every error is one line on stderr, ``medaudit: error: ...`` (a message that lists several
+    problems joins them with ``/``), and every warning one line, ``medaudit: warning: ...``
+    (none with ``--quiet``: what a warning says is recorded in the tables' qualifications).
+    """
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="medaudit: %(message)s", stream=sys.stderr)
+    _configure_logging(bool(getattr(args, "verbose", False)))
     try:
-        return int(args.func(args))
+        with warnings.catch_warnings():
+            if getattr(args, "quiet", False):  # --quiet: errors only (warnings live in the tables)
+                warnings.simplefilter("ignore")
+            else:
+                warnings.showwarning = _show_warning
+            return int(args.func(args))
     except (MedauditError, OSError) as exc:
         # OSError covers FileExistsError/FileNotFoundError and also IsADirectoryError,
         # NotADirectoryError, PermissionError: user-path problems whose message names the path
-        print(f"medaudit: error: {exc}", file=sys.stderr)
+        from medaudit.io.messages import one_line
+
+        print(f"medaudit: error: {one_line(str(exc), limit=4000)}", file=sys.stderr)
         return 2
 
 

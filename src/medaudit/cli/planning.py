@@ -83,8 +83,16 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit plan`` to the sub-command parser ``sub``."""
-    p = sub.add_parser("plan", help="cases needed to resolve each unresolved claim of a finished "
-                                    "audit")
+    from medaudit.cli._help import examples
+
+    p = sub.add_parser(
+        "plan", help="cases needed to resolve each unresolved claim of a finished audit",
+        description="For each claim a finished audit left unresolved (its interval spans the\n"
+                    "claimed value), the number of cases a new study needs for the interval to\n"
+                    "exclude the value with probability --power; printed as Markdown or written\n"
+                    "to --out.",
+        epilog=examples(("medaudit plan audit/", "print the table"),
+                        ("medaudit plan audit/ --power 0.9 --out plan.csv", "at 90 % power, as CSV")))
     p.add_argument("audit_dir", help="output directory of `medaudit audit`")
     p.add_argument("--power", type=float, default=0.8,
                    help="chance that the resolved interval excludes the claimed value (default "

@@ -18,7 +18,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register", "run_score"]
+__all__ = ["register", "run_score", "WEIGHTS_NOTE"]
+
+#: what ``medaudit score --help`` says first (the README says the same about weights)
+WEIGHTS_NOTE = """\
+Score every image of a manifest (image_id, path, cohort, label; paths relative to it) with a
+zero-shot model under the five prompt families of paper 000 and write a ScoreTable (CSV, or
+Parquet for .parquet) plus FILE.card.json, atomically.
+
+Weights: with --weights, the model is read from that local snapshot directory or checkpoint
+file and nothing is downloaded.  Without --weights, the checkpoint is downloaded from its hub
+(Hugging Face): medsiglip and chexficient at their pinned revision, openclip and biomedclip
+as open_clip currently serves them (recorded as revision 'unrecorded').  That needs network
+access; offline, the command stops with one line naming the checkpoint and asking for
+--weights."""
 
 
 def _atomic(path: Path, write: Any) -> None:
@@ -138,13 +151,23 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit score`` to the ``medaudit`` parser."""
-    s = sub.add_parser("score", help="zero-shot TB scores of a manifest's images (paper 000 M0.4-M0.6)")
+    from medaudit.cli._help import examples
+
+    s = sub.add_parser(
+        "score", help="zero-shot TB scores of a manifest's images (paper 000 M0.4-M0.6)",
+        description=WEIGHTS_NOTE,
+        epilog=examples(("medaudit score manifest.csv --model openclip --weights ckpt/ --out s.csv",
+                         "local weights, no network"),
+                        ("medaudit score manifest.csv --model medsiglip --out s.parquet",
+                         "downloads the pinned revision"),
+                        ("medaudit score manifest.csv --model openclip --weights ckpt/ --out s.csv "
+                         "--cache cache/", "resumable")))
     s.add_argument("manifest", help="CSV with image_id, path, cohort, label (paths relative to it)")
     s.add_argument("--model", required=True,
                    help="registry name: openclip, biomedclip, medsiglip, chexficient")
     s.add_argument("--weights", default=None,
-                   help="local snapshot directory or checkpoint file (default: the hub at the "
-                        "pinned revision)")
+                   help="local snapshot directory or checkpoint file; without it the checkpoint "
+                        "is downloaded from its hub (network needed; see above)")
     s.add_argument("--out", required=True, help="ScoreTable file (.csv or .parquet), written atomically")
     s.add_argument("--cache", default=None, help="embedding cache directory (resumable runs)")
     s.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")

@@ -105,10 +105,28 @@ def _cmd_supervised(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit train supervised`` to the ``medaudit`` parser."""
-    t = sub.add_parser("train", help="train source models (supervised ResNet-50, paper 000)")
-    tsub = t.add_subparsers(dest="train_command", required=True)
-    s = tsub.add_parser("supervised", help="ResNet-50 source model over seeds, optionally "
-                                           "retrained after overlap exclusion")
+    from medaudit.cli._help import examples
+
+    t = sub.add_parser(
+        "train", help="train source models (supervised ResNet-50, paper 000)",
+        description="Train source models. `medaudit train supervised --help` for details.",
+        epilog=examples(("medaudit train supervised examples/kermany_supervised.yaml --out run/",
+                         "a CPU smoke run on real images"),
+                        ("medaudit train supervised spec.yaml --out run/ --resume",
+                         "continue an interrupted run")))
+    tsub = t.add_subparsers(dest="train_command", required=True, metavar="SUBCOMMAND",
+                            title="subcommands")
+    s = tsub.add_parser(
+        "supervised", help="ResNet-50 source model over seeds, optionally retrained after "
+                           "overlap exclusion",
+        description="Train the supervised ResNet-50 source model of paper 000 (M0.12) over its\n"
+                    "seeds on one fixed split and, when the spec names an exclusion list, the model\n"
+                    "retrained without the overlap-screen images (M0.13). Writes scores, an audit\n"
+                    "spec for them, model cards and per-epoch history; --resume continues a run.",
+        epilog=examples(("medaudit train supervised spec.yaml --out run/", "train every seed"),
+                        ("medaudit train supervised spec.yaml --out run/ --resume",
+                         "continue an interrupted run"),
+                        ("medaudit audit run/audit.yaml --out audit/", "then audit the scores")))
     s.add_argument("spec", help="training spec (YAML); see examples/kermany_supervised.yaml")
     s.add_argument("--out", required=True, help="run directory (new, or existing with --resume)")
     s.add_argument("--resume", action="store_true",

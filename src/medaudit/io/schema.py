@@ -139,6 +139,7 @@ def unknown_columns(table: pd.DataFrame, *, source: str = "score table",
 def validate_score_table(
     table: pd.DataFrame, *, source: str = "score table", probabilities: bool = True,
     key: tuple[str, ...] = ("model", "prompt", "cohort", "image_id"),
+    logits_hint: str = "Declare `score_scale: logits` in the spec",
 ) -> pd.DataFrame:
     """Return a validated copy with canonical dtypes, or raise :class:`SchemaError`.
 
@@ -152,6 +153,9 @@ def validate_score_table(
         Require scores in [0, 1] (the spec may declare raw logits instead).
     key : tuple of str
         Columns that must identify a row uniquely.
+    logits_hint : str
+        What the message on scores outside [0, 1] tells the user to do (a command without
+        a spec names its flag instead).
     """
     require_columns(table, SCORE_COLUMNS, source=source, what="ScoreTable",
                     optional=OPTIONAL_COLUMNS)
@@ -179,8 +183,8 @@ def validate_score_table(
             raise SchemaError(
                 f"{source}: column 'score' must be probabilities in [0, 1]; "
                 f"{_places(out, first)} {_are(out)} outside "
-                f"(max {float(score.max())!r}, min {float(score.min())!r}). Declare "
-                "`score_scale: logits` in the spec if these are raw logits; medaudit never clips.")
+                f"(max {float(score.max())!r}, min {float(score.min())!r}). {logits_hint} "
+                "if these are raw logits; medaudit never clips.")
     t["score"] = score
     for col in ("model", "prompt"):
         # '|' joins model and prompt into one key inside the blocks: refuse it rather than

@@ -15,7 +15,8 @@ import pandas as pd
 from medaudit.report import format as fmt
 
 __all__ = ["QUALIFICATIONS", "TABLE21", "label_text", "plain_text", "outcome_tables", "block_table",
-           "unique_texts", "and_list", "plural", "split_qualifications", "provenance_files"]
+           "unique_texts", "and_list", "plural", "split_qualifications", "provenance_files",
+           "simulations", "data_sources"]
 
 #: qualification kind -> (mark, legend text, keyword in the qualification text)
 QUALIFICATIONS: dict[str, tuple[str, str, str]] = {
@@ -112,3 +113,31 @@ def provenance_files(inputs: dict[str, Any]) -> list[str]:
     if inputs.get("scores"):
         out.append(f"{plain_text(inputs['scores'])} (sha256 {plain_text(inputs.get('sha256'))[:12]}…)")
     return out
+
+
+def simulations(inputs: dict[str, Any]) -> list[dict[str, str]]:
+    """The seeded simulations an audit's inputs come from: what, generator and seed of each.
+
+    A simulated score table records ``simulated`` at the top of the inputs, a simulated
+    judgment table (paper 002) under ``inputs["judgments"]``; both are found here, so every
+    simulated example carries the banner.
+
+    Examples
+    --------
+    >>> simulations({"judgments": {"simulated": True, "generator": "g", "generator_seed": 7}})
+    [{'what': 'judgment table', 'generator': 'g', 'seed': '7'}]
+    >>> simulations({"scores": "s.csv"})
+    []
+    """
+    out = []
+    for what, record in (("score table", inputs), ("judgment table", inputs.get("judgments"))):
+        if isinstance(record, dict) and record.get("simulated"):
+            out.append({"what": what, "generator": plain_text(record.get("generator", "")),
+                        "seed": plain_text(record.get("generator_seed", ""))})
+    return out
+
+
+def data_sources(inputs: dict[str, Any]) -> list[dict[str, str]]:
+    """The public datasets recorded in the inputs (``data_source``: name, citation, licence, url)."""
+    return [{k: plain_text(d.get(k, "")) for k in ("name", "citation", "licence", "url")}
+            for d in inputs.get("data_source") or [] if isinstance(d, dict)]

@@ -23,10 +23,10 @@ from medaudit.report._figures_blocks import (
     _uniq,
     lit,
 )
+from medaudit.report.labels import criterion_label
 
 __all__ = ["plot_error_rates", "build_error_rates"]
 
-_NAMES = {"fpr": "false-positive rate", "fnr": "false-negative rate"}
 _COLS = ("model", "cohort", "negatives", "criterion", "estimate", "ci_low", "ci_high")
 
 
@@ -87,7 +87,7 @@ def plot_error_rates(table: pd.DataFrame, *, ax: Any = None, model: str | None =
             raise ValueError(f"plot_error_rates: the selection spans {len(crits)} criteria x "
                              f"{len(models)} models; pass model= and criterion= to draw into ax.")
         _draw(ax, t, cohorts, findings)
-        ax.set_ylabel(_NAMES.get(crits[0], crits[0]))
+        ax.set_ylabel(criterion_label(crits[0]))
         ax.set_title(lit(models[0]))
         ax.legend(frameon=False, title="institution")
         return ax.figure
@@ -101,7 +101,7 @@ def plot_error_rates(table: pd.DataFrame, *, ax: Any = None, model: str | None =
             if i == 0:
                 a.set_title(lit(m))
             if j == 0:
-                a.set_ylabel(_NAMES.get(crit, crit))
+                a.set_ylabel(criterion_label(crit))
             if i < len(crits) - 1:
                 a.set_xticklabels([])
     handles, labels = axes[0][0].get_legend_handles_labels()

@@ -24,18 +24,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from medaudit.report.format import fmt_signed
+from medaudit.report.labels import criterion_label, design_label, rule_label
+
 __all__ = ["plot_discrimination", "plot_prompt_heatmap", "plot_spectrum", "plot_reliability",
            "plot_prevalence", "plot_transport", "plot_risk_coverage", "style", "DPI"]
 
 DPI = 110
-#: Okabe-Ito colours, yellow last (weak on white)
-PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#000000", "#F0E442")
+#: matplotlib's tab10 qualitative palette: ten distinct colours, so up to ten models or
+#: estimators never share one; its grey goes last (grey also draws the reference lines,
+#: always dotted or dashed)
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+           "#17becf", "#7f7f7f")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h")
 GREY = "#7f7f7f"
 _EST = ("estimate", "ci_low", "ci_high")
 EXPOSURE_LABEL = "hollow marker: exposure qualification"
-_LABELS = {"roc_auc": "AUROC", "average_precision": "AUPRC", "brier_score": "Brier score",
-           "ece[n_bins=15]": "ECE15", "aurc": "AURC", "log_loss": "log loss"}
 _RC = {
     "font.size": 8.5, "axes.titlesize": 8.5, "axes.labelsize": 8.5, "xtick.labelsize": 7.5,
     "ytick.labelsize": 7.5, "legend.fontsize": 7.5, "figure.titlesize": 10,
@@ -66,11 +70,6 @@ def _styled(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # ----------------------------------------------------------------------------- small helpers
-def criterion_label(criterion: str) -> str:
-    """A reader's name for a metric id (the id itself when unknown)."""
-    return _LABELS.get(str(criterion), str(criterion))
-
-
 def lit(s: Any) -> str:
     """A user string as literal matplotlib text (``$`` would otherwise start mathtext)."""
     return str(s).replace("$", r"\$")
@@ -109,6 +108,19 @@ def _uniq(values: Any) -> list:
 def _one(df: pd.DataFrame, col: str) -> str:
     vals = _uniq(df[col]) if col in df.columns else []
     return ", ".join(str(v) for v in vals)
+
+
+def _wrap(text: str, width: int = 22) -> str:
+    """``text`` broken at spaces into lines of about ``width`` characters (tick labels)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def _design(df: pd.DataFrame) -> str:
+    """The resampling design(s) of ``df`` in words (the ``design`` column holds ids)."""
+    vals = _uniq(df["design"]) if "design" in df.columns else []
+    return "; ".join(design_label(v) for v in vals)
 
 
 def _rows(table: pd.DataFrame | None, cols: Sequence[str], what: str, **eq: Any) -> pd.DataFrame:
@@ -274,14 +286,14 @@ def plot_discrimination(table: pd.DataFrame, *, ax: Any = None, criterion: str =
                 exposure |= _exposed(r)
                 pts.add(i + offs[j], r.estimate, r.ci_low, r.ci_high, *styles[m], hollow=_exposed(r))
     pts.draw(ax)
-    designs = [_one(df[df["cohort"] == c], "design") for c in cohorts]
-    _group_axis(ax, cohorts, designs if len(set(designs)) > 1 else None)
+    designs = [_design(df[df["cohort"] == c]) for c in cohorts]
+    _group_axis(ax, cohorts, [_wrap(d) for d in designs] if len(set(designs)) > 1 else None)
     if criterion == "roc_auc":
         ax.axhline(0.5, color=GREY, lw=0.8, ls=":", zorder=1)
         _ylim_from(ax, df, 0.45, 1.0)
     ax.set(ylabel=f"{label} with interval",
-           xlabel="cohort" + ("" if len(set(designs)) > 1 else f" (design {lit(designs[0])})"))
-    ax.set_title(lit(f"{label} ({criterion}) by cohort and model, prompt {_one(df, 'prompt')}"))
+           xlabel="cohort" + ("" if len(set(designs)) > 1 else f" ({lit(designs[0])})"))
+    ax.set_title(lit(f"{label} by cohort and model, prompt {_one(df, 'prompt')}"))
     handles, labels = _model_handles(styles, models, exposure=exposure)
     ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
               frameon=False)
@@ -327,7 +339,7 @@ def plot_prompt_heatmap(table: pd.DataFrame, *, ax: Any = None,
             ax.add_patch(Rectangle((j, i), 1, 1, fill=False, hatch="////", edgecolor="#9a9a9a",
                                    linewidth=0, zorder=2))
         star = "*" if _flag(getattr(r, "significant", None)) else ""
-        txt = "n/a" if not math.isfinite(v) else f"{v:+.3f}{star}"
+        txt = "n/a" if not math.isfinite(v) else f"{fmt_signed(v)}{star}"
         dark = math.isfinite(v) and abs(norm(v) - 0.5) > 0.32
         ax.text(j + 0.5, i + 0.5, txt, ha="center", va="center", fontsize=6.8, zorder=3,
                 color="white" if dark else "black",
@@ -344,10 +356,10 @@ def plot_prompt_heatmap(table: pd.DataFrame, *, ax: Any = None,
     for s in ax.spines.values():
         s.set_visible(False)
     primary = _one(df, "prompt_b")
-    ax.set_title(lit(f"Δ{criterion_label(criterion.removesuffix('_difference'))} vs primary prompt "
-                     f"{primary} (design {_one(df, 'design')})"))
+    metric = criterion_label(criterion.removesuffix("_difference"))
+    ax.set_title(lit(f"Δ{metric} vs primary prompt {primary} ({_design(df)})"))
     cb = ax.figure.colorbar(mesh, ax=ax, shrink=0.8, pad=0.02)
-    cb.set_label(lit(f"{criterion}: alternative − {primary}"))
+    cb.set_label(lit(f"{metric}: alternative − {primary}"))
     handles: list = [Line2D([], [], linestyle="none", marker="$*$", color="black", markersize=6,
                             label="significant after BH")]
     if descriptive:
@@ -389,12 +401,12 @@ def plot_spectrum(table: pd.DataFrame, *, ax: Any = None, criterion: str = "roc_
                             hollow="exposure" in str(r.get("qualification", "")).lower())
         pts.draw(a)
         nneg = [_one(g[g["group"] == grp], "n_neg") if "n_neg" in g else "" for grp in groups]
-        _group_axis(a, groups, [f"n_neg={_num(n)}" for n in nneg] if any(nneg) else None)
+        _group_axis(a, groups, [f"{_num(n)} negatives" for n in nneg] if any(nneg) else None)
         if criterion == "roc_auc":
             a.axhline(0.5, color=GREY, lw=0.8, ls=":", zorder=1)
         a.set(ylim=(-0.03, 1.03), xlabel="negative (control) group",
               ylabel=f"{criterion_label(criterion)} (positives vs group)")
-        a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')} · design {_one(g, 'design')}"))
+        a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')} · {_design(g)}"))
         return _model_handles(styles, models, line=True, exposure=exposure)
 
     return _panels(df, keys, ax, draw, title=f"{criterion_label(criterion)} by negative group "
@@ -441,8 +453,8 @@ def plot_reliability(table: pd.DataFrame, *, ax: Any = None, cohort: str | None 
         lab.append("diagonal: perfect calibration")
         return h, lab
 
-    crit = _one(df, "criterion")
-    return _panels(df, ["cohort"], ax, draw, title=f"Reliability ({crit}); marker area ∝ images in "
+    crit = ", ".join(criterion_label(c) for c in _uniq(df["criterion"])) if "criterion" in df else ""
+    return _panels(df, ["cohort"], ax, draw, title=f"Reliability diagram, {crit}; marker area ∝ images in "
                    "bin (per panel)", ncols=3, size=(2.9, 3.1), what=what)
 
 
@@ -480,14 +492,14 @@ def plot_prevalence(table: pd.DataFrame, *, ax: Any = None, cohort: str | None =
         a.set_xticks(pis)
         a.set_xticklabels([f"{p:g}" for p in pis])
         a.set(xlabel="π (weight of the positives)", ylabel=f"{criterion_label(criterion)} at π")
-        a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')} · design {_one(g, 'design')}"))
+        a.set_title(lit(f"{_one(g, 'cohort')}\nprompt {_one(g, 'prompt')} · {_design(g)}"))
         h, lab = _model_handles(styles, models, line=True)
         h += [Patch(color=GREY, alpha=0.3), Line2D([], [], color=GREY, ls=":")]
         lab += ["band: interval", "dotted: primary π"]
         return h, lab
 
     return _panels(df, keys, ax, draw, title=f"Prevalence-weighted {criterion_label(criterion)} "
-                   f"({criterion}) across π", ncols=3, size=(3.2, 2.9), what=what, sharey=False)
+                   "across π", ncols=3, size=(3.2, 2.9), what=what)
 
 
 # ----------------------------------------------------------------------------- Fig. 6
@@ -517,14 +529,16 @@ def plot_transport(table: pd.DataFrame, *, ax: Any = None, source: str | None = 
                 for r in g[(g["cohort"] == t) & (g["model"] == m)].itertuples():
                     pts.add(i + offs[j], r.estimate, r.ci_low, r.ci_high, *styles[m], hollow=_exposed(r))
         pts.draw(a)
-        fixed = ["τ fixed" if "fixed" in _one(g[g["cohort"] == t], "design") else "" for t in targets]
+        fixed = ["τ held fixed" if "fixed" in _one(g[g["cohort"] == t], "design") else "" for t in targets]
         _group_axis(a, targets, fixed if any(fixed) else None)
         if str(crit) == str(rl) and _finite(tv):
             a.axhline(_f(tv), color="black", lw=0.9, ls="--", zorder=1)
-        a.set(ylim=(-0.03, 1.05), xlabel="target cohort", ylabel=f"target {lit(crit)}")
+        metric = criterion_label(crit)
+        a.set(ylim=(-0.03, 1.05), xlabel="target cohort", ylabel=f"target {lit(metric)}")
         # a cut-point rule (youden, closest_topleft) has no target value to state
-        rule_text = f"{rl} rule ({rl} ≥ {_f(tv):g})" if _finite(tv) else f"{rl} rule"
-        a.set_title(lit(f"{crit} on the targets\nτ from {src}, {rule_text}"))
+        rule_text = (f"{rule_label(rl)} rule ({criterion_label(rl)} ≥ {_f(tv):g})" if _finite(tv)
+                     else f"{rule_label(rl)} rule")
+        a.set_title(lit(f"{metric} on the targets\nτ from {src}, {rule_text}"))
         h, lab = _model_handles(styles, models, exposure=exposure)
         return h + [Line2D([], [], color="black", lw=0.9, ls="--")], lab + ["dashed: the rule's constraint"]
 
@@ -557,4 +571,4 @@ def plot_risk_coverage(table: pd.DataFrame, *, ax: Any = None, cohort: str | Non
         return _model_handles(styles, models, dashed=True)
 
     return _panels(df, ["cohort"], ax, draw, title="Risk-coverage curves (confidence max(s, 1 − s))",
-                   ncols=3, size=(3.1, 2.7), what=what, sharey=False)
+                   ncols=3, size=(3.1, 2.7), what=what)

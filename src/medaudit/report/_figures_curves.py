@@ -30,6 +30,7 @@ from medaudit.report._figures_blocks import (
     lit,
     model_styles,
 )
+from medaudit.report.labels import criterion_label, rule_label
 
 __all__ = ["plot_roc_curves", "plot_pr_curves", "plot_calibration_curves"]
 
@@ -80,7 +81,7 @@ def _legend_sources(sources: dict[str, str]) -> tuple[list, list[str]]:
 
     h = [Line2D([], [], color=GREY, marker=m, linestyle="none", markersize=7)
          for m in sources.values()]
-    return h, [f"τ {lit(s)}" for s in sources]
+    return h, [f"τ: {lit(rule_label(s))}" for s in sources]
 
 
 _CONSTRAINT = re.compile(r"^(sensitivity_at_specificity|specificity_at_sensitivity)\[min_\w+=([0-9.]+)\]$")
@@ -211,7 +212,7 @@ def plot_pr_curves(table: pd.DataFrame, *, ax: Any = None,
             "dotted: prevalence (no skill)"]
 
     return _panels(df, ["cohort"], ax, draw, title="Precision-recall curves", ncols=3,
-                   size=(3.1, 2.8), legend_w=2.3, what=what, sharey=False)
+                   size=(3.1, 2.8), legend_w=2.3, what=what)
 
 
 # ----------------------------------------------------------------------------- reliability
@@ -249,7 +250,8 @@ def plot_calibration_curves(table: pd.DataFrame, *, ax: Any = None, cohort: str 
                    ms=4, zorder=3, label=lit(m))
         a.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), aspect="equal", xlabel="mean score in bin",
               ylabel="fraction positive in bin")
-        a.set_title(lit(f"{key[0]}, prompt {_one(g, 'prompt')}\n{_one(g, 'criterion')}"))
+        crit = ", ".join(criterion_label(c) for c in _uniq(g["criterion"])) if "criterion" in g else ""
+        a.set_title(lit(f"{key[0]}, prompt {_one(g, 'prompt')}\n{crit}"))
         h, lab = _model_handles(styles, models, line=True)
         return h + [Line2D([], [], linestyle=":", color=GREY)], lab + [
             "diagonal: perfect calibration"]

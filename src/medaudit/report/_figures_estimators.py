@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from medaudit.report._figures_blocks import PALETTE, _new_figure, lit, style
+from medaudit.report.labels import criterion_label, estimator_label
 
 __all__ = ["plot_estimator_budget"]
 
-_NAMES = {"ece[n_bins=10]": "ECE (10 bins)", "brier_score": "Brier score"}
 _LINES = {"i": ":", "ii": "--", "iii": "-"}
 
 
@@ -66,13 +66,17 @@ def plot_estimator_budget(table: pd.DataFrame, *, criterion: str = "ece[n_bins=1
             ncols = min(3, len(panels))
             nrows = int(np.ceil(len(panels) / ncols))
             fig = _new_figure(3.4 * ncols, 2.8 * nrows + 0.6)
-            axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+            # one y scale: the deployments are compared with each other
+            axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True).ravel()
             _draw(df, panels, axes, ests, criterion)
             for extra in axes[len(panels):]:
                 extra.set_visible(False)
             handles, labels = axes[0].get_legend_handles_labels()
-            fig.legend(handles, labels, loc="outside lower center", ncols=min(5, len(labels)))
-            fig.suptitle(f"{_NAMES.get(criterion, criterion)} against the label budget")
+            # the lines keep the estimator ids as labels (what the table holds); the legend
+            # names them in words
+            fig.legend(handles, [lit(estimator_label(x)) for x in labels], loc="outside lower center",
+                       ncols=min(5, len(labels)))
+            fig.suptitle(f"{criterion_label(criterion)} against the label budget")
         return fig
     _draw(df, panels, [ax], ests, criterion)
     return ax.figure
@@ -89,8 +93,9 @@ def _draw(df: pd.DataFrame, panels: list, axes: Any, ests: list[str], criterion:
             sd = np.nan_to_num(g["std"].to_numpy(float))
             colour = PALETTE[i % len(PALETTE)]
             ax.plot(x, y, color=colour, linestyle=_LINES.get(g["estimator_family"].iloc[0], "-"),
-                    marker="o", markersize=3, label=lit(e))
+                    marker="o", markersize=3, label=str(e))
             ax.fill_between(x, y - sd, y + sd, color=colour, alpha=0.12, linewidth=0)
         ax.set_title(f"{lit(m)} at {lit(c)}")
         ax.set_xlabel("label budget (judgments)")
-        ax.set_ylabel(_NAMES.get(criterion, criterion))
+        ax.set_ylabel(criterion_label(criterion))
+        ax.yaxis.set_tick_params(labelleft=True)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from medaudit.report._figures_blocks import (
     GREY,
+    PALETTE,
     _f,
     _finite,
     _model_handles,
@@ -30,18 +31,19 @@ from medaudit.report._figures_blocks import (
     lit,
     model_styles,
 )
+from medaudit.report.labels import criterion_label
 
 __all__ = ["plot_soft_vs_ordinary", "plot_rank_stability"]
 
-_NAMES = {"roc_auc": "AUROC", "soft_roc_auc": "s-AUROC", "soft_average_precision": "s-AP"}
+#: paper 001's short names (tick labels side by side); other metrics by their usual name
+_SHORT = {"roc_auc": "AUROC", "average_precision": "AP", "soft_roc_auc": "s-AUROC",
+          "soft_average_precision": "s-AP"}
 
 
 def _metric_name(criterion: Any) -> str:
-    c = str(criterion)
-    if c.startswith("average_precision"):
-        return "AP"
-    base = c.split("[", 1)[0]
-    return _NAMES.get(base, c)
+    """The metric's name without its options (the panel compares the metric, not its settings)."""
+    base = str(criterion).split("[", 1)[0]
+    return _SHORT.get(base) or criterion_label(base)
 
 
 def _soft_for(ordinary: str) -> str:
@@ -143,7 +145,7 @@ def plot_rank_stability(stability: pd.DataFrame, *, ax: Any = None, cohort: str 
         fig.suptitle("Annotation-bootstrap rank stability (paper 001 Fig. 3)")
     else:
         fig, axes = ax.figure, [ax]
-    kinds = {"spearman": ("#0072B2", "o", -0.12), "kendall": ("#D55E00", "s", 0.12)}
+    kinds = {"spearman": (PALETTE[0], "o", -0.12), "kendall": (PALETTE[1], "s", 0.12)}
     for a, c in zip(axes, cohorts, strict=False):
         sub = df[df["cohort"] == c]
         crits = _uniq(sub["criterion"].astype(str))

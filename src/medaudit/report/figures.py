@@ -13,9 +13,13 @@ dates or software strings in the files, so the same tables give byte-identical o
 (with the same matplotlib and fonts).  matplotlib is imported lazily and used through
 :class:`~matplotlib.figure.Figure` with an Agg canvas: no pyplot, no global backend.
 
-Colours are the Okabe-Ito palette (colour-blind safe); the heatmap uses the diverging
-``PuOr`` map centred at 0.  Captions contain user strings (model and cohort names)
-verbatim: HTML output must escape them (the SVG writer escapes text itself).
+Colours come from one qualitative palette of ten (matplotlib's tab10, with markers and
+line styles varying too), so up to ten models or estimators never share a colour; the
+heatmap uses the diverging ``PuOr`` map centred at 0.  Titles, axes and legends name
+metrics, designs, rules and estimators in words (:mod:`medaudit.report.labels`), never by
+their table ids; panels that are compared share one y scale.  Captions keep the ids, as
+they point the reader at the table rows.  Captions contain user strings (model and cohort
+names) verbatim: HTML output must escape them (the SVG writer escapes text itself).
 
 Figures, their source tables and drawing functions:
 
@@ -51,6 +55,8 @@ import pandas as pd
 from medaudit.report._figures_blocks import (
     DPI,
     GREY,
+    PALETTE,
+    _design,
     _exposed,
     _group_axis,
     _model_handles,
@@ -62,7 +68,6 @@ from medaudit.report._figures_blocks import (
     _styled,
     _uniq,
     _ylim_from,
-    criterion_label,
     lit,
     model_styles,
     plot_discrimination,
@@ -80,6 +85,7 @@ from medaudit.report._figures_curves import (
     plot_roc_curves,
 )
 from medaudit.report._types import RenderedFigure, Tables
+from medaudit.report.labels import criterion_label
 
 __all__ = ["plot_discrimination", "plot_prompt_heatmap", "plot_spectrum", "plot_reliability",
            "plot_prevalence", "plot_transport", "plot_seeds", "plot_retained_delta",
@@ -132,7 +138,7 @@ def plot_seeds(table: pd.DataFrame, *, ax: Any = None, comparisons: pd.DataFrame
     _ylim_from(ax, df, 0.5, 1.0)
     ax.set_xlabel("cohort")
     ax.set_ylabel(f"{criterion_label(criterion)} at prompt {lit(_one(df, 'prompt'))}")
-    ens_design = _one(df[df["kind"] == "ensemble"], "design")
+    ens_design = _design(df[df["kind"] == "ensemble"])
     ax.set_title(lit(f"{criterion_label(criterion)} per optimisation seed and of the seed ensemble\n"
                      f"prompt {_one(df, 'prompt')} · ensemble interval: {ens_design}"))
     h, lab = _model_handles(styles, models)
@@ -177,8 +183,10 @@ def plot_retained_delta(table: pd.DataFrame, *, ax: Any = None, seeds: pd.DataFr
         ax = _new_figure(3.8, 3.4).add_subplot()
     cohorts = _uniq(pd.concat([p["cohort"] for p in parts]))
     pairs = sorted(_uniq(pd.concat([p["model"] for p in parts])))
-    # differences get their own colours (black first), not those of the models they compare
-    styles = {p: (("#000000", "#CC79A7", "#D55E00", "#0072B2")[i % 4], "D") for i, p in enumerate(pairs)}
+    # differences get their own colours (black first, then the palette from its end), not
+    # those of the first models they compare
+    colours = ("#000000", *PALETTE[::-1])
+    styles = {p: (colours[i % len(colours)], "D") for i, p in enumerate(pairs)}
     offs = _offsets(len(pairs), 0.5)
     xpos, pts = {c: i for i, c in enumerate(cohorts)}, _Points()
     for j, pr in enumerate(pairs):
@@ -194,8 +202,8 @@ def plot_retained_delta(table: pd.DataFrame, *, ax: Any = None, seeds: pd.DataFr
     _group_axis(ax, cohorts)
     ax.set_xlabel("cohort (retained targets)")
     ax.set_ylabel("ΔAUROC (b − a)")
-    design = _one(table, "design") if table is not None and not table.empty else "seed-paired"
-    ax.set_title(lit(f"ΔAUROC on the retained targets\n{', '.join(pairs)} · design {design}"))
+    design = _design(table) if table is not None and not table.empty else "paired by seed"
+    ax.set_title(lit(f"ΔAUROC on the retained targets\n{', '.join(pairs)} · {design}"))
     return ax
 
 

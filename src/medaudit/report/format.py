@@ -18,6 +18,13 @@ Examples
 ('43.8%', '12.3%')
 >>> full_precision(0.1 + 0.2), full_precision(100.0), full_precision(float("nan"))
 ('0.30000000000000004', '100', '')
+
+A value that rounds to zero prints without a sign, whatever side of zero it lies on:
+
+>>> fmt_estimate(-0.0001), fmt_ci(-0.0002, -0.0004, 0.01), fmt_signed(-0.0002), fmt_signed(0.0123)
+('0.000', '0.000 [0.000, 0.010]', '0.000', '+0.012')
+>>> fmt_grid(-0.0), fmt_pct(-0.00001)
+('0', '0.0%')
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MISSING", "is_missing", "as_float", "full_precision", "fmt_estimate", "fmt_ci",
+__all__ = ["MISSING", "is_missing", "as_float", "full_precision", "fmt_estimate", "fmt_signed", "fmt_ci",
            "fmt_interval", "fmt_p", "fmt_pct", "fmt_int", "fmt_grid", "fmt_cell", "column_kind"]
 
 #: how a missing or undefined value is shown
@@ -102,6 +109,15 @@ def fmt_estimate(v: Any, digits: int = _DIGITS) -> str:
     return MISSING if f is None else _num(f, digits)
 
 
+def fmt_signed(v: Any, digits: int = _DIGITS) -> str:
+    """A difference with its sign (``+0.012``, ``-0.012``); ``0.000`` when it rounds to zero."""
+    f = as_float(v)
+    if f is None:
+        return MISSING
+    text = _num(f, digits)
+    return text if text.startswith("-") or float(text) == 0.0 or math.isinf(f) else "+" + text
+
+
 def fmt_interval(low: Any, high: Any, digits: int = _DIGITS) -> str:
     """``[0.889, 0.933]``; empty when both ends are undefined."""
     if as_float(low) is None and as_float(high) is None:
@@ -148,7 +164,7 @@ def fmt_grid(v: Any) -> str:
     f = as_float(v)
     if f is None:
         return MISSING if is_missing(v) else str(v)
-    return f"{f:.6g}"
+    return f"{f + 0.0:.6g}"  # + 0.0 turns -0.0 into 0.0
 
 
 _P_COLUMNS = ("pvalue", "pvalue_adj", "pvalue_holm", "perm_pvalue", "p", "p_adj")

@@ -38,10 +38,12 @@ from medaudit.io.output import default_file_mode
 from medaudit.report import format as fmt
 from medaudit.report._common import (
     QUALIFICATIONS,
+    data_sources,
     label_text,
     outcome_tables,
     plain_text,
     plural,
+    simulations,
     split_qualifications,
     unique_texts,
 )
@@ -284,6 +286,8 @@ def _provenance(outcome: Any) -> dict[str, Any]:
     other_inputs = []
     for k in sorted(inputs):
         v = inputs[k]
+        if k == "data_source":  # named under the page header, in words
+            continue
         if k == "scores_wide" and isinstance(v, list):
             files += [{"path": plain_text(x.get("path")), "cohort": plain_text(x.get("cohort")),
                        "sha256": plain_text(x.get("sha256"))} for x in v]
@@ -416,9 +420,8 @@ class Report:
         inputs = prov.get("inputs", {}) or {}
         matrix = _matrix(o.claims)
         return {
-            "name": o.spec.name, "simulated": bool(inputs.get("simulated")),
-            "generator": plain_text(inputs.get("generator", "")),
-            "generator_seed": plain_text(inputs.get("generator_seed", "")),
+            "name": o.spec.name, "simulations": simulations(inputs),
+            "data_sources": data_sources(inputs),
             "medaudit_version": plain_text((prov.get("versions") or {}).get("medaudit", "")),
             "seed": plain_text(prov.get("seed", "")),
             "n_resamples": "; ".join(dict.fromkeys(b["resampling"] for b in blocks))

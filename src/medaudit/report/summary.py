@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from medaudit.blocks.claimkit import AXES, NOT_EVIDENCE
+from medaudit.report._common import data_sources, simulations
 from medaudit.report.format import fmt_ci, fmt_estimate, md_table
 
 __all__ = ["audit_summary", "portability_pivot"]
@@ -60,9 +61,14 @@ def audit_summary(outcome: Any) -> str:
     """Markdown: simulated-data banner, portability matrix, block notes, provenance."""
     prov = outcome.provenance
     lines = [f"# medaudit audit: {outcome.spec.name}", ""]
-    if prov["inputs"].get("simulated"):
-        lines += ["> **Simulated data.** Every score in this audit comes from a seeded simulation "
-                  "shaped like paper 000; no real model or patient is involved.", ""]
+    if sims := simulations(prov["inputs"]):
+        lines += ["> **Simulated data.** " + "; ".join(
+            f"{'The' if i == 0 else 'the'} {s['what']} comes from a seeded simulation "
+            f"(`{s['generator']}`, seed {s['seed']})" for i, s in enumerate(sims))
+            + ". No real model or patient is involved.", ""]
+    if sources := data_sources(prov["inputs"]):
+        lines += ["**Data.**", ""] + [f"- {d['name']}. {d['citation']}. Licence: {d['licence']}. "
+                                      f"<{d['url']}>" for d in sources] + [""]
     lines += ["## Portability matrix", "",
               "Each claim at its specification E, then with one element of E changed (one "
               "column per kind of change: cohort, institution, task or finding; prompt; "

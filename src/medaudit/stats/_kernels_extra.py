@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from medaudit._validation import shown
 from medaudit.stats import _kernels as K
 
 _TOL = K._TOL
@@ -600,6 +601,6 @@ def check_values(spec) -> None:
             tau = float(o["threshold"])
         except (TypeError, ValueError):
             raise MedauditError(f"{spec.name} threshold must be a number; got "
-                                f"{o['threshold']!r}.") from None
+                                f"{shown(o['threshold'])}.") from None
         if np.isnan(tau) or tau == -np.inf:
             raise MedauditError(f"{spec.name} threshold must be a number or +inf; got {tau!r}.")

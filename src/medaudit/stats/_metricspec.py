@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from medaudit._validation import check_fraction, check_option
+from medaudit._validation import check_fraction, check_option, shown
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
@@ -236,7 +236,7 @@ def _check_values(spec: MetricSpec) -> None:
     if "binning" in o and spec.name not in KX.REGISTRY_EXTRA:  # theirs: checked by KX below
         check_option(o["binning"], K.BINNINGS, name=f"{spec.name} binning")
     if "n_bins" in o and (not isinstance(o["n_bins"], (int, np.integer)) or o["n_bins"] < 1):
-        raise MedauditError(f"{spec.name} n_bins must be a positive integer; got {o['n_bins']!r}.")
+        raise MedauditError(f"{spec.name} n_bins must be a positive integer; got {shown(o['n_bins'])}.")
     if spec.name in KX.REGISTRY_EXTRA:
         KX.check_values(spec)
 

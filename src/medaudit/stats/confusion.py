@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from medaudit._validation import check_fraction, check_option
+from medaudit._validation import check_fraction, check_option, shown
 from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores
@@ -91,9 +91,9 @@ def _threshold(threshold) -> float:
     try:
         tau = float(threshold)
     except (TypeError, ValueError):
-        raise MedauditError(f"threshold must be a number or +inf; got {threshold!r}.") from None
+        raise MedauditError(f"threshold must be a number or +inf; got {shown(threshold)}.") from None
     if math.isnan(tau) or tau == -math.inf:
-        raise MedauditError(f"threshold must be a number or +inf; got {threshold!r}.")
+        raise MedauditError(f"threshold must be a number or +inf; got {shown(threshold)}.")
     return tau
 
 

@@ -275,8 +275,8 @@ def _grid(values, name: str = "specificities") -> NDArray[np.float64]:
         return np.linspace(0.0, 1.0, 101)
     g = as_1d_float(values, name=name)
     if ((g < 0) | (g > 1)).any():
-        raise MedauditError(f"{name} must lie in [0, 1]; got values from {g.min()!r} to "
-                            f"{g.max()!r}.")
+        raise MedauditError(f"{name} must lie in [0, 1]; got values from {float(g.min())!r} to "
+                            f"{float(g.max())!r}.")
     return g
 
 

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_generator, check_fraction, check_option
+from medaudit._validation import as_generator, check_fraction, check_option, shown
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
@@ -112,9 +112,9 @@ def _weights(weights) -> tuple[float, float, float]:
         cost, prev = (float(v) for v in weights)
     except (TypeError, ValueError):
         raise MedauditError(f"weights must be (cost, prevalence), e.g. (1, 0.5) (pROC's "
-                            f"best.weights); got {weights!r}.") from None
+                            f"best.weights); got {shown(weights)}.") from None
     if not (math.isfinite(cost) and cost > 0):
-        raise MedauditError(f"weights cost must be a positive number; got {cost!r}.")
+        raise MedauditError(f"weights cost must be a positive number; got {shown(cost)}.")
     prev = check_fraction(prev, name="weights prevalence")
     return cost, prev, KX.cutpoint_weight(cost, prev)
 

@@ -113,7 +113,7 @@ def adjust_pvalues(
     nan = np.isnan(p)
     bad = ~nan & ((p < 0) | (p > 1))
     if bad.any():
-        raise MedauditError(f"pvalues must lie in [0, 1]; found {p[bad][0]!r} at index "
+        raise MedauditError(f"pvalues must lie in [0, 1]; found {float(p[bad][0])!r} at index "
                             f"{int(np.flatnonzero(bad)[0])}.")
     if nan.any() and nan_policy == "raise":
         raise MedauditError(f"pvalues contains NaN at index {np.flatnonzero(nan).tolist()} and "

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
-from medaudit._validation import check_fraction, check_option
+from medaudit._validation import check_fraction, check_option, shown
 from medaudit.exceptions import MedauditError
 from medaudit.stats._results import _ToDict
 
@@ -555,7 +555,7 @@ def cases_to_resolve_proportion(
     v = check_fraction(claim_value, name="claim_value")
     k, n = float(count), float(nobs)
     if not (n > 0 and 0 <= k <= n):
-        raise MedauditError(f"need 0 <= count <= nobs and nobs > 0; got {count!r}, {nobs!r}.")
+        raise MedauditError(f"need 0 <= count <= nobs and nobs > 0; got {shown(count)}, {shown(nobs)}.")
     p = k / n
     ci = proportion_ci(k, n, method=method, confidence_level=confidence_level)
     base = cases_to_resolve(p, ci.ci_low, ci.ci_high, claim_value=v, claim=claim, n_pos=int(n),

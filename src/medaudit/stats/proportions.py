@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from medaudit._validation import check_fraction, check_option
+from medaudit._validation import check_fraction, check_option, shown
 from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats._results import _ToDict
 
@@ -42,9 +42,9 @@ def _count(x, name: str) -> float:
     try:
         v = float(x)
     except (TypeError, ValueError):
-        raise MedauditError(f"{name} must be a non-negative number; got {x!r}.") from None
+        raise MedauditError(f"{name} must be a non-negative number; got {shown(x)}.") from None
     if not math.isfinite(v) or v < 0:
-        raise MedauditError(f"{name} must be a non-negative number; got {x!r}.")
+        raise MedauditError(f"{name} must be a non-negative number; got {shown(x)}.")
     return v
 
 

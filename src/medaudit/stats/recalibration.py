@@ -86,7 +86,7 @@ def _logit(y_true, y_prob, eps):
         p = np.clip(p, eps, 1.0 - eps)
     elif ((p == 0.0) | (p == 1.0)).any():
         bad = int(np.flatnonzero((p == 0.0) | (p == 1.0))[0])
-        raise MedauditError(f"y_prob is exactly {p[bad]!r} at index {bad}, which has no logit; pass "
+        raise MedauditError(f"y_prob is exactly {float(p[bad])!r} at index {bad}, which has no logit; pass "
                             "eps (e.g. 1e-6) to clip the probabilities to [eps, 1 - eps] for the "
                             "recalibration model.")
     return y, special.logit(p), eps

@@ -13,7 +13,7 @@ import math
 
 from numpy.typing import ArrayLike
 
-from medaudit._validation import check_fraction
+from medaudit._validation import check_fraction, shown
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores, warn_if_one_class, weights
@@ -151,9 +151,9 @@ def operating_point(y_true: ArrayLike, y_score: ArrayLike, *, threshold: float,
     try:
         tau = float(threshold)
     except (TypeError, ValueError):
-        raise MedauditError(f"threshold must be a number or +/-inf; got {threshold!r}.") from None
+        raise MedauditError(f"threshold must be a number or +/-inf; got {shown(threshold)}.") from None
     if math.isnan(tau):
-        raise MedauditError(f"threshold must be a number or +/-inf; got {threshold!r}.")
+        raise MedauditError(f"threshold must be a number or +/-inf; got {shown(threshold)}.")
     y, s = labels_scores(y_true, y_score)
     w, n_pos, n_neg = weights(sample_weight, y)
     r = K.rank(y, s)
