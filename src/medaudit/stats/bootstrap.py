@@ -543,6 +543,65 @@ def _soft_shared(p_true_pos, p_true_negatives, pos, groups, soft_specs
     return np.concatenate(parts)
 
 
+class _SharedPositive:
+    """Evaluates every group of a shared-positive draw on its own items only.
+
+    The metric of group ``G`` is the metric of ``P ∪ G``: its items are the positives and
+    the group, in that input order (so ties break as in the concatenated vectors).  The
+    counts are drawn into one column order, the positives by descending score and then
+    each group's negatives by descending score (:attr:`column`, item -> column); a
+    group's class-split layout is then the positives' columns followed by its own run of
+    columns, read without touching the other groups' columns.  Each (group, label kind)
+    has its work buffers, reused across batches.
+    """
+
+    def __init__(self, y, s, p_soft, strata, names, hard_specs, soft_specs):
+        self.specs = [(kind, sp) for kind, sp in (("hard", hard_specs), ("soft", soft_specs)) if sp]
+        n_pos = int(np.sum(strata == 0))
+        # positives by descending score (stable: input order), then each group likewise
+        by_score = np.argsort(-s, kind="stable")
+        order = np.concatenate([by_score[strata[by_score] == k] for k in range(len(names) + 1)])
+        self.column = np.empty(s.size, dtype=np.intp)
+        self.column[order] = np.arange(s.size)
+        self.groups = []
+        for i, g in enumerate(names):
+            items = np.flatnonzero((strata == 0) | (strata == i + 1))
+            yg, sg = y[items], s[items]
+            preps = []
+            for kind, sp in self.specs:
+                if kind == "hard":
+                    p = MS.Prepared.build(yg, sg, need_conf=MS.needs_confidence(sp))
+                else:
+                    p = MS.Prepared.build(p_soft[items], sg, need_conf=False, soft=True)
+                cols = self.column[items[p.columns]]
+                lo = int(cols[n_pos]) if cols.size > n_pos else 0
+                # the group's layout is two runs of the drawn columns: copied, not gathered
+                runs = (n_pos, lo, cols.size - n_pos) if np.array_equal(
+                    cols, np.r_[np.arange(n_pos), np.arange(lo, lo + cols.size - n_pos)]) else None
+                preps.append((p, sp, items[p.columns], cols, runs, {}))
+            self.groups.append((g, preps))
+
+    def __call__(self, w: NDArray, out: dict, *, drawn: bool = False) -> None:
+        """Append every (group, metric) value of the rows ``w`` to ``out``; ``w`` holds
+        counts in item order, or with ``drawn`` in :attr:`column` order."""
+        for g, preps in self.groups:
+            for p, sp, items, cols, runs, scratch in preps:
+                if not drawn:
+                    wc = np.take(w, items, axis=1)
+                elif runs is not None:
+                    n_pos, lo, n_g = runs
+                    buf = scratch.get("w")
+                    if buf is None or buf.shape[0] < w.shape[0] or buf.dtype != w.dtype:
+                        buf = scratch["w"] = np.empty((w.shape[0], n_pos + n_g), dtype=w.dtype)
+                    wc = buf[:w.shape[0]]
+                    wc[:, :n_pos] = w[:, :n_pos]
+                    wc[:, n_pos:] = w[:, lo:lo + n_g]
+                else:
+                    wc = np.take(w, cols, axis=1)
+                for mid, v in MS.evaluate_columns(p, sp, wc, scratch).items():
+                    out.setdefault((g, mid), []).append(v)
+
+
 def shared_positive_bootstrap(
     y_score_pos: ArrayLike,
     negatives: Mapping[str, ArrayLike],
@@ -624,29 +683,15 @@ def shared_positive_bootstrap(
         np.full(v.size, i + 1, dtype=np.intp) for i, v in enumerate(groups.values())])
     plan = make_plan("shared_positive", y, strata=strata)
     gen, rec = as_generator(rng)
-    # one prepared vector per label kind, evaluated on the same weights: hard metrics see
-    # the membership labels, soft metrics the soft labels (stable tie order: P, then G)
-    preps = []
-    if hard_specs:
-        preps.append((MS.Prepared.build(y, s, need_conf=MS.needs_confidence(hard_specs)),
-                      hard_specs))
-    if soft_specs:
-        preps.append((MS.Prepared.build(p_soft, s, need_conf=False, soft=True), soft_specs))
     masks = {g: ((strata == 0) | (strata == i + 1)).astype(np.float64) for i, g in enumerate(names)}
-
-    def evaluate(w, out):
-        for g, mk in masks.items():
-            wm = w * mk
-            for p, sp in preps:
-                for mid, v in MS.evaluate(p, sp, wm).items():
-                    out.setdefault((g, mid), []).append(v)
+    evaluate = _SharedPositive(y, s, p_soft, strata, names, hard_specs, soft_specs)
 
     base: dict[tuple[str, str], list] = {}
     evaluate(np.ones((1, s.size)), base)
     point = {k: float(v[0][0]) for k, v in base.items()}
     reps: dict[tuple[str, str], list] = {}
-    for w in plan.batches(n_res, gen, batch):
-        evaluate(w, reps)
+    for w in plan.batches(n_res, gen, batch, columns=evaluate.column):
+        evaluate(w, reps, drawn=True)
     rep_arr = {k: np.concatenate(v) for k, v in reps.items()}
     jack: dict = {}
     if ci_method == "bca":
