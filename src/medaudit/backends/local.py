@@ -39,7 +39,7 @@ import numpy as np
 from medaudit import progress
 from medaudit.exceptions import MedauditError
 
-__all__ = ["LocalBackend", "usable_cores", "work_of", "MIN_CORES", "MIN_POOL_WORK"]
+__all__ = ["LocalBackend", "fork_pool", "usable_cores", "work_of", "MIN_CORES", "MIN_POOL_WORK"]
 
 #: the default pool needs at least this many usable cores
 MIN_CORES = 2
@@ -112,12 +112,31 @@ def _run_cell(fn: Callable[[Any], Any], item: Any) -> tuple[Any, list[tuple[Any,
     return value, [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
 
 
-def _context() -> Any:
-    """Fork where the platform has it (no re-import, the parent's modules are already
-    loaded); spawn elsewhere."""
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods and sys.platform != "darwin"
-                                       else "spawn")
+def fork_pool(workers: int) -> ProcessPoolExecutor | None:
+    """A pool of ``workers`` processes forked from this one on first submit, or None where
+    fork is not available (the caller then works in process).
+
+    Forked workers inherit this process's modules and data (a function run there may read
+    module globals set before the first submit).  Its submits silence the at-fork warnings of threaded
+    libraries."""
+    if "fork" not in multiprocessing.get_all_start_methods() or sys.platform == "darwin":
+        return None
+    return _QuietPool(max_workers=int(workers), mp_context=multiprocessing.get_context("fork"))
+
+
+class _QuietPool(ProcessPoolExecutor):
+    """A fork pool whose submits silence the at-fork warnings of threaded libraries.
+
+    A worker is forked at the first submit; a library that registered an at-fork hook
+    (JAX) warns about forking a threaded process, which is harmless here (the worker only
+    runs numpy code) but would be an error under ``-W error``.
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+            warnings.filterwarnings("ignore", ".*fork.*", DeprecationWarning)
+            return super().submit(fn, *args, **kwargs)
 
 
 class LocalBackend:
@@ -187,19 +206,13 @@ class LocalBackend:
         # the largest cells first: a free worker then never waits on a large cell sent last
         order = sorted(range(len(items)), key=lambda i: (-work[i], i))
         futures: dict[int, Future] = {}
-        with warnings.catch_warnings():
-            # a worker is started by fork when first needed; a library that registered an
-            # at-fork hook (JAX) warns about forking a threaded process, which is harmless
-            # here (the worker only runs numpy code) but would be an error under -W error
-            warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
-            warnings.filterwarnings("ignore", ".*fork.*", DeprecationWarning)
-            try:
-                for i in order:
-                    futures[i] = pool.submit(_run_cell, fn, items[i])
-            except BaseException:
-                for f in futures.values():
-                    f.cancel()
-                raise
+        try:
+            for i in order:
+                futures[i] = pool.submit(_run_cell, fn, items[i])
+        except BaseException:
+            for f in futures.values():
+                f.cancel()
+            raise
         out = []
         for i in range(len(items)):
             f = futures[i]
@@ -223,7 +236,10 @@ class LocalBackend:
 
     def _start(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context())
+            # fork where the platform has it (no re-import: the parent's modules are
+            # already loaded); spawn elsewhere
+            self._pool = fork_pool(self.workers) or _QuietPool(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
         return self._pool
 
     def _discard(self) -> None:
