@@ -165,3 +165,46 @@ def test_cut_cells_join_to_the_uncut_results():
         for k, r in whole.differences.items():
             np.testing.assert_array_equal(joined.differences[k].replicates, r.replicates)
             assert joined.differences[k].ci_low == r.ci_low
+
+
+_ORPHAN = r"""
+import sys, time
+from medaudit.backends.local import LocalBackend
+b = LocalBackend(2)
+b.map(time.sleep, [0.01, 0.01])
+print(" ".join(str(p) for p in b._pool._processes), flush=True)
+time.sleep(60)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_workers_exit_when_the_audit_is_killed():
+    """kill -9 of the process that owns the pool: its workers do not wait for work forever."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep
+           + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert len(pids) == 2
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in pids if _running(p)]
+    assert not alive, f"orphaned workers {alive} still running"

@@ -28,6 +28,8 @@ import functools
 import multiprocessing
 import os
 import sys
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -112,6 +114,21 @@ def _run_cell(fn: Callable[[Any], Any], item: Any) -> tuple[Any, list[tuple[Any,
     return value, [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
 
 
+def _watch_parent(parent: int) -> None:
+    """In a worker: exit as soon as the process that started the pool is gone.
+
+    A killed audit (``kill -9``) cannot stop its workers, and they would wait for work
+    forever (each holds the task queue open itself); a daemon thread checks twice a
+    second that the parent is still there.
+    """
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="medaudit-parent-watch", daemon=True).start()
+
+
 def fork_pool(workers: int) -> ProcessPoolExecutor | None:
     """A pool of ``workers`` processes forked from this one on first submit, or None where
     fork is not available (the caller then works in process).
@@ -121,7 +138,8 @@ def fork_pool(workers: int) -> ProcessPoolExecutor | None:
     libraries."""
     if "fork" not in multiprocessing.get_all_start_methods() or sys.platform == "darwin":
         return None
-    return _QuietPool(max_workers=int(workers), mp_context=multiprocessing.get_context("fork"))
+    return _QuietPool(max_workers=int(workers), mp_context=multiprocessing.get_context("fork"),
+                      initializer=_watch_parent, initargs=(os.getpid(),))
 
 
 class _QuietPool(ProcessPoolExecutor):
@@ -239,7 +257,8 @@ class LocalBackend:
             # fork where the platform has it (no re-import: the parent's modules are
             # already loaded); spawn elsewhere
             self._pool = fork_pool(self.workers) or _QuietPool(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_watch_parent, initargs=(os.getpid(),))
         return self._pool
 
     def _discard(self) -> None:
