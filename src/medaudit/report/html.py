@@ -187,30 +187,33 @@ def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
 def _table_view(block: str, name: str, df: pd.DataFrame, max_rows: int) -> dict[str, Any]:
     cols = [str(c) for c in df.columns]
     n = len(df)
+    # each column read out once (Python scalars, as iterating the frame gives them); each
+    # shown cell formatted once, its number flag reused for the column's alignment
+    values = [df.iloc[:, j].tolist() for j in range(len(cols))]
     constant: list[tuple[str, str]] = []
     extra = set()
-    for c in cols:
+    for c, vals in zip(cols, values, strict=True):
         if c in _PROV:
             extra.add(c)
-        if c in _E or c in _PROV:
-            vals = {fmt.full_precision(v) for v in df[c]} if n else set()
-            if len(vals) == 1:
-                extra.add(c)
-                constant.append((c, fmt.fmt_cell(df[c].iloc[0], c)[0]))
-    shown = df.iloc[:max_rows]
+        if (c in _E or c in _PROV) and n and len({fmt.full_precision(v) for v in vals}) == 1:
+            extra.add(c)
+            constant.append((c, fmt.fmt_cell(vals[0], c)[0]))
+    n_shown = min(n, max_rows)
+    cells = [[fmt.fmt_cell(v, c) for v in vals[:n_shown]] for c, vals in zip(cols, values,
+                                                                            strict=True)]
     rows = []
-    for rec in shown.itertuples(index=False, name=None):
+    for i in range(n_shown):
         row = []
-        for c, v in zip(cols, rec, strict=True):
-            text, full, is_num = fmt.fmt_cell(v, c)
+        for c, col in zip(cols, cells, strict=True):
+            text, full, is_num = col[i]
             row.append({"t": text, "v": full if is_num else None, "x": c in extra,
                         "long": len(text) > 48, "na": text == fmt.MISSING})
         rows.append(row)
     columns = [{"name": c, "x": c in extra, "e": c in _E,
-                "num": any(fmt.as_float(v) is not None and not isinstance(v, bool)
-                           for v in df[c].iloc[:max_rows]) if n else False} for c in cols]
+                "num": any(is_num for _, _, is_num in col)}
+               for c, col in zip(cols, cells, strict=True)]
     return {"id": f"t-{block}-{name}", "name": name, "file": f"tables/{block}__{name}.csv",
-            "n_rows": n, "n_shown": len(shown), "columns": columns, "rows": rows,
+            "n_rows": n, "n_shown": n_shown, "columns": columns, "rows": rows,
             "constant": constant, "has_extra": bool(extra), "n_extra": len(extra)}
 
 

@@ -13,9 +13,9 @@ __all__ = ["audit_summary", "portability_pivot"]
 _ORDER = ["at E", "C", "p", "N", "π", "r", "r, π", "y"]
 
 
-def _cell_text(g: pd.DataFrame) -> str:
+def _cell_text(rows: Any) -> str:
     parts = []
-    for r in g.itertuples():
+    for r in rows:
         v = r.verdict
         tag = f"{r.changed_to}: {v}" if r.changed_to else v
         if isinstance(r.estimate, float) and r.estimate == r.estimate:
@@ -32,15 +32,24 @@ def portability_pivot(claims: pd.DataFrame) -> pd.DataFrame:
     """One row per claim, one column per changed element (cells summarise verdicts)."""
     if claims.empty:
         return pd.DataFrame()
+    # one pass over the rows, bucketed by claim and change in row order (what a groupby and
+    # a filter per change give, without a frame per cell)
+    by_claim: dict[Any, dict[Any, list]] = {}
+    first_row: dict[Any, Any] = {}
+    for r in claims.itertuples():
+        if r.claim_id != r.claim_id:  # a missing id: groupby leaves such rows out
+            continue
+        first_row.setdefault(r.claim_id, r)
+        by_claim.setdefault(r.claim_id, {}).setdefault(r.change, []).append(r)
     rows = []
-    for cid, g in claims.groupby("claim_id", sort=True):
-        first = g.iloc[0]
-        row: dict[str, Any] = {"claim": f"{cid}: {first['claim']} ({first['cohort']}, "
-                                        f"{first['prompt']}, {first['negatives']})"}
+    for cid in sorted(by_claim):
+        cells = by_claim[cid]
+        first = first_row[cid]
+        row: dict[str, Any] = {"claim": f"{cid}: {first.claim} ({first.cohort}, "
+                                        f"{first.prompt}, {first.negatives})"}
         for ch in _ORDER:
-            sub = g[g["change"] == ch]
-            if len(sub):
-                row[ch] = _cell_text(sub)
+            if ch in cells:
+                row[ch] = _cell_text(cells[ch])
         rows.append(row)
     df = pd.DataFrame(rows)
     return df[["claim", *[c for c in _ORDER if c in df.columns]]]
