@@ -25,7 +25,7 @@ demo: $(VENV)/.audit
 	$(VENV)/bin/medaudit audit examples/paper000_simulated.yaml --out $(OUT) --overwrite
 
 test: $(VENV)/.test
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25
 
 bench: $(VENV)/.test
 	$(PY) benchmarks/bench_core.py

@@ -85,9 +85,24 @@ def test_out_inside_the_score_table_folder_is_refused(work, capsys):
     assert _snapshot(work) == before
 
 
-def test_report_out_over_its_results_is_refused(tmp_path, capsys):
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    """One small demo audit for the tests that damage or re-render its folder (each on a copy)."""
+    out = tmp_path_factory.mktemp("demo") / "run"
     assert main(["demo", "--out", str(out), "--scale", "0.02", *FAST]) == 0
+    return out
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(run, out, symlinks=True)
+    return out
+
+
+def test_report_out_over_its_results_is_refused(demo_run, tmp_path, capsys):
+    out = _copy(demo_run, tmp_path)
     before = _snapshot(out)
     line = _fails(["report", out, "--out", out / "results.json"], capsys)
     assert "results.json" in line
@@ -134,9 +149,8 @@ def test_score_table_through_a_symlink_loop(work, capsys):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "bad spec", "not an object", "bad blocks"])
-def test_report_on_damaged_results(tmp_path, capsys, damage):
-    out = tmp_path / "run"
-    assert main(["demo", "--out", str(out), "--scale", "0.02", *FAST]) == 0
+def test_report_on_damaged_results(demo_run, tmp_path, capsys, damage):
+    out = _copy(demo_run, tmp_path)
     path = out / "results.json"
     text = path.read_text()
     if damage == "truncate":

@@ -23,3 +23,53 @@ def test_failed_write_keeps_the_old_file(tmp_path):
         atomic_write_bytes(p, object())  # not bytes: the write fails midway
     assert json.loads(p.read_text()) == {"ok": True}
     assert [q.name for q in tmp_path.iterdir()] == ["r.json"]
+
+
+# ------------------------------------------------ the one-pass JSON and CSV writers
+import math  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from medaudit.io.output import _nan_to_none, csv_text, json_text, neutralise_formulas  # noqa: E402
+
+_SCALARS = (st.none() | st.booleans() | st.integers(-2**70, 2**70)
+            | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8))
+_JSON = st.recursive(_SCALARS, lambda c: st.lists(c, max_size=4)
+                     | st.dictionaries(st.text(max_size=6), c, max_size=4), max_leaves=30)
+
+
+def _standard(data):
+    """What write_json wrote before the one-pass encoder (the standard library's text)."""
+    return json.dumps(_nan_to_none(json.loads(json.dumps(data))), sort_keys=True, indent=2,
+                      allow_nan=False)
+
+
+@given(_JSON)
+def test_json_text_is_the_standard_librarys_text(data):
+    assert json_text(data) == _standard(data)
+
+
+def test_json_text_of_numpy_values_and_unicode():
+    data = {"é": [np.float64(0.1), np.int64(3), np.bool_(True), np.array([1.5, np.nan])],
+            "z": {"inf": -math.inf, "": "\u2603\n\"q\""}, "a": []}
+    assert json_text(data) == json.dumps(_nan_to_none(json.loads(json.dumps(
+        data, default=lambda o: o.item() if isinstance(o, np.generic) else o.tolist()))),
+        sort_keys=True, indent=2, allow_nan=False)
+
+
+_CELLS = st.sampled_from(["=1+1", "-0.5", "@SUM(A1)", "ok", "-", "+3", "\tx", "a,b", "", "=",
+                          None, math.nan, 0.5, "observed"])
+
+
+@given(st.lists(st.tuples(_CELLS, _CELLS, st.floats(allow_nan=True, width=32)), min_size=0,
+                max_size=6), st.booleans(), st.sampled_from(["name", "=name", "-x"]))
+def test_csv_text_is_neutralise_formulas_then_to_csv(rows, categorical, name):
+    df = pd.DataFrame(rows, columns=["model", name, "score"])
+    df["model"] = df["model"].astype(object)
+    if categorical:
+        df[name] = df[name].astype(str).astype("category")
+    want = neutralise_formulas(df).to_csv(index=False, lineterminator="\n")
+    assert csv_text(df) == want

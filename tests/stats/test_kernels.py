@@ -246,3 +246,47 @@ def test_layout_kernels_with_a_class_that_has_no_item(absent):
         expected = [ref(y[materialise(r)], s[materialise(r)]) for r in w]
         assert_reps_match(got[m.id], expected, f"{m.id} without class {absent}")
     assert np.isnan(got["roc_auc"]).all()
+
+
+# ------------------------------------------------ threshold transport on the layout
+@pytest.mark.parametrize("kind", ["ties", "continuous"])
+@pytest.mark.parametrize("x", [0.0, 0.5, 0.8, 0.95, 1.0])
+def test_transport_layout_kernels_equal_the_definitions(kind, x):
+    """tau by each rule and Se/Sp at per-row thresholds from the layout's cumulative sum:
+    the definitions (tests/_oracles.py) on every materialised resample, and the ranked
+    kernels to the last bit, whatever the memory layout of the counts."""
+    if kind == "ties":
+        y, s = Y, S
+    else:
+        y, s = _layout_data("continuous", seed=7)
+    r = K.rank(y, s)
+    lay = K.layout(y, s, r, None)
+    w = _counts(y.size, 30, 12)
+    w[1] = 0
+    w[1, np.flatnonzero(y == 1)[:1]] = 3  # one positive only: no negative drawn (nan)
+    w[2] = 0
+    w[2, np.flatnonzero(y == 0)[:4]] = 1  # only negatives, a few (nan)
+    w[3, y == 1] = 0
+    w[3, np.flatnonzero(y == 1)[-1]] = 1  # a single low positive: Sp rules fall back
+    idx = [materialise(row) for row in w]
+    wr = np.take(w, r.order, axis=1)
+    ranked_se, ranked_sp = K.tau_sensitivity(wr, r, x), K.tau_specificity(wr, r, x)
+    want_se = [reference(lambda a, b: O.tau_sensitivity(a, b, x), "two", y[i], s[i]) for i in idx]
+    want_sp = [reference(lambda a, b: O.tau_specificity(a, b, x), "two", y[i], s[i]) for i in idx]
+    for name, wl in _layouts(np.take(w, lay.order, axis=1)):
+        t = K.LayoutSums(wl, lay)
+        got_se, got_sp = K.tau_sensitivity_layout(t, r, x), K.tau_specificity_layout(t, r, x)
+        assert_reps_match(got_se, want_se, f"tau_sensitivity {name}")
+        assert_reps_match(got_sp, want_sp, f"tau_specificity {name}")
+        np.testing.assert_array_equal(got_se, ranked_se, err_msg=name)
+        np.testing.assert_array_equal(got_sp, ranked_sp, err_msg=name)
+        for tau in (got_se, got_sp, np.full(w.shape[0], s[0]), np.full(w.shape[0], np.inf),
+                    np.full(w.shape[0], np.nan)):
+            se, sp = K.rates_at_layout(t, tau)
+            want = [O.se_sp_at(y[i], s[i], tv) if not np.isnan(tv) else (math.nan, math.nan)
+                    for i, tv in zip(idx, tau, strict=True)]
+            assert_reps_match(se, [a for a, _ in want], f"Se at tau {name}")
+            assert_reps_match(sp, [b for _, b in want], f"Sp at tau {name}")
+            rse, rsp = K.rates_at(wr, r, tau)
+            np.testing.assert_array_equal(se, rse, err_msg=name)
+            np.testing.assert_array_equal(sp, rsp, err_msg=name)

@@ -358,3 +358,62 @@ def test_transport_to_targets_shares_source_replicates():
     assert both["b"].threshold == tau
     se, sp = O.se_sp_at(yb, sb, tau)
     assert both["b"].target_sensitivity.estimate == se and both["b"].target_specificity.estimate == sp
+
+
+def test_transport_grid_is_each_model_and_rule_on_one_draw():
+    """One draw per replicate and cohort for every model and rule: each (model, rule) of the
+    grid is transport_to_targets of that model and rule with the same generator, to the last
+    bit (the draws do not depend on the scores or the rule)."""
+    from medaudit.stats import transport_to_targets
+    from medaudit.stats.transport import transport_grid
+
+    rng = np.random.default_rng(21)
+    ys = np.r_[np.ones(40), np.zeros(60)]
+    ya, yb = np.r_[np.ones(15), np.zeros(20)], np.r_[np.ones(10), np.zeros(30)]
+    models = ("m1", "m2", "m3")
+    src = {m: np.round(rng.random(100) * 0.7 + (0.2 + 0.1 * i) * ys, 2)
+           for i, m in enumerate(models)}
+    tgt = {"a": (ya, {m: np.round(rng.random(35) + 0.3 * ya, 2) for m in models}),
+           "b": (yb, {m: np.round(rng.random(40) + 0.2 * yb, 2) for m in models})}
+    rules = {"se": ("sensitivity", 0.9, None), "sp": ("specificity", 0.8, None),
+             "youden": ("youden", None, None), "ctl": ("closest_topleft", None, (2.0, 0.2))}
+    design = {"a": "reestimate", "b": "fixed"}
+    grid = transport_grid(ys, src, tgt, rules=rules, design=design, n_resamples=90, rng=13,
+                          batch=7)
+    assert sorted(grid) == sorted((m, r) for m in models for r in rules)
+    for m in models:
+        for label, (rule, x, w) in rules.items():
+            one = transport_to_targets(ys, src[m], {k: (y, s[m]) for k, (y, s) in tgt.items()},
+                                       rule=rule, target_value=x, weights=w, design=design,
+                                       n_resamples=90, rng=13)
+            for k in tgt:
+                got, want = grid[(m, label)][k], one[k]
+                assert got.threshold == want.threshold
+                np.testing.assert_array_equal(got.threshold_replicates, want.threshold_replicates)
+                for a, b in ((got.target_sensitivity, want.target_sensitivity),
+                             (got.target_specificity, want.target_specificity)):
+                    np.testing.assert_array_equal(a.replicates, b.replicates)
+                    assert (a.estimate, a.ci_low, a.ci_high) == (b.estimate, b.ci_low, b.ci_high)
+                assert (got.sensitivity_retained, got.specificity_retained) == (
+                    want.sensitivity_retained, want.specificity_retained)
+    # and the thresholds of the source are the definitions'
+    for m in models:
+        assert grid[(m, "se")]["a"].threshold == O.tau_sensitivity(ys, src[m], 0.9)
+        assert grid[(m, "sp")]["a"].threshold == O.tau_specificity(ys, src[m], 0.8)
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"rules": {}}, r"rules must be a non-empty mapping"),
+    ({"rules": {"x": ("sensitivity", 0.9)}}, r"rules\['x'\] must be a \(rule, target_value"),
+    ({"rules": {"x": ("youden", 0.9, None)}}, r"takes no target_value"),
+    ({"targets": {"t": ([1, 0], {"other": [0.2, 0.1]})}}, r"must score the names of source_scores"),
+    ({"targets": {"t": ([1, 0], [0.2, 0.1])}}, r"targets\['t'\] must be a \(y_true, mapping"),
+])
+def test_transport_grid_errors(kw, message):
+    from medaudit.stats.transport import transport_grid
+
+    args = {"rules": {"se": ("sensitivity", 0.9, None)},
+            "targets": {"t": ([1, 1, 0], {"m": [0.9, 0.4, 0.2]})}, **kw}
+    with pytest.raises(MedauditError, match=message):
+        transport_grid([1, 1, 0, 0], {"m": [0.9, 0.8, 0.3, 0.1]}, args["targets"],
+                       rules=args["rules"], n_resamples=10, rng=0)

@@ -25,10 +25,10 @@ from medaudit.blocks.claimkit import CLAIM_COLUMNS
 from medaudit.blocks.rows import E_COLUMNS, PROVENANCE_COLUMNS
 from medaudit.exceptions import SchemaError
 from medaudit.io.messages import quote
-from medaudit.io.output import write_csv, write_json
+from medaudit.io.output import atomic_write_bytes, json_text, write_csv
 from medaudit.io.specfile import validate_model
 
-__all__ = ["AuditOutcome", "write_results", "load_outcome", "to_parquet"]
+__all__ = ["AuditOutcome", "write_results", "results_text", "load_outcome", "to_parquet"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,9 +42,13 @@ class AuditOutcome:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
-def write_results(outcome: AuditOutcome, directory: Path) -> None:
-    """Write ``tables/`` (CSV + Parquet), ``portability.csv``/``.parquet`` and ``results.json``."""
-    (directory / "tables").mkdir()
+def results_text(outcome: AuditOutcome) -> tuple[str, AuditOutcome]:
+    """The text of ``results.json`` for ``outcome`` and the outcome :func:`load_outcome`
+    rebuilds from it (read from the text itself: no file is written or read).
+
+    The report is drawn from the rebuilt outcome, so it can start before the files are
+    written and still be what ``medaudit report DIR`` draws from the file.
+    """
     blocks_json: dict[str, Any] = {}
     for name, res in outcome.results.items():
         blocks_json[name] = {"notes": list(res.notes), "tables": {},
@@ -55,27 +59,51 @@ def write_results(outcome: AuditOutcome, directory: Path) -> None:
         if res.provenance:
             blocks_json[name]["provenance"] = res.provenance
         for tname, df in res.tables.items():
-            stem = f"{name}__{tname}"
-            write_csv(df, directory / "tables" / f"{stem}.csv")
-            to_parquet(df, directory / "tables" / f"{stem}.parquet")
             blocks_json[name]["tables"][tname] = df.to_dict("records")
-    write_csv(outcome.claims, directory / "portability.csv")
-    to_parquet(outcome.claims, directory / "portability.parquet")
-    write_json(directory / "results.json", {"provenance": outcome.provenance, "blocks": blocks_json,
-                                            "portability": outcome.claims.to_dict("records"),
-                                            # sorted keys lose the spec's declared cohort order
-                                            "key_order": {"cohorts": list(outcome.spec.cohorts)}})
+    text = json_text({"provenance": outcome.provenance, "blocks": blocks_json,
+                      "portability": outcome.claims.to_dict("records"),
+                      # sorted keys lose the spec's declared cohort order
+                      "key_order": {"cohorts": list(outcome.spec.cohorts)}})
+    return text, _rebuild(json.loads(text), Path("results.json"))
+
+
+def write_results(outcome: AuditOutcome, directory: Path, *, text: str | None = None) -> None:
+    """Write ``tables/`` (CSV + Parquet), ``portability.csv``/``.parquet`` and ``results.json``.
+
+    ``text``: the results.json text when already made (:func:`results_text`).  The files
+    are not synced one by one: the folder is meant to be an :func:`atomic_directory`,
+    which syncs them together before it is renamed into place.
+    """
+    (directory / "tables").mkdir()
+    for name, res in outcome.results.items():
+        for tname, df in res.tables.items():
+            _write_table(df, directory / "tables" / f"{name}__{tname}")
+    _write_table(outcome.claims, directory / "portability")
+    if text is None:
+        text = results_text(outcome)[0]
+    atomic_write_bytes(directory / "results.json", (text + "\n").encode("utf-8"), sync=False)
+
+
+def _write_table(df: pd.DataFrame, stem: Path) -> None:
+    """``stem.csv`` and ``stem.parquet`` of one frame (each copies only what it must change)."""
+    write_csv(df, stem.with_name(stem.name + ".csv"), sync=False)
+    to_parquet(df, stem.with_name(stem.name + ".parquet"))
 
 
 def to_parquet(df: pd.DataFrame, path: Path) -> None:
     """Write ``df`` as Parquet; mixed-type object columns (prevalence "observed" or 0.5) as text."""
-    safe = df.copy()
-    for c in safe.columns:
-        if safe[c].dtype == object:
-            kinds = {type(v) for v in safe[c] if v is not None and not (isinstance(v, float)
-                                                                          and v != v)}
+    text_cols = {}
+    for c in df.columns:
+        if df[c].dtype == object:
+            kinds = {type(v) for v in df[c] if v is not None and not (isinstance(v, float)
+                                                                        and v != v)}
             if len(kinds) > 1 or (kinds and not kinds <= {str}):
-                safe[c] = safe[c].map(lambda v: None if v is None else str(v))
+                text_cols[c] = df[c].map(lambda v: None if v is None else str(v))
+    safe = df
+    if text_cols:  # a shallow copy with the converted columns; the frame itself is untouched
+        safe = df.copy(deep=False)
+        for c, v in text_cols.items():
+            safe[c] = v
     safe.to_parquet(path, index=False)
 
 

@@ -16,7 +16,7 @@ from medaudit._versions import AUDIT_MODULES
 from medaudit._versions import versions as _versions
 from medaudit.audit.claims import build_claims
 from medaudit.audit.context import build_context
-from medaudit.audit.outcome import AuditOutcome, load_outcome, write_results
+from medaudit.audit.outcome import AuditOutcome, load_outcome, results_text, write_results
 from medaudit.audit.spec import AuditSpec, load_spec
 from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import BlockResult
@@ -206,14 +206,24 @@ def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = F
     :func:`medaudit.io.output.check_output_dir`), and an existing ``out`` is replaced only
     when medaudit wrote it.
     """
-    from medaudit.report.html import write_report
+    from medaudit.report.html import start_figures, write_report
     from medaudit.report.summary import audit_summary
 
     out = Path(out)
     with atomic_directory(out, overwrite=overwrite, inputs=inputs, run_id=run_id(outcome)) as tmp:
-        write_results(outcome, tmp)
-        (tmp / "summary.md").write_text(audit_summary(outcome), encoding="utf-8")
-        write_report(load_outcome(tmp), tmp)
+        # the outcome as load_outcome(tmp) will read it, from the results.json text itself
+        text, loaded = results_text(outcome)
+        # the figures are drawn by worker processes while the tables, results.json,
+        # summary.md and the page's tables are written here (each figure is a pure function
+        # of the tables, drawn whole by one process: the same bytes)
+        drawing = start_figures(loaded)
+        try:
+            write_results(outcome, tmp, text=text)
+            (tmp / "summary.md").write_text(audit_summary(outcome), encoding="utf-8")
+        except BaseException:
+            getattr(drawing, "close", lambda: None)()
+            raise
+        write_report(loaded, tmp, figures=drawing)
     return out
 
 

@@ -207,6 +207,14 @@ class RayBackend:
                                 f"time(s) (max_retries={self.max_retries}); nothing was written. "
                                 f"Check the workers' memory and logs. ({type(exc).__name__})") from exc
 
+    def parallelism(self, work: float) -> int:
+        """How many cells run at once: ``num_workers``, else the cluster's CPUs."""
+        if self.num_workers is not None:
+            return self.num_workers
+        if self._closed or not self._ray.is_initialized():
+            return 1
+        return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
+
     def describe(self) -> dict[str, Any]:
         """What runs the cells (for the log; never written into result tables)."""
         info: dict[str, Any] = {"backend": self.name, "address": self.address,

@@ -17,12 +17,21 @@ generator), B, level and contrasts, with the soft labels and soft metric ids.  U
 classes), not ``label_soft > 0.5`` as the stats layer would take for soft labels: the
 ordinary design with ``strata=label`` compiles to exactly the within-label plan, and the
 twin's results are renamed to the design whose draws they reproduce.
+
+Cutting large cells.  When the backend runs several cells at once
+(``ctx.parallelism(work)`` > 1), :func:`run_cells` cuts a cell whose work is more than
+a share of the map's into replicate ranges (``paired_bootstrap(replicate_range=...)``:
+the generator of the cell's key skips the draws before its range) and joins them with
+``concat_paired``: the same replicates, so the same bytes, whatever the cut and the
+number of workers; only the wall time changes (one large cohort no longer keeps a
+worker busy while the others wait).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,13 +39,17 @@ from typing import Any
 
 import numpy as np
 
+from medaudit.backends.local import work_of
 from medaudit.blocks.context import Resampling, cell_rng
 from medaudit.exceptions import DegenerateDataWarning
 from medaudit.stats import delong_test, paired_bootstrap
-from medaudit.stats.bootstrap import PairedBootstrapResult
+from medaudit.stats.bootstrap import PairedBootstrapResult, concat_paired
 
 __all__ = ["SOFT_METRICS", "BootstrapCell", "CellResult", "DeLongCell", "run_cell", "run_cells",
-           "run_delong", "run_delong_cells"]
+           "run_delong", "run_delong_cells", "cell_ranges"]
+
+#: a cut never leaves fewer replicates than this in a range (each range sorts its vectors anew)
+MIN_RANGE = 100
 
 #: the soft-label metrics a twin reports by default (paper 001)
 SOFT_METRICS = ("soft_roc_auc", "soft_average_precision")
@@ -100,7 +113,8 @@ class CellResult:
 
 
 def _paired(cell: BootstrapCell, label: np.ndarray, metrics: Sequence[Any], design: str,
-            strata: np.ndarray | None, resampling: Resampling) -> PairedBootstrapResult:
+            strata: np.ndarray | None, resampling: Resampling,
+            replicates: tuple[int, int] | None = None) -> PairedBootstrapResult:
     with warnings.catch_warnings():
         # counted in n_degenerate and qualified in the rows instead
         warnings.simplefilter("ignore", DegenerateDataWarning)
@@ -109,7 +123,8 @@ def _paired(cell: BootstrapCell, label: np.ndarray, metrics: Sequence[Any], desi
                                 design=design, strata=strata,
                                 n_resamples=cell.n_resamples or resampling.n_resamples,
                                 confidence_level=resampling.confidence_level,
-                                rng=cell_rng(resampling.seed, *cell.key))
+                                rng=cell_rng(resampling.seed, *cell.key),
+                                replicate_range=replicates)
 
 
 def _renamed(res: PairedBootstrapResult, design: str) -> PairedBootstrapResult:
@@ -119,32 +134,111 @@ def _renamed(res: PairedBootstrapResult, design: str) -> PairedBootstrapResult:
         differences={k: dataclasses.replace(r, design=design) for k, r in res.differences.items()})
 
 
-def run_cell(cell: BootstrapCell, resampling: Resampling) -> CellResult:
+def run_cell(cell: BootstrapCell, resampling: Resampling,
+             replicates: tuple[int, int] | None = None) -> CellResult:
     """Run one cell (and its soft twin) with the generator of its key.
 
     Module level, so a backend can ship it to a worker; it draws only from
-    ``cell_rng(resampling.seed, *cell.key)``.
+    ``cell_rng(resampling.seed, *cell.key)``.  ``replicates``: only that range of the
+    cell's replicates (the same draws as the whole run; see :func:`run_cells`).
     """
-    hard = _paired(cell, cell.label, cell.metrics, cell.design, None, resampling) if cell.metrics \
-        else None
+    hard = (_paired(cell, cell.label, cell.metrics, cell.design, None, resampling, replicates)
+            if cell.metrics else None)
     soft = None
     if cell.label_soft is not None:
         soft_label = np.asarray(cell.label_soft, dtype=np.float64)
         if cell.design == "within_label":
             soft = _renamed(_paired(cell, soft_label, cell.soft_metrics, "ordinary",
-                                    np.asarray(cell.label), resampling), "within_label+paired")
+                                    np.asarray(cell.label), resampling, replicates),
+                            "within_label+paired")
         else:
-            soft = _paired(cell, soft_label, cell.soft_metrics, cell.design, None, resampling)
+            soft = _paired(cell, soft_label, cell.soft_metrics, cell.design, None, resampling,
+                           replicates)
+    return _cell_result(cell.key, resampling.seed, hard, soft)
+
+
+def _cell_result(key: tuple[Any, ...], seed: int, hard: PairedBootstrapResult | None,
+                 soft: PairedBootstrapResult | None) -> CellResult:
     parts = [r for r in (hard, soft) if r is not None]
     marginal = {k: v for r in parts for k, v in r.marginal.items()}
     differences = {k: v for r in parts for k, v in r.differences.items()}
-    return CellResult(key=cell.key, seed=resampling.seed, hard=hard, soft=soft, marginal=marginal,
+    return CellResult(key=key, seed=seed, hard=hard, soft=soft, marginal=marginal,
                       differences=differences)
 
 
+@dataclass(frozen=True, eq=False)
+class _Range:
+    """Replicates ``start`` to ``stop - 1`` of one cell (what a worker runs)."""
+
+    cell: BootstrapCell
+    start: int
+    stop: int
+    #: estimated work, for the backend's schedule (largest first)
+    work: float
+
+
+def _run_range(r: _Range, resampling: Resampling) -> CellResult:
+    return run_cell(r.cell, resampling, (r.start, r.stop))
+
+
+def cell_ranges(works: Sequence[float], n_resamples: Sequence[int], parallelism: int
+                ) -> list[list[tuple[int, int]]]:
+    """The replicate ranges each cell is cut into for ``parallelism`` cells at once.
+
+    A cell whose work exceeds ``sum(works) / (2 * parallelism)`` is cut into that many
+    equal shares (at least :data:`MIN_RANGE` replicates each), so that the map has at
+    least about two ranges per worker of similar size and none dominates; the other
+    cells stay whole.  With ``parallelism`` 1 nothing is cut.
+
+    Examples
+    --------
+    >>> cell_ranges([8.0, 1.0, 1.0], [2000, 2000, 2000], 2)
+    [[(0, 500), (500, 1000), (1000, 1500), (1500, 2000)], [(0, 2000)], [(0, 2000)]]
+    >>> cell_ranges([8.0, 1.0], [2000, 2000], 1)
+    [[(0, 2000)], [(0, 2000)]]
+    """
+    total = float(sum(works))
+    out = []
+    for w, b in zip(works, n_resamples, strict=True):
+        share = total / (2 * parallelism) if parallelism > 1 else math.inf
+        k = 1 if w <= share else min(math.ceil(w / share), max(b // MIN_RANGE, 1))
+        edges = [round(i * b / k) for i in range(k + 1)]
+        out.append([(edges[i], edges[i + 1]) for i in range(k)])
+    return out
+
+
+def _joined(cell: BootstrapCell, seed: int, parts: Sequence[CellResult]) -> CellResult:
+    if len(parts) == 1:
+        return parts[0]
+    with warnings.catch_warnings():
+        # counted in n_degenerate and qualified in the rows instead
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        hard = None if parts[0].hard is None else concat_paired([p.hard for p in parts])
+        soft = None if parts[0].soft is None else concat_paired([p.soft for p in parts])
+    return _cell_result(cell.key, seed, hard, soft)
+
+
 def run_cells(ctx: Any, cells: Sequence[BootstrapCell]) -> list[CellResult]:
-    """Run ``cells`` through ``ctx.map`` with the context's resampling settings."""
-    return ctx.map(functools.partial(run_cell, resampling=ctx.resampling), cells)
+    """Run ``cells`` through ``ctx.map`` with the context's resampling settings.
+
+    When the backend runs several cells at once, a large cell is cut into replicate
+    ranges (:func:`cell_ranges`) that are run as cells of their own and joined: the
+    results are those of the uncut cells to the last bit.
+    """
+    cells = list(cells)
+    res = ctx.resampling
+    n_res = [c.n_resamples or res.n_resamples for c in cells]
+    fn = functools.partial(run_cell, resampling=res)
+    works = [work_of(fn, c) for c in cells]
+    ranges = cell_ranges(works, n_res, ctx.parallelism(sum(works)))
+    if all(len(r) == 1 for r in ranges):
+        return ctx.map(fn, cells)
+    items = [_Range(c, a, b, w * (b - a) / n) for c, rs, w, n in zip(cells, ranges, works, n_res,
+                                                                     strict=True)
+             for a, b in rs]
+    done = iter(ctx.map(functools.partial(_run_range, resampling=res), items))
+    return [_joined(c, res.seed, [next(done) for _ in rs]) for c, rs in zip(cells, ranges,
+                                                                          strict=True)]
 
 
 @dataclass(frozen=True, eq=False)

@@ -189,6 +189,12 @@ class AuditContext:
             return [fn(x) for x in items]
         return list(self.backend.map(fn, items))
 
+    def parallelism(self, work: float) -> int:
+        """How many cells of a map with this much estimated work run at once (1: in order,
+        in process); cell runners cut large cells into replicate ranges when it is more."""
+        fn = getattr(self.backend, "parallelism", None)
+        return 1 if fn is None else max(1, int(fn(work)))
+
     def tick(self, step: str) -> None:
         """Report progress of a long step (to the listener of :mod:`medaudit.progress`)."""
         progress.step(step)

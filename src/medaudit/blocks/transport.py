@@ -72,7 +72,8 @@ from medaudit.blocks.context import AuditContext, Resampling, Study, cell_rng
 from medaudit.blocks.notes import exposure_note, join
 from medaudit.blocks.rows import interval, spec_row
 from medaudit.io.specfile import fraction
-from medaudit.stats import operating_point, transport_to_targets
+from medaudit.stats import operating_point
+from medaudit.stats.transport import transport_grid
 
 __all__ = ["Transport", "TransportEntry", "TransportCell", "run_transport"]
 
@@ -137,34 +138,37 @@ class TransportEntry(BlockConfig):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TransportCell:
-    """One entry x rule x model: the source threshold carried to every target."""
+    """One entry: every model's source threshold by every rule, carried to every target.
+
+    One draw of the source and of each target per replicate serves every model and rule
+    (the draws do not depend on either), so the cell costs one resampling, not one per
+    model x rule.
+    """
 
     key: tuple[Any, ...]
     source_label: np.ndarray
-    source_score: np.ndarray
-    #: target cohort -> (labels, scores)
-    targets: Mapping[str, tuple[np.ndarray, np.ndarray]]
-    rule: str
-    #: None for the cut-point rules
-    target_value: float | None
+    #: model -> source scores
+    source_scores: Mapping[str, np.ndarray]
+    #: target cohort -> (labels, model -> scores)
+    targets: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]]
+    #: rule label -> (rule, target value or None for the cut-point rules, (cost, prevalence))
+    rules: Mapping[str, tuple[str, float | None, tuple[float, float] | None]]
     #: target cohort -> "reestimate" or "fixed"
     design: Mapping[str, str]
-    #: (cost, prevalence) of a cut-point rule
-    weights: tuple[float, float] | None = None
 
 
 def run_transport(cell: TransportCell, resampling: Resampling) -> dict:
-    """The source is resampled once and each re-estimated threshold applied to every target.
+    """``{(model, rule label): {target: TransportResult}}`` from one set of draws.
 
     Module level so that a backend can ship it to a worker; it draws only from
     ``cell_rng(seed, *key)``.
     """
-    return transport_to_targets(cell.source_label, cell.source_score, dict(cell.targets),
-                                rule=cell.rule, target_value=cell.target_value,
-                                weights=cell.weights, design=dict(cell.design),
-                                n_resamples=resampling.n_resamples,
-                                confidence_level=resampling.confidence_level,
-                                rng=cell_rng(resampling.seed, *cell.key))
+    return transport_grid(cell.source_label, dict(cell.source_scores),
+                          {t: (y, dict(s)) for t, (y, s) in cell.targets.items()},
+                          rules=dict(cell.rules), design=dict(cell.design),
+                          n_resamples=resampling.n_resamples,
+                          confidence_level=resampling.confidence_level,
+                          rng=cell_rng(resampling.seed, *cell.key))
 
 
 def _criterion(rule: str, x: float, weights: tuple[float, float] | None = None) -> str:
@@ -219,10 +223,16 @@ class Transport(Block):
         tm_rows: list[dict[str, Any]] = []
         notes: list[str] = []
         rank = {c: i for i, c in enumerate(ctx.cohorts)}
+        plans = []
         for entry in config:
-            ctx.tick(f"{NAME}: from {entry.source}")
             targets = sorted(dict.fromkeys(entry.targets), key=lambda c: rank.get(c, 1 << 30))
-            _entry(ctx, entry, targets, thr_rows, tr_rows, ng_rows, tm_rows)
+            plans.append((entry, targets, _cell(ctx, entry, targets)))
+        # every entry's cell in one map, so that the entries run side by side
+        ctx.tick(f"{NAME}: thresholds from {', '.join(dict.fromkeys(e.source for e in config))}")
+        grids = ctx.map(functools.partial(run_transport, resampling=ctx.resampling),
+                        [c for *_, c in plans])
+        for (entry, targets, _), grid in zip(plans, grids, strict=True):
+            _entry(ctx, entry, targets, grid, thr_rows, tr_rows, ng_rows, tm_rows)
             fixed = [t for t in targets if t in entry.fixed_targets]
             rules = [r if isinstance(r, str) else r.label for r in entry.rules]
             notes.append(f"transport from {entry.source} to {targets} (rules {rules}, "
@@ -254,31 +264,37 @@ class Transport(Block):
         return _threshold_claims(results, study, config)
 
 
-def _entry(ctx: AuditContext, entry: TransportEntry, targets: list[str], thr_rows: list,
-           tr_rows: list, ng_rows: list, tm_rows: list) -> None:
+def _cell(ctx: AuditContext, entry: TransportEntry, targets: list[str]) -> TransportCell:
+    """The entry's one cell: the source and each target are drawn once per replicate for
+    every model and rule (key: the cohorts, whose draws these are)."""
     prompt, models = ctx.primary_prompt, ctx.models()
     keys = [(m, prompt) for m in models]
     src = ctx.wide(entry.source, keys=keys)
     wides = {t: ctx.wide(t, keys=keys) for t in targets}
-    designs = {t: "fixed" if t in entry.fixed_targets else entry.design for t in targets}
+    return TransportCell(
+        key=(NAME, entry.source, *targets), source_label=src.label,
+        source_scores={m: src.scores[f"{m}|{prompt}"] for m in models},
+        targets={t: (wides[t].label, {m: wides[t].scores[f"{m}|{prompt}"] for m in models})
+                 for t in targets},
+        rules={rule: (name, None if name in CUT_RULES else float(entry.target_value), weights)
+               for name, rule, weights in entry.rule_list},
+        design={t: "fixed" if t in entry.fixed_targets else entry.design for t in targets})
+
+
+def _entry(ctx: AuditContext, entry: TransportEntry, targets: list[str], grid: dict,
+           thr_rows: list, tr_rows: list, ng_rows: list, tm_rows: list) -> None:
+    prompt, models = ctx.primary_prompt, ctx.models()
+    keys = [(m, prompt) for m in models]
+    src = ctx.wide(entry.source, keys=keys)
+    wides = {t: ctx.wide(t, keys=keys) for t in targets}
     at = entry.at_threshold
-    for name, rule, weights in entry.rule_list:
+    rule_list = entry.rule_list
+    for name, rule, weights in rule_list:
         cut = name in CUT_RULES
         x = math.nan if cut else float(entry.target_value)
         crit = _criterion(name, x, weights)
         seen: set[str] = set()
-        # one cell per model: the source is resampled once and each re-estimated
-        # threshold is applied to every target, each resampled independently
-        cells = [TransportCell(key=(NAME, entry.source, m, rule, *(() if cut else (x,)), *targets),
-                               source_label=src.label, source_score=src.scores[f"{m}|{prompt}"],
-                               targets={t: (wides[t].label, wides[t].scores[f"{m}|{prompt}"])
-                                        for t in targets},
-                               rule=name, target_value=None if cut else x, design=designs,
-                               weights=weights)
-                 for m in models]
-        by_model = dict(zip(models, ctx.map(functools.partial(run_transport,
-                                                              resampling=ctx.resampling), cells),
-                            strict=True))
+        by_model = {m: grid[(m, rule)] for m in models}
         for t in targets:
             w = wides[t]
             groups = sorted(set(w.negative_group[w.label == 0]) - {""})

@@ -26,7 +26,7 @@ import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ from medaudit.report._common import (
 from medaudit.report._types import RenderedFigure
 from medaudit.report.checklist import checklist
 
-__all__ = ["Report", "render_figures", "write_report", "rerender", "MAX_ROWS"]
+__all__ = ["Report", "render_figures", "start_figures", "write_report", "rerender", "MAX_ROWS"]
 
 log = logging.getLogger("medaudit")
 
@@ -228,30 +228,33 @@ def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
 def _table_view(block: str, name: str, df: pd.DataFrame, max_rows: int) -> dict[str, Any]:
     cols = [str(c) for c in df.columns]
     n = len(df)
+    # each column read out once (Python scalars, as iterating the frame gives them); each
+    # shown cell formatted once, its number flag reused for the column's alignment
+    values = [df.iloc[:, j].tolist() for j in range(len(cols))]
     constant: list[tuple[str, str]] = []
     extra = set()
-    for c in cols:
+    for c, vals in zip(cols, values, strict=True):
         if c in _PROV:
             extra.add(c)
-        if c in _E or c in _PROV:
-            vals = {fmt.full_precision(v) for v in df[c]} if n else set()
-            if len(vals) == 1:
-                extra.add(c)
-                constant.append((c, fmt.fmt_cell(df[c].iloc[0], c)[0]))
-    shown = df.iloc[:max_rows]
+        if (c in _E or c in _PROV) and n and len({fmt.full_precision(v) for v in vals}) == 1:
+            extra.add(c)
+            constant.append((c, fmt.fmt_cell(vals[0], c)[0]))
+    n_shown = min(n, max_rows)
+    cells = [[fmt.fmt_cell(v, c) for v in vals[:n_shown]] for c, vals in zip(cols, values,
+                                                                            strict=True)]
     rows = []
-    for rec in shown.itertuples(index=False, name=None):
+    for i in range(n_shown):
         row = []
-        for c, v in zip(cols, rec, strict=True):
-            text, full, is_num = fmt.fmt_cell(v, c)
+        for c, col in zip(cols, cells, strict=True):
+            text, full, is_num = col[i]
             row.append({"t": text, "v": full if is_num else None, "x": c in extra,
                         "long": len(text) > 48, "na": text == fmt.MISSING})
         rows.append(row)
     columns = [{"name": c, "x": c in extra, "e": c in _E,
-                "num": any(fmt.as_float(v) is not None and not isinstance(v, bool)
-                           for v in df[c].iloc[:max_rows]) if n else False} for c in cols]
+                "num": any(is_num for _, _, is_num in col)}
+               for c, col in zip(cols, cells, strict=True)]
     return {"id": f"t-{block}-{name}", "name": name, "file": f"tables/{block}__{name}.csv",
-            "n_rows": n, "n_shown": len(shown), "columns": columns, "rows": rows,
+            "n_rows": n, "n_shown": n_shown, "columns": columns, "rows": rows,
             "constant": constant, "has_extra": bool(extra), "n_extra": len(extra)}
 
 
@@ -330,16 +333,84 @@ def _provenance(outcome: Any) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- figures
 
-def render_figures(outcome: Any) -> list[RenderedFigure]:
-    """The audit's figures from :func:`medaudit.report.figures.render_all` ([] until it exists)."""
+def render_figures(outcome: Any, *, workers: int | None = None) -> list[RenderedFigure]:
+    """The audit's figures, as :func:`medaudit.report.figures.render_all` draws them ([]
+    without matplotlib); ``workers`` as for :func:`start_figures`."""
+    return start_figures(outcome, workers=workers)()
+
+
+#: the tables the figure workers draw from; set only while the pool forks them
+_FORK_TABLES: dict[str, Any] | None = None
+#: matplotlib modules the figures import lazily: imported before a fork, so that every
+#: worker inherits them (and the font list) instead of importing them again
+_MATPLOTLIB = ("matplotlib.style", "matplotlib.figure", "matplotlib.lines", "matplotlib.colors",
+               "matplotlib.patches", "matplotlib.backends.backend_agg",
+               "matplotlib.backends.backend_svg")
+
+
+def _render_forked(stem: str) -> RenderedFigure | None:
+    """One figure in a forked worker, from the tables it inherited."""
+    return importlib.import_module("medaudit.report.figures").render_figure(stem, _FORK_TABLES)
+
+
+def start_figures(outcome: Any, *, workers: int | None = None
+                  ) -> Callable[[], list[RenderedFigure]]:
+    """Start drawing the audit's figures; returns the function that waits for them.
+
+    Each figure is a pure function of the block tables, drawn whole by one process, so
+    drawing them side by side gives the bytes of drawing them in turn.  ``workers``:
+    processes drawing at once (None: the usable cores); with fewer than two, or where
+    processes cannot be forked from this one, they are drawn here, now.  The caller may
+    do other work (the page's tables, summary.md) before calling the returned function,
+    which gives the figures in the order of :data:`medaudit.report.figures.FIGURES`.
+    """
+    global _FORK_TABLES
+    from medaudit.backends.local import fork_pool, usable_cores
+
     try:
         _figures = importlib.import_module("medaudit.report.figures")
+        for name in _MATPLOTLIB:
+            importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name not in ("medaudit.report.figures", "matplotlib"):
+        if exc.name not in ("medaudit.report.figures", "matplotlib") and not (
+                exc.name or "").startswith("matplotlib"):
             raise
         log.info("no figures: %s", exc)
-        return []
-    return list(_figures.render_all(outcome_tables(outcome)))
+        return list
+    tables = outcome_tables(outcome)
+    stems = [stem for stem, _, _ in _figures.FIGURES]
+    n = min(usable_cores() if workers is None else int(workers), len(stems))
+    pool = fork_pool(n) if n >= 2 else None
+    if pool is None:
+        figs = list(_figures.render_all(tables))
+        return lambda: figs
+    _FORK_TABLES = tables
+    try:
+        futures = [pool.submit(_render_forked, stem) for stem in stems]  # forks the workers
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        _FORK_TABLES = None
+
+    return _Drawing(pool, futures)
+
+
+class _Drawing:
+    """Figures being drawn by worker processes: call to wait for them (in report order)."""
+
+    def __init__(self, pool: Any, futures: list[Any]):
+        self._pool, self._futures = pool, futures
+
+    def __call__(self) -> list[RenderedFigure]:
+        try:
+            return [f for f in (fut.result() for fut in self._futures) if f is not None]
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the workers (figures not yet drawn are dropped); idempotent."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _block_resampling(res: Any, prov: dict[str, Any]) -> str:
@@ -388,23 +459,31 @@ class Report:
         Rows of one table shown in the page (all rows stay in ``tables/`` and ``results.json``).
     """
 
-    def __init__(self, outcome: Any, *, figures: Sequence[RenderedFigure] | None = None,
-                 max_rows: int = MAX_ROWS):
+    def __init__(self, outcome: Any, *,
+                 figures: Sequence[RenderedFigure] | Callable[[], Sequence[RenderedFigure]] | None
+                 = None, max_rows: int = MAX_ROWS):
         self.outcome = outcome
-        self._figures = None if figures is None else list(figures)
+        # a callable (start_figures' collector) is called once the page's tables are built
+        self._pending = figures if callable(figures) else None
+        self._figures = None if figures is None or callable(figures) else list(figures)
         self.max_rows = int(max_rows)
         self._html: str | None = None
 
     @property
     def figures(self) -> list[RenderedFigure]:
         if self._figures is None:
-            self._figures = render_figures(self.outcome)
+            self._figures = list(self._pending() if self._pending is not None
+                                 else render_figures(self.outcome))
+            self._pending = None
         return self._figures
 
     def context(self) -> dict[str, Any]:
         """Everything the template shows (plain data; the template escapes every string)."""
         o = self.outcome
         prov = o.provenance
+        # the tables first: figures being drawn elsewhere are collected only after them
+        tables = {name: [_table_view(name, t, df, self.max_rows) for t, df in res.tables.items()]
+                  for name, res in o.results.items()}
         figs: dict[str, list[dict[str, Any]]] = {}
         for f in self.figures:
             figs.setdefault(f.block, []).append(_figure_view(f))
@@ -414,8 +493,7 @@ class Report:
                            "title": BLOCKS[name].title if name in BLOCKS else name.replace("_", " "),
                            "resampling": _block_resampling(res, prov),
                            "notes": list(res.notes), "figures": figs.pop(name, []),
-                           "tables": [_table_view(name, t, df, self.max_rows)
-                                      for t, df in res.tables.items()]})
+                           "tables": tables[name]})
         orphans = [f for name in sorted(figs) for f in figs[name]]
         inputs = prov.get("inputs", {}) or {}
         matrix = _matrix(o.claims)
@@ -461,24 +539,33 @@ class Report:
                 f'srcdoc="{_html.escape(self.render(), quote=True)}"></iframe>')
 
 
-def write_report(outcome: Any, directory: str | os.PathLike[str]) -> Path:
+def write_report(outcome: Any, directory: str | os.PathLike[str], *,
+                 figures: Callable[[], Sequence[RenderedFigure]] | None = None) -> Path:
     """Write ``report.html`` and ``figures/<name>.png|svg`` into ``directory``.
 
     Each file is replaced atomically; the figures folder is swapped in whole.
+    ``figures``: the collector :func:`start_figures` returned for this outcome (figures
+    already being drawn); by default they are drawn here (in worker processes when the
+    machine has two or more usable cores), while the page's tables are built.
     """
     from medaudit.io.output import atomic_directory
 
     directory = Path(directory)
-    figures = render_figures(outcome)
-    report = Report(outcome, figures=figures)
-    html = report.render()  # render first: a failure here leaves the old page and figures intact
-    for f in figures:
+    drawing = figures if figures is not None else start_figures(outcome)
+    report = Report(outcome, figures=drawing)
+    try:
+        html = report.render()  # render first: a failure leaves the old page and figures intact
+    except BaseException:
+        getattr(drawing, "close", lambda: None)()
+        raise
+    figs = report.figures
+    for f in figs:
         if _safe_id(f.name) != f.name:
             raise ValueError(f"figure name {f.name!r} is not a plain file stem")
     # the figures folder is swapped in whole (emptied when no figure applies, so no stale
     # figure survives a re-render), then the page that embeds the same figures
     with atomic_directory(directory / "figures", overwrite=True) as tmp:
-        for f in figures:
+        for f in figs:
             (tmp / f"{f.name}.png").write_bytes(f.png)
             (tmp / f"{f.name}.svg").write_text(f.svg, encoding="utf-8")
     return report.save(directory / "report.html", html=html)

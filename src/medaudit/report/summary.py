@@ -15,9 +15,9 @@ __all__ = ["audit_summary", "portability_pivot"]
 _ORDER = list(AXES)
 
 
-def _cell_text(g: pd.DataFrame) -> str:
+def _cell_text(rows: Any) -> str:
     parts = []
-    for r in g.itertuples():
+    for r in rows:
         v = r.verdict
         tag = f"{r.changed_to}: {v}" if r.changed_to else v
         if isinstance(r.estimate, float) and r.estimate == r.estimate:
@@ -37,19 +37,27 @@ def portability_pivot(claims: pd.DataFrame) -> pd.DataFrame:
     """
     if claims.empty:
         return pd.DataFrame()
+    # one pass over the rows, bucketed by claim and change in row order (what a groupby and
+    # a filter per change give, without a frame per cell)
+    by_claim: dict[Any, dict[Any, list]] = {}
+    first_row: dict[Any, Any] = {}
+    for r in claims.itertuples():
+        if r.claim_id != r.claim_id:  # a missing id: groupby leaves such rows out
+            continue
+        first_row.setdefault(r.claim_id, r)
+        by_claim.setdefault(r.claim_id, {}).setdefault(r.change, []).append(r)
     rows = []
     origin = claims["origin"] if "origin" in claims.columns else pd.Series("", index=claims.index)
-    declared = list(dict.fromkeys(claims.loc[origin == "declared", "claim_id"]))
-    rest = sorted(set(claims["claim_id"]) - set(declared), key=str)
+    declared = [c for c in dict.fromkeys(claims.loc[origin == "declared", "claim_id"]) if c in by_claim]
+    rest = sorted(set(by_claim) - set(declared), key=str)
     for cid in declared + rest:
-        g = claims[claims["claim_id"] == cid]
-        first = g.iloc[0]
-        row: dict[str, Any] = {"claim": f"{cid}: {first['claim']} ({first['cohort']}, "
-                                        f"{first['prompt']}, {first['negatives']})"}
-        for ch in _ORDER + sorted(set(g["change"]) - set(_ORDER)):
-            sub = g[g["change"] == ch]
-            if len(sub):
-                row[ch] = _cell_text(sub)
+        cells = by_claim[cid]
+        first = first_row[cid]
+        row: dict[str, Any] = {"claim": f"{cid}: {first.claim} ({first.cohort}, "
+                                        f"{first.prompt}, {first.negatives})"}
+        for ch in _ORDER + sorted(set(cells) - set(_ORDER), key=str):
+            if ch in cells:
+                row[ch] = _cell_text(cells[ch])
         rows.append(row)
     df = pd.DataFrame(rows)
     present = set(claims["change"])

@@ -353,21 +353,25 @@ def _block_scores(r: Ranked) -> NDArray[np.float64]:
     return r.score[r.starts]
 
 
-def tau_sensitivity(w: NDArray[np.float64], r: Ranked, x: float) -> NDArray[np.float64]:
-    """Highest observed score t with Se(t) >= x (paper 000 M0.8, primary rule)."""
-    _, bw, _, _, se, _, n_pos, n_neg = _roc_points(w, r)
+def tau_sensitivity(w: NDArray[np.float64], r: Ranked, x: float, points=None
+                    ) -> NDArray[np.float64]:
+    """Highest observed score t with Se(t) >= x (paper 000 M0.8, primary rule).
+
+    ``points``: the :func:`_roc_points` of ``w`` when already computed (shared by rules)."""
+    _, bw, _, _, se, _, n_pos, n_neg = points if points is not None else _roc_points(w, r)
     ok = (se >= x - _TOL) & (bw > 0)  # only thresholds observed in this (re)sample
     first = np.argmax(ok, axis=-1)
     tau = _block_scores(r)[first]
     return np.where((n_pos > 0) & (n_neg > 0) & ok.any(axis=-1), tau, np.nan)
 
 
-def tau_specificity(w: NDArray[np.float64], r: Ranked, x: float) -> NDArray[np.float64]:
+def tau_specificity(w: NDArray[np.float64], r: Ranked, x: float, points=None
+                    ) -> NDArray[np.float64]:
     """Threshold maximising Se subject to Sp(t) >= x; ties -> higher Sp, then highest t.
 
     Only thresholds observed in the (re)sample qualify; +inf when none is feasible.
     """
-    _, bw, cum_p, _, _, sp, n_pos, n_neg = _roc_points(w, r)
+    _, bw, cum_p, _, _, sp, n_pos, n_neg = points if points is not None else _roc_points(w, r)
     feasible = (sp >= x - _TOL) & (bw > 0)
     best_cum = np.max(np.where(feasible, cum_p, -1.0), axis=-1, keepdims=True)
     cand = feasible & (cum_p == best_cum)
@@ -907,6 +911,82 @@ def sp_at_se_layout(t: LayoutSums, x: float) -> NDArray[np.float64]:
     if 0.0 >= x - _TOL:
         best = np.maximum(best, 1.0)
     return np.where((t.w_pos > 0) & (t.w_neg > 0), best, np.nan)
+
+
+def _ranked_rows(t: LayoutSums, r: Ranked, rows: NDArray[np.intp]) -> NDArray:
+    """The layout rows ``rows`` of ``t`` gathered into ranked order (for the general kernels)."""
+    return np.take(t.w[rows], t.lay.column[r.order], axis=1)
+
+
+def tau_sensitivity_layout(t: LayoutSums, r: Ranked, x: float) -> NDArray[np.float64]:
+    """:func:`tau_sensitivity` from the positive tie blocks of the layout.
+
+    For ``x > 0`` the first threshold (descending) with Se >= x is a block holding a
+    drawn positive, since Se rises only there: its score is tau, read from the cumulated
+    positives at the block ends, with the same float Se as the ranked kernel.  ``x <= 0``
+    (every threshold qualifies; the highest drawn item decides) takes the ranked kernel.
+    """
+    lay = t.lay
+    b = t.w.shape[0]
+    if x - _TOL <= 0 or lay.n_pos == 0:
+        return tau_sensitivity(_ranked_rows(t, r, np.arange(b)), r, x)
+    cum_p = np.take(t.c, lay.blk_end, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = cum_p / t.w_pos[:, None] >= x - _TOL
+    first = np.argmax(ok, axis=1)
+    tau = lay.score[lay.blk_start][first]
+    return np.where((t.w_pos > 0) & (t.w_neg > 0) & ok.any(axis=1), tau, np.nan)
+
+
+def tau_specificity_layout(t: LayoutSums, r: Ranked, x: float) -> NDArray[np.float64]:
+    """:func:`tau_specificity` from the positive tie blocks of the layout.
+
+    Sp falls and Se rises as the threshold falls, so the feasible thresholds (Sp >= x)
+    form a prefix; the highest Se on it is reached first at the last feasible block that
+    holds a drawn positive, which is tau (ties to the higher Sp and threshold as the
+    ranked kernel breaks them).  Rows where no such block is feasible (Se = 0 at best:
+    the ranked kernel then picks the highest drawn item or +inf) take the ranked kernel.
+    """
+    lay = t.lay
+    b = t.w.shape[0]
+    if lay.n_pos == 0:
+        return tau_specificity(_ranked_rows(t, r, np.arange(b)), r, x)
+    c = t.c
+    cum_n = np.take(c, lay.blk_neg_through, axis=1)
+    cum_n -= t.w_pos[:, None]
+    drawn = np.take(c, lay.blk_end, axis=1) > np.take(c, lay.blk_start, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        feasible = 1.0 - cum_n / t.w_neg[:, None] >= x - _TOL
+    feasible &= drawn
+    last = feasible.shape[1] - 1 - np.argmax(feasible[:, ::-1], axis=1)
+    tau = lay.score[lay.blk_start][last]
+    found = feasible.any(axis=1)
+    if not found.all():
+        rows = np.flatnonzero(~found)
+        tau[rows] = tau_specificity(_ranked_rows(t, r, rows), r, x)
+    return np.where((t.w_pos > 0) & (t.w_neg > 0), tau, np.nan)
+
+
+def rates_at_layout(t: LayoutSums, tau: NDArray[np.float64] | float
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`rates_at` from one cumulative sum of layout rows: the columns with s >= tau
+    are a prefix of each class, so TP and FP are two reads (the same exact counts, so the
+    same Se and Sp to the last bit)."""
+    lay = t.lay
+    b = t.w.shape[0]
+    tau_arr = np.broadcast_to(np.asarray(tau, dtype=np.float64), (b,))
+    tt = np.nan_to_num(tau_arr, nan=np.inf)
+    asc_p = lay.score[:lay.n_pos][::-1]
+    asc_n = lay.score[lay.n_pos:][::-1]
+    m_p = lay.n_pos - np.searchsorted(asc_p, tt, side="left")
+    m_n = (lay.n - lay.n_pos) - np.searchsorted(asc_n, tt, side="left")
+    rows = np.arange(b)
+    tp = t.c[rows, m_p]
+    fp = t.c[rows, lay.n_pos + m_n] - t.w_pos
+    se = _safe_div(tp, t.w_pos)
+    sp = _safe_div(t.w_neg - fp, t.w_neg)
+    bad = np.isnan(tau_arr)
+    return np.where(bad, np.nan, se), np.where(bad, np.nan, sp)
 
 
 def mean_loss_layout(t: LayoutSums, loss: NDArray[np.float64], prevalence: float | None

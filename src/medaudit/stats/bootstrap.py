@@ -41,6 +41,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_metrics",
     "paired_bootstrap",
+    "concat_paired",
     "shared_positive_bootstrap",
     "PairedBootstrapResult",
     "CI_METHODS",
@@ -124,7 +125,13 @@ class _Engine:
     def point(self) -> dict[tuple[str, str], float]:
         return {k: float(v[0]) for k, v in self._eval_all(self.plan.base[None, :]).items()}
 
-    def replicates(self, n_resamples, rng, batch) -> dict[tuple[str, str], NDArray[np.float64]]:
+    def replicates(self, n_resamples, rng, batch, start: int = 0
+                   ) -> dict[tuple[str, str], NDArray[np.float64]]:
+        """Replicates ``start`` to ``n_resamples - 1`` of a run of ``n_resamples`` (the
+        generator skips the first ``start``: the same draws as the whole run)."""
+        if start:
+            self.plan.skip(rng, start)
+            n_resamples -= start
         name, p = next(iter(self.prepared.items()))
         if (len(self.prepared) == 1 and p.placement is not None
                 and self.plan.unit_of_item is None and [m.id for m in self.specs] == ["roc_auc"]):
@@ -352,6 +359,7 @@ def paired_bootstrap(
     ci_method: str = "percentile",
     rng: RNGLike = None,
     batch: int | None = None,
+    replicate_range: tuple[int, int] | None = None,
 ) -> PairedBootstrapResult:
     """Paired bootstrap: one draw of images shared by several score vectors.
 
@@ -365,6 +373,13 @@ def paired_bootstrap(
         Differences ``metric(a) - metric(b)`` to report; default all pairs in order.
     design, cluster, strata, n_resamples, confidence_level, ci_method, rng, batch
         As in :func:`bootstrap_metrics`.
+    replicate_range : (start, stop), optional
+        Only replicates ``start`` to ``stop - 1`` of the ``n_resamples``-replicate run: the
+        generator skips the draws of the first ``start`` (so they are the very replicates
+        of the whole run), and each result carries those ``stop - start`` replicates with
+        an interval of its own.  :func:`concat_paired` joins consecutive ranges into the
+        result of the whole run, to the last bit; a long run can so be cut over workers.
+        Percentile intervals only.
 
     Examples
     --------
@@ -376,6 +391,7 @@ def paired_bootstrap(
     (0.0, 0.0, 0.0)
     """
     n_res, level, ci_method, batch = _common_options(n_resamples, confidence_level, ci_method, batch)
+    start, stop = _replicate_range(replicate_range, n_res, ci_method)
     specs = MS.parse_metrics(metrics)
     if not isinstance(scores, Mapping) or len(scores) < 1:
         raise MedauditError("scores must be a non-empty mapping of name -> score vector.")
@@ -394,9 +410,10 @@ def paired_bootstrap(
     prepared = {k: MS.Prepared.build(y, v, need_conf=need_conf, soft=soft)
                 for k, v in arrays.items()}
     eng = _Engine(plan, prepared, specs)
-    point, reps = eng.point(), eng.replicates(n_res, gen, batch)
+    point, reps = eng.point(), eng.replicates(stop, gen, batch, start=start)
     jack = eng.jackknife(batch) if ci_method == "bca" else {}
     dname = f"{design}+paired"
+    n_res = stop - start
     common = dict(level=level, ci_method=ci_method, design=dname, n_resamples=n_res,
                   seed=rec["seed"], n=int(y.size), n_pos=float(y.sum()),
                   n_neg=float(y.size - y.sum()))
@@ -409,6 +426,74 @@ def paired_bootstrap(
     return PairedBootstrapResult(marginal=marginal, differences=diffs, design=dname,
                                  n_resamples=n_res, seed=rec["seed"],
                                  options={"metrics": [m.id for m in specs], "rng": rec})
+
+
+def _replicate_range(replicate_range, n_res: int, ci_method: str) -> tuple[int, int]:
+    if replicate_range is None:
+        return 0, n_res
+    try:
+        start, stop = (int(v) for v in replicate_range)
+    except (TypeError, ValueError):
+        raise MedauditError(f"replicate_range must be a (start, stop) pair of integers; got "
+                            f"{replicate_range!r}.") from None
+    if not 0 <= start < stop <= n_res:
+        raise MedauditError(f"replicate_range must satisfy 0 <= start < stop <= n_resamples "
+                            f"({n_res}); got {replicate_range!r}.")
+    if ci_method != "percentile":
+        raise MedauditError("replicate_range needs ci_method='percentile' (a BCa interval needs "
+                            "the jackknife of the whole run).")
+    return start, stop
+
+
+def _concat_results(parts: Sequence[BootstrapResult]) -> BootstrapResult:
+    first = parts[0]
+    for r in parts[1:]:
+        if (r.metric, r.design, r.confidence_level, r.ci_method) != (
+                first.metric, first.design, first.confidence_level, first.ci_method) or (
+                not (r.estimate == first.estimate or (math.isnan(r.estimate)
+                                                      and math.isnan(first.estimate)))):
+            raise MedauditError(f"concat_paired: the parts of {first.metric!r} come from different "
+                                "runs (metric, design, level or estimate differ).")
+    reps = np.concatenate([r.replicates for r in parts])
+    return _result(first.metric, first.estimate, reps, None, level=first.confidence_level,
+                   ci_method=first.ci_method, design=first.design, n_resamples=int(reps.size),
+                   seed=first.seed, n=first.n, n_pos=first.n_pos, n_neg=first.n_neg,
+                   options=first.options)
+
+
+def concat_paired(parts: Sequence[PairedBootstrapResult]) -> PairedBootstrapResult:
+    """Join the results of consecutive replicate ranges into the result of the whole run.
+
+    ``parts`` are :func:`paired_bootstrap` results of the same call with
+    ``replicate_range`` ``(0, b1), (b1, b2), ...`` in order; the joined result is the one
+    the call without ``replicate_range`` returns, to the last bit (same replicates, so the
+    same percentile interval and degenerate count).
+
+    Examples
+    --------
+    >>> y, s = [0, 0, 1, 1, 0, 1], {"a": [.1, .4, .35, .8, .2, .9], "b": [.2, .1, .5, .7, .3, .6]}
+    >>> whole = paired_bootstrap(y, s, n_resamples=60, rng=4)
+    >>> cut = concat_paired([paired_bootstrap(y, s, n_resamples=60, rng=4, replicate_range=r)
+    ...                      for r in ((0, 25), (25, 60))])
+    >>> d, e = whole.differences[("a", "b", "roc_auc")], cut.differences[("a", "b", "roc_auc")]
+    >>> bool((d.replicates == e.replicates).all()), (d.ci_low, d.ci_high) == (e.ci_low, e.ci_high)
+    (True, True)
+    """
+    parts = list(parts)
+    if not parts:
+        raise MedauditError("concat_paired needs at least one part.")
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    for r in parts[1:]:
+        if set(r.marginal) != set(first.marginal) or set(r.differences) != set(first.differences):
+            raise MedauditError("concat_paired: the parts have different score vectors, metrics "
+                                "or contrasts; join ranges of one call only.")
+    marginal = {k: _concat_results([r.marginal[k] for r in parts]) for k in first.marginal}
+    diffs = {k: _concat_results([r.differences[k] for r in parts]) for k in first.differences}
+    n_res = sum(r.n_resamples for r in parts)
+    return PairedBootstrapResult(marginal=marginal, differences=diffs, design=first.design,
+                                 n_resamples=n_res, seed=first.seed, options=first.options)
 
 
 def _soft_shared(p_true_pos, p_true_negatives, pos, groups, soft_specs
@@ -450,6 +535,65 @@ def _soft_shared(p_true_pos, p_true_negatives, pos, groups, soft_specs
         check_same_length(**{f"negatives[{g!r}]": sg, f"p_true_negatives[{g!r}]": pg})
         parts.append(pg)
     return np.concatenate(parts)
+
+
+class _SharedPositive:
+    """Evaluates every group of a shared-positive draw on its own items only.
+
+    The metric of group ``G`` is the metric of ``P ∪ G``: its items are the positives and
+    the group, in that input order (so ties break as in the concatenated vectors).  The
+    counts are drawn into one column order, the positives by descending score and then
+    each group's negatives by descending score (:attr:`column`, item -> column); a
+    group's class-split layout is then the positives' columns followed by its own run of
+    columns, read without touching the other groups' columns.  Each (group, label kind)
+    has its work buffers, reused across batches.
+    """
+
+    def __init__(self, y, s, p_soft, strata, names, hard_specs, soft_specs):
+        self.specs = [(kind, sp) for kind, sp in (("hard", hard_specs), ("soft", soft_specs)) if sp]
+        n_pos = int(np.sum(strata == 0))
+        # positives by descending score (stable: input order), then each group likewise
+        by_score = np.argsort(-s, kind="stable")
+        order = np.concatenate([by_score[strata[by_score] == k] for k in range(len(names) + 1)])
+        self.column = np.empty(s.size, dtype=np.intp)
+        self.column[order] = np.arange(s.size)
+        self.groups = []
+        for i, g in enumerate(names):
+            items = np.flatnonzero((strata == 0) | (strata == i + 1))
+            yg, sg = y[items], s[items]
+            preps = []
+            for kind, sp in self.specs:
+                if kind == "hard":
+                    p = MS.Prepared.build(yg, sg, need_conf=MS.needs_confidence(sp))
+                else:
+                    p = MS.Prepared.build(p_soft[items], sg, need_conf=False, soft=True)
+                cols = self.column[items[p.columns]]
+                lo = int(cols[n_pos]) if cols.size > n_pos else 0
+                # the group's layout is two runs of the drawn columns: copied, not gathered
+                runs = (n_pos, lo, cols.size - n_pos) if np.array_equal(
+                    cols, np.r_[np.arange(n_pos), np.arange(lo, lo + cols.size - n_pos)]) else None
+                preps.append((p, sp, items[p.columns], cols, runs, {}))
+            self.groups.append((g, preps))
+
+    def __call__(self, w: NDArray, out: dict, *, drawn: bool = False) -> None:
+        """Append every (group, metric) value of the rows ``w`` to ``out``; ``w`` holds
+        counts in item order, or with ``drawn`` in :attr:`column` order."""
+        for g, preps in self.groups:
+            for p, sp, items, cols, runs, scratch in preps:
+                if not drawn:
+                    wc = np.take(w, items, axis=1)
+                elif runs is not None:
+                    n_pos, lo, n_g = runs
+                    buf = scratch.get("w")
+                    if buf is None or buf.shape[0] < w.shape[0] or buf.dtype != w.dtype:
+                        buf = scratch["w"] = np.empty((w.shape[0], n_pos + n_g), dtype=w.dtype)
+                    wc = buf[:w.shape[0]]
+                    wc[:, :n_pos] = w[:, :n_pos]
+                    wc[:, n_pos:] = w[:, lo:lo + n_g]
+                else:
+                    wc = np.take(w, cols, axis=1)
+                for mid, v in MS.evaluate_columns(p, sp, wc, scratch).items():
+                    out.setdefault((g, mid), []).append(v)
 
 
 def shared_positive_bootstrap(
@@ -533,29 +677,15 @@ def shared_positive_bootstrap(
         np.full(v.size, i + 1, dtype=np.intp) for i, v in enumerate(groups.values())])
     plan = make_plan("shared_positive", y, strata=strata)
     gen, rec = as_generator(rng)
-    # one prepared vector per label kind, evaluated on the same weights: hard metrics see
-    # the membership labels, soft metrics the soft labels (stable tie order: P, then G)
-    preps = []
-    if hard_specs:
-        preps.append((MS.Prepared.build(y, s, need_conf=MS.needs_confidence(hard_specs)),
-                      hard_specs))
-    if soft_specs:
-        preps.append((MS.Prepared.build(p_soft, s, need_conf=False, soft=True), soft_specs))
     masks = {g: ((strata == 0) | (strata == i + 1)).astype(np.float64) for i, g in enumerate(names)}
-
-    def evaluate(w, out):
-        for g, mk in masks.items():
-            wm = w * mk
-            for p, sp in preps:
-                for mid, v in MS.evaluate(p, sp, wm).items():
-                    out.setdefault((g, mid), []).append(v)
+    evaluate = _SharedPositive(y, s, p_soft, strata, names, hard_specs, soft_specs)
 
     base: dict[tuple[str, str], list] = {}
     evaluate(np.ones((1, s.size)), base)
     point = {k: float(v[0][0]) for k, v in base.items()}
     reps: dict[tuple[str, str], list] = {}
-    for w in plan.batches(n_res, gen, batch):
-        evaluate(w, reps)
+    for w in plan.batches(n_res, gen, batch, columns=evaluate.column):
+        evaluate(w, reps, drawn=True)
     rep_arr = {k: np.concatenate(v) for k, v in reps.items()}
     jack: dict = {}
     if ci_method == "bca":

@@ -17,7 +17,10 @@ threshold transport draws source and target independently.
 
 Each replicate consumes one uniform per resampled unit from ``rng.random``, in
 row order, so the draws — and therefore every interval — do not depend on the
-batch size used to bound memory.
+batch size used to bound memory; and replicates ``start`` to ``stop`` of a run can be
+drawn on their own (:meth:`WeightPlan.skip` jumps the generator past the first
+``start``), so a run cut into replicate ranges draws exactly the replicates of the
+whole run, whatever the cut.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from medaudit._validation import check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _progress
 
-__all__ = ["DESIGNS", "WeightPlan", "make_plan"]
+__all__ = ["DESIGNS", "WeightPlan", "make_plan", "skip_uniforms"]
 
 DESIGNS = ("ordinary", "within_label", "cluster", "shared_positive")
 
@@ -52,6 +55,15 @@ class WeightPlan:
     col_offset: NDArray[np.intp]  # for draw slot k: where its stratum starts in units_by_stratum
     col_size: NDArray[np.intp]  # for draw slot k: its stratum's number of units
     base: NDArray[np.float64]  # weights of the full sample (1 for every item in the analysis)
+
+    def skip(self, rng: np.random.Generator, n_replicates: int) -> None:
+        """Advance ``rng`` past ``n_replicates`` replicates of this plan (one uniform per
+        unit each), so that the next draw is replicate ``n_replicates`` of the run.
+
+        A bit generator that can jump (PCG64, the default, and PCG64DXSM) jumps in O(1);
+        any other draws the skipped uniforms and drops them.
+        """
+        skip_uniforms(rng, int(n_replicates) * self.n_units)
 
     def batches(self, n_resamples: int, rng: np.random.Generator, batch: int | None = None,
                 columns: NDArray[np.intp] | None = None) -> Iterator[NDArray[np.float64]]:
@@ -127,6 +139,33 @@ class WeightPlan:
             w = np.broadcast_to(self.base, (drop.size, self.n_items)).copy()
             w[uoi[None, :] == drop[:, None]] = 0.0
             yield w
+
+
+def skip_uniforms(rng: np.random.Generator, n: int) -> None:
+    """Advance ``rng`` past ``n`` draws of ``rng.random`` (one 64-bit output each).
+
+    Examples
+    --------
+    >>> a = np.random.default_rng(5).random(10)
+    >>> g = np.random.default_rng(5)
+    >>> skip_uniforms(g, 7)
+    >>> bool(np.array_equal(g.random(3), a[7:]))
+    True
+    """
+    if n < 0:
+        raise ValueError(f"cannot skip a negative number of draws ({n}).")
+    if not n:
+        return
+    bitgen = rng.bit_generator
+    if hasattr(bitgen, "advance") and not isinstance(bitgen, np.random.Philox):
+        # PCG64 / PCG64DXSM: ``advance(k)`` is k calls of the 64-bit generator, and every
+        # float64 of ``random`` is one such call
+        bitgen.advance(n)
+        return
+    chunk = 1 << 20
+    while n > 0:  # any other bit generator: draw and drop, a bounded buffer at a time
+        rng.random(min(n, chunk))
+        n -= chunk
 
 
 def _codes(x: ArrayLike, name: str, n: int) -> NDArray[np.intp]:

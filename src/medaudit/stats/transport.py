@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from medaudit._validation import as_generator, check_fraction, check_option
 from medaudit.exceptions import MedauditError
@@ -30,8 +30,8 @@ from medaudit.stats.bootstrap import _result
 from medaudit.stats.cutpoints import cutpoint_rule
 from medaudit.stats.designs import make_plan
 
-__all__ = ["threshold_transport", "transport_to_targets", "TransportResult", "THRESHOLD_RULES",
-           "TRANSPORT_DESIGNS"]
+__all__ = ["threshold_transport", "transport_to_targets", "transport_grid", "TransportResult",
+           "THRESHOLD_RULES", "TRANSPORT_DESIGNS"]
 
 THRESHOLD_RULES = ("sensitivity", "specificity", "youden", "closest_topleft")
 _CUT_RULES = ("youden", "closest_topleft")
@@ -152,94 +152,259 @@ def transport_to_targets(
     >>> res["a"].threshold, res["b"].target_sensitivity.estimate
     (0.6, 1.0)
     """
-    rule = check_option(rule, THRESHOLD_RULES, name="rule")
-    if isinstance(design, str):
-        design = check_option(design, TRANSPORT_DESIGNS, name="design")
-        designs = dict.fromkeys(targets, design)
-    else:
-        designs = {k: check_option(design.get(k, "reestimate"), TRANSPORT_DESIGNS,
-                                   name=f"design[{k!r}]") for k in targets}
-    if rule in _CUT_RULES:
-        if target_value is not None:
-            raise MedauditError(f"rule={rule!r} chooses its threshold from the data and takes no "
-                                "target_value; drop it (or use rule='sensitivity'/'specificity').")
-        x = math.nan
-    else:
-        if weights is not None:
-            raise MedauditError(f"weights (cost, prevalence) are for the cut-point rules 'youden' "
-                                f"and 'closest_topleft', not rule={rule!r}.")
-        x = check_fraction(0.95 if target_value is None else target_value, name="target_value",
-                           closed="both")
-    level = check_fraction(confidence_level, name="confidence_level")
-    n_res, batch = check_n_resamples(n_resamples), check_batch(batch)
+    rules = {"": _check_rule(rule, target_value, weights)}
     if not isinstance(targets, Mapping) or not targets:
         raise MedauditError("targets must be a non-empty mapping of name -> (y_true, y_score).")
+    designs = _designs(design, targets)
     ys, ss = labels_scores(y_true_source, y_score_source, score_name="y_score_source")
     tgt = {}
     for k, pair in targets.items():
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
             raise MedauditError(f"targets[{k!r}] must be a (y_true, y_score) pair.")
-        tgt[k] = labels_scores(pair[0], pair[1], score_name=f"y_score_target[{k!r}]")
+        y, st = labels_scores(pair[0], pair[1], score_name=f"y_score_target[{k!r}]")
+        tgt[k] = (y, {"": st})
+    out = _transport(ys, {"": ss}, tgt, rules, designs, n_resamples=n_resamples,
+                     confidence_level=confidence_level, rng=rng, batch=batch)
+    return out[("", "")]
+
+
+def transport_grid(
+    y_true_source: ArrayLike,
+    source_scores: Mapping[str, ArrayLike],
+    targets: Mapping[str, tuple[ArrayLike, Mapping[str, ArrayLike]]],
+    *,
+    rules: Mapping[str, tuple[str, float | None, tuple[float, float] | None]],
+    design: str | Mapping[str, str] = "reestimate",
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    rng: Any = None,
+    batch: int | None = None,
+) -> dict[tuple[str, str], dict[str, TransportResult]]:
+    """:func:`transport_to_targets` for several score vectors and rules on one set of draws.
+
+    The draws of a transport do not depend on the scores or the rule: the source and
+    each target are resampled within label from their own child streams
+    (``rng.spawn(1 + len(targets))``, source first).  Here one draw per replicate and
+    cohort serves every score vector (model) and every rule, so the result for a
+    (model, rule) is exactly :func:`transport_to_targets` of that model and rule with the
+    same ``rng`` — at the cost of one draw instead of one per pair.
+
+    Parameters
+    ----------
+    y_true_source : array-like
+        Source labels.
+    source_scores : mapping of str to array-like
+        Source scores by name (the models), aligned with ``y_true_source``.
+    targets : mapping of str to (y_true, mapping of str to array-like)
+        Each target's labels and its scores under the same names as ``source_scores``.
+    rules : mapping of str to (rule, target_value, weights)
+        Rules by label: ``rule`` and ``target_value``/``weights`` as in
+        :func:`threshold_transport` (None for the default / not applicable).
+    design, n_resamples, confidence_level, rng, batch
+        As in :func:`transport_to_targets`.
+
+    Returns
+    -------
+    dict of (name, rule label) to dict of target to TransportResult
+
+    Examples
+    --------
+    >>> ys, yt = [1, 1, 1, 1, 0, 0], [1, 1, 0, 0]
+    >>> res = transport_grid(ys, {"m": [.9, .8, .7, .6, .3, .65], "k": [.6, .9, .5, .8, .2, .1]},
+    ...                      {"t": (yt, {"m": [.95, .5, .2, .7], "k": [.9, .8, .1, .2]})},
+    ...                      rules={"se": ("sensitivity", 0.9, None),
+    ...                             "sp": ("specificity", 0.9, None)}, n_resamples=40, rng=3)
+    >>> one = transport_to_targets(ys, [.6, .9, .5, .8, .2, .1], {"t": (yt, [.9, .8, .1, .2])},
+    ...                            rule="specificity", target_value=0.9, n_resamples=40, rng=3)
+    >>> bool((res[("k", "sp")]["t"].target_sensitivity.replicates
+    ...       == one["t"].target_sensitivity.replicates).all())
+    True
+    """
+    if not isinstance(rules, Mapping) or not rules:
+        raise MedauditError("rules must be a non-empty mapping of label -> (rule, target_value, "
+                            "weights).")
+    checked = {}
+    for label, spec in rules.items():
+        if not (isinstance(spec, (tuple, list)) and len(spec) == 3):
+            raise MedauditError(f"rules[{label!r}] must be a (rule, target_value, weights) triple.")
+        checked[str(label)] = _check_rule(*spec)
+    if not isinstance(source_scores, Mapping) or not source_scores:
+        raise MedauditError("source_scores must be a non-empty mapping of name -> scores.")
+    if not isinstance(targets, Mapping) or not targets:
+        raise MedauditError("targets must be a non-empty mapping of name -> (y_true, scores).")
+    designs = _designs(design, targets)
+    names = [str(k) for k in source_scores]
+    ys = None
+    src = {}
+    for k, v in source_scores.items():
+        ys, src[str(k)] = labels_scores(y_true_source, v, score_name=f"source_scores[{k!r}]")
+    tgt = {}
+    for t, pair in targets.items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[1], Mapping)):
+            raise MedauditError(f"targets[{t!r}] must be a (y_true, mapping of name -> scores) pair.")
+        if sorted(map(str, pair[1])) != sorted(names):
+            raise MedauditError(f"targets[{t!r}] must score the names of source_scores {names}; "
+                                f"got {sorted(map(str, pair[1]))}.")
+        scores, yt = {}, None
+        for k, v in pair[1].items():
+            yt, scores[str(k)] = labels_scores(pair[0], v, score_name=f"targets[{t!r}][{k!r}]")
+        tgt[t] = (yt, {k: scores[k] for k in names})
+    return _transport(ys, src, tgt, checked, designs, n_resamples=n_resamples,
+                      confidence_level=confidence_level, rng=rng, batch=batch)
+
+
+def _check_rule(rule: str, target_value: float | None, weights: tuple[float, float] | None
+                ) -> tuple[str, float, tuple[float, float] | None]:
+    """(rule, target value or nan, weights) after the checks of one rule."""
+    rule = check_option(rule, THRESHOLD_RULES, name="rule")
+    if rule in _CUT_RULES:
+        if target_value is not None:
+            raise MedauditError(f"rule={rule!r} chooses its threshold from the data and takes no "
+                                "target_value; drop it (or use rule='sensitivity'/'specificity').")
+        return rule, math.nan, weights
+    if weights is not None:
+        raise MedauditError(f"weights (cost, prevalence) are for the cut-point rules 'youden' "
+                            f"and 'closest_topleft', not rule={rule!r}.")
+    x = check_fraction(0.95 if target_value is None else target_value, name="target_value",
+                       closed="both")
+    return rule, x, None
+
+
+def _designs(design: str | Mapping[str, str], targets: Any) -> dict[str, str]:
+    if isinstance(design, str):
+        design = check_option(design, TRANSPORT_DESIGNS, name="design")
+        return dict.fromkeys(targets, design)
+    return {k: check_option(design.get(k, "reestimate"), TRANSPORT_DESIGNS,
+                            name=f"design[{k!r}]") for k in targets}
+
+
+class _Cohort:
+    """One cohort of a transport: labels, each name's ranking and class-split layout, and its
+    draws, counted straight into the first name's layout (the others gather from it)."""
+
+    def __init__(self, y: NDArray[np.float64], scores: Mapping[str, NDArray[np.float64]]):
+        self.y = y
+        self.ranked = {k: K.rank(y, s) for k, s in scores.items()}
+        self.layouts = {k: K.layout(y, s, self.ranked[k], None) for k, s in scores.items()}
+        first = next(iter(self.layouts.values()))
+        self.columns = first.column
+        self.moves = {k: (None if lay is first else first.column[lay.order])
+                      for k, lay in self.layouts.items()}
+        # work buffers per name, reused across batches (fresh (b, n) arrays would pay their
+        # page faults on every batch)
+        self.scratch: dict[str, dict] = {k: {} for k in scores}
+
+    def sums(self, w: NDArray) -> dict[str, K.LayoutSums]:
+        """Per name, the layout sums of the draw ``w`` (counts in the first name's layout)."""
+        out = {}
+        for k, lay in self.layouts.items():
+            move, scratch = self.moves[k], self.scratch[k]
+            if move is None:
+                wk = w
+            else:
+                buf = scratch.get("w")
+                if buf is None or buf.shape[0] < w.shape[0] or buf.dtype != w.dtype:
+                    buf = scratch["w"] = np.empty(w.shape, dtype=w.dtype)
+                # every index is in range: mode="clip" only skips the bounds check and the
+                # defensive copy numpy makes of `out` under the default mode
+                wk = np.take(w, move, axis=1, out=buf[:w.shape[0]], mode="clip")
+            out[k] = K.LayoutSums(wk, lay, scratch)
+        return out
+
+
+def _choose(rule: str, x: float, weights, t: K.LayoutSums, r: K.Ranked) -> NDArray[np.float64]:
+    """Each row's threshold by ``rule`` on the source sums ``t`` (ranking ``r``)."""
+    if rule == "sensitivity":
+        return K.tau_sensitivity_layout(t, r, x)
+    if rule == "specificity":
+        return K.tau_specificity_layout(t, r, x)
+    choose = cutpoint_rule(rule, (1.0, 0.5) if weights is None else weights)
+    return choose(K._ranked_rows(t, r, np.arange(t.w.shape[0])), r, x)
+
+
+def _transport(ys, src: Mapping[str, NDArray[np.float64]], tgt: Mapping[str, tuple],
+               rules: Mapping[str, tuple], designs: Mapping[str, str], *, n_resamples, confidence_level,
+               rng, batch) -> dict[tuple[str, str], dict[str, TransportResult]]:
+    """The transports of every (name, rule) on one set of draws (inputs validated)."""
+    level = check_fraction(confidence_level, name="confidence_level")
+    n_res, batch = check_n_resamples(n_resamples), check_batch(batch)
     labels = {k: "target" if k == "target" else f"target {k!r}" for k in tgt}
     for name, y in (("source", ys), *((labels[k], v[0]) for k, v in tgt.items())):
         if y.sum() == 0 or y.sum() == y.size:
             raise MedauditError(f"the {name} cohort needs both positives and negatives; "
                                 f"it has {int(y.sum())} of {y.size} positive.")
-    if rule in _CUT_RULES:
-        choose = cutpoint_rule(rule, (1.0, 0.5) if weights is None else weights)
-    else:
-        choose = K.tau_sensitivity if rule == "sensitivity" else K.tau_specificity
-    rs = K.rank(ys, ss)
-    rts = {k: K.rank(*v) for k, v in tgt.items()}
-    tau = float(choose(np.ones(ys.size), rs, x))
-    src_se, src_sp = K.rates_at(np.ones(ys.size), rs, tau)
+    names = list(src)
+    source = _Cohort(ys, src)
+    cohorts = {k: _Cohort(y, scores) for k, (y, scores) in tgt.items()}
+    ones_src = np.ones(ys.size)
+    taus, src_rates = {}, {}
+    for m in names:
+        for label, (rule, x, weights) in rules.items():
+            choose = (cutpoint_rule(rule, (1.0, 0.5) if weights is None else weights)
+                      if rule in _CUT_RULES
+                      else K.tau_sensitivity if rule == "sensitivity" else K.tau_specificity)
+            taus[(m, label)] = tau = float(choose(ones_src, source.ranked[m], x))
+            src_rates[(m, label)] = K.rates_at(ones_src, source.ranked[m], tau)
     gen, rec = as_generator(rng)
     # independent child streams for the source and each target keep every draw sequence
     # independent of the batch size (and of the other cohorts' sizes)
     g_src, *g_tgts = gen.spawn(1 + len(tgt))
     n_max = max([ys.size, *(v[0].size for v in tgt.values())])
     size = batch or max(1, min(n_res, (1 << 21) // n_max))
-    tgt_batches = {k: make_plan("within_label", v[0]).batches(n_res, g, size)
-                   for (k, v), g in zip(tgt.items(), g_tgts, strict=True)}
-    reps: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in tgt}
+    tgt_batches = {k: make_plan("within_label", c.y).batches(n_res, g, size, columns=c.columns)
+                   for (k, c), g in zip(cohorts.items(), g_tgts, strict=True)}
+    keys = [(m, label) for m in names for label in rules]
+    reps: dict[tuple[str, str, str], tuple[list, list, list]] = {
+        (m, label, k): ([], [], []) for m, label in keys for k in tgt}
     need_source = any(d == "reestimate" for d in designs.values())
-    src_batches = (make_plan("within_label", ys).batches(n_res, g_src, size) if need_source
-                   else None)
+    src_batches = (make_plan("within_label", ys).batches(n_res, g_src, size, columns=source.columns)
+                   if need_source else None)
     done = 0
     while done < n_res:
         b = min(size, n_res - done)
-        t_src = choose(np.take(next(src_batches), rs.order, axis=1), rs, x) if need_source else None
-        for k, rt in rts.items():
-            wt = next(tgt_batches[k])
-            t_b = t_src if designs[k] == "reestimate" else np.full(b, tau)
-            se_b, sp_b = K.rates_at(np.take(wt, rt.order, axis=1), rt, t_b)
-            for lst, v in zip(reps[k], (t_b, se_b, sp_b), strict=True):
-                lst.append(v)
+        t_src: dict[tuple[str, str], NDArray[np.float64]] = {}
+        if need_source:
+            for m, t in source.sums(next(src_batches)).items():
+                for label, (rule, x, weights) in rules.items():
+                    t_src[(m, label)] = _choose(rule, x, weights, t, source.ranked[m])
+        for k, cohort in cohorts.items():
+            for m, t in cohort.sums(next(tgt_batches[k])).items():
+                for label in rules:
+                    t_b = (t_src[(m, label)] if designs[k] == "reestimate"
+                           else np.full(b, taus[(m, label)]))
+                    se_b, sp_b = K.rates_at_layout(t, t_b)
+                    for lst, v in zip(reps[(m, label, k)], (t_b, se_b, sp_b), strict=True):
+                        lst.append(v)
         done += b
-    out = {}
+    out: dict[tuple[str, str], dict[str, TransportResult]] = {}
     tol = K._TOL
-    for k, (yt, _st) in tgt.items():
-        tgt_se, tgt_sp = K.rates_at(np.ones(yt.size), rts[k], tau)
-        dname = {"reestimate": "threshold_reestimate", "fixed": "threshold_fixed"}[designs[k]]
-        common = dict(level=level, ci_method="percentile", design=dname, n_resamples=n_res,
-                      seed=rec["seed"], n=int(yt.size), n_pos=float(yt.sum()),
-                      n_neg=float(yt.size - yt.sum()),
-                      options={"rule": rule, "target_value": x, "threshold": tau, "rng": rec,
-                               "target": k, **({"weights": list(weights or (1.0, 0.5))}
-                                               if rule in _CUT_RULES else {})})
-        taus, se_reps, sp_reps = (np.concatenate(v) for v in reps[k])
-        se_res = _result("target_sensitivity", tgt_se, se_reps, None, **common)
-        sp_res = _result("target_specificity", tgt_sp, sp_reps, None, **common)
-        # the declared level, or for a cut-point rule the source's own rate at tau
-        need_se = float(src_se) if rule in _CUT_RULES else x
-        need_sp = float(src_sp) if rule in _CUT_RULES else x
-        out[k] = TransportResult(
-            rule=rule, target_value=x, threshold=tau, source_sensitivity=float(src_se),
-            source_specificity=float(src_sp), target_sensitivity=se_res,
-            target_specificity=sp_res,
-            sensitivity_retained=bool(tgt_se >= need_se - tol) if not math.isnan(tgt_se)
-            else False,
-            specificity_retained=bool(tgt_sp >= need_sp - tol) if not math.isnan(tgt_sp)
-            else False,
-            design=dname, n_resamples=n_res, seed=rec["seed"], threshold_replicates=taus)
+    for m, label in keys:
+        rule, x, weights = rules[label]
+        tau = taus[(m, label)]
+        src_se, src_sp = src_rates[(m, label)]
+        res = out.setdefault((m, label), {})
+        for k, (yt, _st) in tgt.items():
+            tgt_se, tgt_sp = K.rates_at(np.ones(yt.size), cohorts[k].ranked[m], tau)
+            dname = {"reestimate": "threshold_reestimate", "fixed": "threshold_fixed"}[designs[k]]
+            common = dict(level=level, ci_method="percentile", design=dname, n_resamples=n_res,
+                          seed=rec["seed"], n=int(yt.size), n_pos=float(yt.sum()),
+                          n_neg=float(yt.size - yt.sum()),
+                          options={"rule": rule, "target_value": x, "threshold": tau, "rng": rec,
+                                   "target": k, **({"weights": list(weights or (1.0, 0.5))}
+                                                   if rule in _CUT_RULES else {})})
+            t_reps, se_reps, sp_reps = (np.concatenate(v) for v in reps[(m, label, k)])
+            se_res = _result("target_sensitivity", tgt_se, se_reps, None, **common)
+            sp_res = _result("target_specificity", tgt_sp, sp_reps, None, **common)
+            # the declared level, or for a cut-point rule the source's own rate at tau
+            need_se = float(src_se) if rule in _CUT_RULES else x
+            need_sp = float(src_sp) if rule in _CUT_RULES else x
+            res[k] = TransportResult(
+                rule=rule, target_value=x, threshold=tau, source_sensitivity=float(src_se),
+                source_specificity=float(src_sp), target_sensitivity=se_res,
+                target_specificity=sp_res,
+                sensitivity_retained=bool(tgt_se >= need_se - tol) if not math.isnan(tgt_se)
+                else False,
+                specificity_retained=bool(tgt_sp >= need_sp - tol) if not math.isnan(tgt_sp)
+                else False,
+                design=dname, n_resamples=n_res, seed=rec["seed"], threshold_replicates=t_reps)
     return out
