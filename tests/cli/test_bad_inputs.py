@@ -63,6 +63,31 @@ def test_score_unknown_family_fails_before_the_model_loads(files, capsys):
     assert not out.exists() and not (files / "s.csv.card.json").exists()
 
 
+@pytest.mark.parametrize("target", ["manifest", "weights", "cache", "card beside"])
+def test_score_never_writes_over_its_inputs_even_with_overwrite(files, capsys, target):
+    """--out (or the card/failure files beside it) on the manifest, the weights file or
+    inside the embedding cache is refused before the model loads; every input is kept."""
+    weights = files / "w.pt"
+    weights.write_bytes(b"weights")
+    cache = files / "cache"
+    cache.mkdir()
+    (cache / "keep.npy").write_bytes(b"emb")
+    manifest = files / "ok.csv"
+    if target == "card beside":  # the manifest is the card file that --out m.csv writes beside it
+        manifest = files / "m.csv.card.json"
+        manifest.write_text((files / "ok.csv").read_text())
+    out = {"manifest": manifest, "weights": weights, "cache": cache / "s.csv",
+           "card beside": files / "m.csv"}[target]
+    before = {p: p.read_bytes() for p in (manifest, weights, cache / "keep.npy")}
+    rc, err = _run(["score", manifest, "--model", "openclip", "--out", out, "--weights", weights,
+                    "--cache", cache, "--overwrite"], capsys)
+    assert rc == 2
+    line = _one_line(err)
+    assert "an input of this run" in line and "--out" in line
+    assert {p: p.read_bytes() for p in before} == before
+    assert not (files / "m.csv").exists() and not (cache / "s.csv").exists()
+
+
 @pytest.mark.parametrize("name", ["folder", "empty.csv"])
 def test_overlap_manifest_directory_or_empty(files, capsys, name):
     out = files / "ov"

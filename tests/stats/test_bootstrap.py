@@ -596,3 +596,19 @@ def test_every_metric_is_bit_identical_whatever_the_batch_size(design):
             for mid in r:
                 np.testing.assert_array_equal(r[mid].replicates, runs[0][mid].replicates,
                                               err_msg=f"{design} {mid}")
+
+
+def test_percentile_interval_with_infinite_replicates_follows_numpys_linear_rule():
+    """Witness: numpy's linear percentile with +inf replaced by a large finite M, as M grows:
+    an end that moves with M is +inf, an end that does not is numpy's value."""
+    from medaudit.stats.bootstrap import percentile_interval
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        v = rng.normal(size=n)
+        v[rng.random(n) < rng.uniform(0, 0.6)] = np.inf
+        at = [np.percentile(np.where(np.isinf(v), m, v), [2.5, 97.5]) for m in (1e100, 1e150)]
+        want = tuple(float(a) if a == b else np.inf for a, b in zip(*at, strict=True))
+        got = percentile_interval(v, 0.95)
+        assert np.allclose(got, want, rtol=1e-12, atol=0), (v, got, want)

@@ -227,9 +227,6 @@ def test_threshold_interval_of_a_constant_score():
     assert (res.specificity.ci_low, res.specificity.ci_high) == (1.0, 1.0)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeWarning, reason=(
-    "stats.bootstrap.percentile_interval interpolates linearly through the +inf replicates "
-    "(inf - inf: RuntimeWarning); outside this branch's files (see the fid report)"))
 def test_engine_threshold_interval_with_no_positive_replicates():
     # the engine metric gives the same replicates as best_threshold_ci (test above); its
     # percentile interval must not trip over the +inf ones

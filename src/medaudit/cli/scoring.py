@@ -72,6 +72,8 @@ def run_score(manifest: str | os.PathLike[str], *, model: str, out: str | os.Pat
     from medaudit.io.output import write_json
     from medaudit.io.schema import validate_score_table
 
+    from medaudit.io.output import check_output_file
+
     out = Path(out)
     if out.is_dir():
         raise MedauditError(f"--out {str(out)!r} is a directory; give a ScoreTable file name "
@@ -79,6 +81,11 @@ def run_score(manifest: str | os.PathLike[str], *, model: str, out: str | os.Pat
     if out.exists() and not overwrite:
         raise FileExistsError(f"output file {str(out)!r} exists; choose another --out or pass "
                               "--overwrite.")
+    # the table and the two files beside it may never be (or lie inside) what the run reads,
+    # even with --overwrite: checked before a model loads or an image is read
+    inputs = {"manifest": manifest, "weights": weights, "embedding cache": cache}
+    for p in (out, out.with_name(out.name + ".card.json"), out.with_name(out.name + ".failures.csv")):
+        check_output_file(p, inputs=inputs, overwrite=True)
     get_entry(model)  # an unknown name fails before any file is read
     chosen = get_families(families)  # so does an unknown prompt family (before the model loads)
     manifest = Path(manifest)

@@ -60,8 +60,21 @@ def percentile_interval(replicates: NDArray[np.float64], confidence_level: float
         return math.nan, math.nan
     # round so that level 0.95 asks for exactly the 2.5th and 97.5th percentiles
     q = round(50.0 * (1.0 - confidence_level), 10)
-    lo, hi = np.percentile(valid, [q, 100.0 - q])
-    return float(lo), float(hi)
+    if np.isfinite(valid).all():
+        lo, hi = np.percentile(valid, [q, 100.0 - q])
+        return float(lo), float(hi)
+    # infinite replicates (a threshold rule that called nothing positive: +inf): numpy's
+    # interpolation computes inf - inf between two of them (nan and a RuntimeWarning); the
+    # same linear rule, by hand, gives inf there and between an infinite and a finite end
+    v = np.sort(valid)
+    ends = []
+    for p in (q, 100.0 - q):
+        h = (v.size - 1) * p / 100.0
+        i = int(math.floor(h))
+        a, b, t = float(v[i]), float(v[min(i + 1, v.size - 1)]), h - i
+        ends.append(a if (a == b or t == 0.0) else b if t == 1.0 else
+                    (a if math.isinf(a) else b) if (math.isinf(a) or math.isinf(b)) else a + (b - a) * t)
+    return ends[0], ends[1]
 
 
 def _bca_interval(replicates, estimate, jack, confidence_level) -> tuple[float, float]:
@@ -183,6 +196,13 @@ def _result(metric_id, estimate, reps, jack, *, level, ci_method, design, n_resa
         lo, hi = _bca_interval(reps, estimate, jack, level)
     else:
         lo, hi = percentile_interval(reps, level)
+    if metric_id.startswith("cutpoint_threshold") and (math.isinf(lo) or math.isinf(hi)):
+        # +inf is "called nothing positive", no threshold on the score scale (as in
+        # cutpoints.best_threshold_ci): that end of the interval is nan
+        warn(f"{metric_id}: the rule called nothing positive in {int(np.isinf(reps).sum())} of "
+             f"{n_resamples} replicates (threshold +inf, above every score), more than the "
+             "interval's tail: that end has no finite threshold and is nan.", DegenerateDataWarning)
+        lo, hi = (math.nan if math.isinf(lo) else lo), (math.nan if math.isinf(hi) else hi)
     n_deg = int(np.isnan(reps).sum())
     if n_deg:
         warn(f"{metric_id}: {n_deg} of {n_resamples} replicates were degenerate (metric "
