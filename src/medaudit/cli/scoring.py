@@ -69,10 +69,8 @@ def run_score(manifest: str | os.PathLike[str], *, model: str, out: str | os.Pat
     """Score a manifest and write the ScoreTable, card and failures; returns the ScoringResult."""
     from medaudit.adapters import get_entry, get_families, load_encoder, read_manifest, score_manifest
     from medaudit.exceptions import MedauditError
-    from medaudit.io.output import write_json
+    from medaudit.io.output import check_output_file, write_json
     from medaudit.io.schema import validate_score_table
-
-    from medaudit.io.output import check_output_file
 
     out = Path(out)
     if out.is_dir():
