@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit._validation import as_generator
+from medaudit._validation import RNGLike, as_generator
 from medaudit._versions import versions
 from medaudit.exceptions import MedauditError, SchemaError
 
@@ -120,7 +120,7 @@ def majority_labels(annotations: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns="mean")
 
 
-def make_folds(y: np.ndarray, groups: np.ndarray, *, n_splits: int = 5, rng: Any = 0) -> np.ndarray:
+def make_folds(y: np.ndarray, groups: np.ndarray, *, n_splits: int = 5, rng: RNGLike = 0) -> np.ndarray:
     """Fold index (0..n_splits-1) per item: stratified on ``y``, grouped by ``groups``, seeded."""
     from sklearn.model_selection import StratifiedGroupKFold
 
@@ -138,7 +138,7 @@ def make_folds(y: np.ndarray, groups: np.ndarray, *, n_splits: int = 5, rng: Any
 
 
 def holdout_split(y: np.ndarray, groups: np.ndarray | None = None, *, test_size: float = 0.3,
-                  stratify: bool = True, rng: Any = 0) -> np.ndarray:
+                  stratify: bool = True, rng: RNGLike = 0) -> np.ndarray:
     """Test-set mask of a fixed-seed hold-out split (paper 001's 30 % test split, M1.1).
 
     Paper 001: "For datasets without a predefined test split, we select a 30% test set
@@ -300,7 +300,7 @@ def _cnn_fold_features(images64: np.ndarray, targets: np.ndarray, train: np.ndar
 
 def nih_probe_scores(annotations: pd.DataFrame, *, root: str | Path | None = None,
                      findings: Sequence[str] = DEFAULT_FINDINGS,
-                     extractors: Sequence[str] = EXTRACTORS, n_splits: int = 5, rng: Any = 0,
+                     extractors: Sequence[str] = EXTRACTORS, n_splits: int = 5, rng: RNGLike = 0,
                      cnn_epochs: int = 12, C: float = 0.05,
                      image_ids: Sequence[str] | None = None, split: str = "out_of_fold",
                      test_size: float = 0.3, progress: Any = None) -> ProbeResult:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_generator
+from medaudit._validation import RNGLike, as_generator
 from medaudit.agreement._base import parse_estimator
 from medaudit.agreement.estimators import ESTIMATORS, SET_B, Pool, make_estimator
 from medaudit.exceptions import MedauditError
@@ -647,7 +647,7 @@ def coverage_records(result: DesignResult, *, confidence_level: float = 0.95,
 
 
 def institution_cluster_bootstrap(values: ArrayLike, *, n_resamples: int = 10_000,
-                                  confidence_level: float = 0.95, rng: Any = 42
+                                  confidence_level: float = 0.95, rng: RNGLike = 42
                                   ) -> dict[str, float]:
     """Percentile interval of the mean of per-institution values, institutions resampled (M2.10).
 

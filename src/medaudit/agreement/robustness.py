@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from medaudit._validation import as_generator
+from medaudit._validation import RNGLike, as_generator
 from medaudit.agreement._base import ESTIMATORS, estimator_label
 from medaudit.exceptions import SchemaError
 from medaudit.io.limits import Seed
@@ -171,7 +171,7 @@ def repeated_patient_institutions(table: pd.DataFrame) -> list[str]:
 
 
 def one_study_per_patient(table: pd.DataFrame, *, institutions: Sequence[str], rule: str,
-                          rng: Any = 42, order_by: str | None = None) -> pd.DataFrame:
+                          rng: RNGLike = 42, order_by: str | None = None) -> pd.DataFrame:
     """Keep one study per patient at ``institutions`` (all rows of the kept studies).
 
     Parameters
@@ -238,7 +238,7 @@ def one_study_per_patient(table: pd.DataFrame, *, institutions: Sequence[str], r
     return _keep(table, pd.concat(keep, ignore_index=True))
 
 
-def size_matched_studies(table: pd.DataFrame, *, n_studies: Mapping[str, int], rng: Any
+def size_matched_studies(table: pd.DataFrame, *, n_studies: Mapping[str, int], rng: RNGLike
                          ) -> pd.DataFrame:
     """``n_studies[inst]`` studies of each named institution drawn at random (repeats retained).
 
@@ -259,7 +259,7 @@ def size_matched_studies(table: pd.DataFrame, *, n_studies: Mapping[str, int], r
     return _keep(table, pd.concat(keep, ignore_index=True))
 
 
-def subsample_studies(table: pd.DataFrame, *, fraction: float, rng: Any) -> pd.DataFrame:
+def subsample_studies(table: pd.DataFrame, *, fraction: float, rng: RNGLike) -> pd.DataFrame:
     """``fraction`` of the studies of every institution, drawn at random (whole studies).
 
     Each institution keeps ``floor(fraction * n + 1/2)`` (at least one) of its ``n``

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit._validation import as_generator
+from medaudit._validation import RNGLike, as_generator
 from medaudit.datasets._manifest import Manifest, _check_files, _find, _finish, _read_csv, _root, _Steps
 from medaudit.exceptions import MedauditError, SchemaError
 
@@ -44,7 +44,8 @@ OPENI_MESH_MAPPING: dict[str, tuple[str, ...]] = {
 }
 
 
-def _sample(df: pd.DataFrame, n: int | None, rng: Any, steps: _Steps, what: str) -> tuple[pd.DataFrame, Any]:
+def _sample(df: pd.DataFrame, n: int | None, rng: RNGLike, steps: _Steps, what: str
+            ) -> tuple[pd.DataFrame, Any]:
     if n is None:
         return df, None
     if n > len(df):
@@ -79,7 +80,7 @@ def _map_labels(labels: list[list[str]], mapping: Mapping[str, tuple[str, ...]],
 
 
 def padchest_manifest(labels_csv: str | os.PathLike[str], *, image_dir: str | os.PathLike[str] | None = None,
-                      n_studies: int | None = 5000, rng: Any = 42,
+                      n_studies: int | None = 5000, rng: RNGLike = 42,
                       mapping: Mapping[str, tuple[str, ...]] = PADCHEST_MAPPING,
                       exclude_labels: tuple[str, ...] = ("exclude",), min_age: int = 18,
                       views: tuple[str, ...] = ("PA", "AP", "AP_horizontal"),
@@ -164,7 +165,7 @@ def padchest_manifest(labels_csv: str | os.PathLike[str], *, image_dir: str | os
                                             "never": {k: list(v) for k, v in PADCHEST_NEVER.items()}})
 
 
-def mimic_manifest(root: str | os.PathLike[str], *, n_studies: int | None = 5000, rng: Any = 42,
+def mimic_manifest(root: str | os.PathLike[str], *, n_studies: int | None = 5000, rng: RNGLike = 42,
                    views: tuple[str, ...] = ("PA", "AP"), require_files: bool = True) -> Manifest:
     """MIMIC-CXR-JPG with the CheXpert-labeler output (``mimic-cxr-2.0.0-chexpert.csv[.gz]``).
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medaudit._validation import as_generator, check_batch, check_fraction, check_n_resamples
+from medaudit._validation import RNGLike, as_generator, check_batch, check_fraction, check_n_resamples
 from medaudit.exceptions import SchemaError
 from medaudit.labels.aggregate import coded_ratings
 from medaudit.labels.scale import RatingScale
@@ -58,7 +58,7 @@ class LabelStability:
 def label_stability(
     annotations: pd.DataFrame, *, scale: RatingScale | tuple[float, float],
     hard: str = "majority", threshold: float | None = None, threshold_rule: str = ">",
-    tie: str = "negative", hedge: str | None = None, n_resamples: int = 1000, rng: Any = None,
+    tie: str = "negative", hedge: str | None = None, n_resamples: int = 1000, rng: RNGLike = None,
     confidence_level: float = 0.95, batch: int | None = None,
 ) -> LabelStability:
     """Annotation-bootstrap stability of each item's soft and hard label (no model scores).
@@ -184,7 +184,7 @@ def label_stability(
 
 
 def label_stability_with_spec(annotations: pd.DataFrame, spec: Any, *, n_resamples: int = 1000,
-                              rng: Any = None, confidence_level: float = 0.95) -> LabelStability:
+                              rng: RNGLike = None, confidence_level: float = 0.95) -> LabelStability:
     """:func:`label_stability` with the rules of an :class:`~medaudit.labels.spec.AnnotationsSpec`."""
     if spec.soft != "mean" or spec.hard == "posterior":
         raise SchemaError(f"label stability rebuilds mean-vote labels; soft: {spec.soft}, hard: "

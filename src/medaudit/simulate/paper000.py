@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from medaudit._validation import as_generator
+from medaudit._validation import RNGLike, as_generator
 
 __all__ = ["simulate_cohort", "simulate_paper000", "SIMULATED_MODELS"]
 
@@ -30,7 +30,7 @@ def simulate_cohort(
     n_sick: int = 800,
     cohort: str = "simulated-tbx11k-val",
     models: dict[str, tuple[float, float, float]] | None = None,
-    rng: Any = 2026,
+    rng: RNGLike = 2026,
 ) -> dict[str, Any]:
     """Return a long score table (dict of columns) for one simulated cohort.
 
@@ -94,7 +94,7 @@ _GROUP_FACTOR = {"normal": 1.0, "healthy": 1.0, "no_finding": 1.1, "other_findin
                  "pneumonia": -0.1, "lung_tumor": -0.2}
 
 
-def simulate_paper000(*, rng: Any = 2026, scale: float = 1.0) -> dict[str, Any]:
+def simulate_paper000(*, rng: RNGLike = 2026, scale: float = 1.0) -> dict[str, Any]:
     """A seeded simulated study shaped like paper 000 (cohort sizes of its Table 1).
 
     Five cohorts (Montgomery, Shenzhen, TBX11K val and train, VinDr with named

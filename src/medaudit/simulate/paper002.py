@@ -18,12 +18,10 @@ loader) says it is simulated.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
-from medaudit._validation import as_generator
+from medaudit._validation import RNGLike, as_generator
 from medaudit.exceptions import MedauditError
 
 __all__ = ["simulate_paper002", "FINDINGS", "INSTITUTIONS", "SIM_RATES"]
@@ -71,7 +69,7 @@ def _logit(p: np.ndarray) -> np.ndarray:
         return np.log(p) - np.log1p(-p)
 
 
-def simulate_paper002(*, rng: Any, scale: float = 1.0, include_degenerate: bool = False,
+def simulate_paper002(*, rng: RNGLike, scale: float = 1.0, include_degenerate: bool = False,
                       protocols: tuple[str, ...] = ("narrative", "binary")) -> pd.DataFrame:
     """Return a raw JudgmentTable of a simulated three-institution study (deterministic in ``rng``).
 

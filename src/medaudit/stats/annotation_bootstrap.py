@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_1d_float, as_generator, check_fraction, check_option
+from medaudit._validation import RNGLike, as_1d_float, as_generator, check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _progress
@@ -477,7 +477,7 @@ def annotation_bootstrap(
     soft_ties: str | None = None,
     soft_ap_variant: str | None = None,
     n_resamples: int = 1000,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> AnnotationBootstrapResult:
     """Annotation bootstrap of model rankings (paper 001, M1.7).

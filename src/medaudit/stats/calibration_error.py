@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_generator, check_option
+from medaudit._validation import RNGLike, as_generator, check_option
 from medaudit.exceptions import DegenerateDataWarning
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
@@ -203,7 +203,7 @@ def reliability_curve(
     strata: ArrayLike | None = None,
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> ReliabilityCurve:
     """Reliability-diagram data with a bootstrap band and per-bin proportion intervals.

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from medaudit._validation import check_fraction, check_option, shown
+from medaudit._validation import RNGLike, check_fraction, check_option, shown
 from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores
@@ -200,7 +200,7 @@ def threshold_metrics_ci(
     strata: ArrayLike | None = None,
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> ThresholdMetricsCI:
     """Every rate at a threshold with bootstrap intervals (one draw) and proportion intervals.

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_1d_float, as_generator, check_option
+from medaudit._validation import RNGLike, as_1d_float, as_generator, check_option
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
@@ -479,7 +479,7 @@ def roc_curve_band(
     strata: ArrayLike | None = None,
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
     keep_replicates: bool = True,
 ) -> RocBand:
@@ -556,7 +556,7 @@ def precision_recall_band(
     strata: ArrayLike | None = None,
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
     keep_replicates: bool = True,
 ) -> PrecisionRecallBand:

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_generator, check_fraction, check_option, shown
+from medaudit._validation import RNGLike, as_generator, check_fraction, check_option, shown
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
@@ -227,7 +227,7 @@ def best_threshold_ci(
     strata: ArrayLike | None = None,
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> CutpointInterval:
     """Bootstrap intervals of the best threshold and of its sensitivity and specificity.

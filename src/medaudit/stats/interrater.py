@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_generator, check_fraction, check_option
+from medaudit._validation import RNGLike, as_generator, check_fraction, check_option
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, UndefinedMetricWarning
 from medaudit.stats._common import check_batch, check_n_resamples
 from medaudit.stats._results import _ToDict
@@ -147,7 +147,7 @@ def fleiss_kappa(
     method: str = "fleiss",
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> Agreement:
     """Fleiss' kappa for several readers rating every item (statsmodels), with an item bootstrap.
@@ -251,7 +251,7 @@ def krippendorff_alpha(
     level: str = "nominal",
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> Agreement:
     """Krippendorff's alpha (the ``krippendorff`` package), with an item bootstrap.

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from medaudit._validation import as_generator, check_option
+from medaudit._validation import RNGLike, as_generator, check_option
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores, warn_if_one_class
@@ -138,7 +138,7 @@ def partial_roc_auc_ci(
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
     ci_method: str = "percentile",
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> BootstrapResult:
     """Bootstrap interval of a partial AUC (the engine's weights, drawn in rank order).

@@ -11,12 +11,10 @@ permutation costs one partial sum over the pooled placements.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-from medaudit._validation import as_generator, as_scores, check_option
+from medaudit._validation import RNGLike, as_generator, as_scores, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _progress
 from medaudit.stats._results import PermutationResult
@@ -42,7 +40,7 @@ def negative_group_permutation_test(
     *,
     n_resamples: int = 10_000,
     alternative: str = "two-sided",
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int = 1000,
 ) -> PermutationResult:
     """Test whether AUROC differs between two control groups that share the positives.

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from medaudit._validation import as_generator, check_fraction
+from medaudit._validation import RNGLike, as_generator, check_fraction
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores, warn_if_one_class
@@ -230,7 +230,7 @@ def calibration_slope_intercept_ci(
     strata: ArrayLike | None = None,
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
     eps: float | None = None,
 ) -> CalibrationFitCI:

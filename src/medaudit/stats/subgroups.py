@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_generator, check_same_length
+from medaudit._validation import RNGLike, as_generator, check_same_length
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _metricspec as MS
 from medaudit.stats._results import BootstrapResult
@@ -152,7 +152,7 @@ def subgroup_bootstrap(
     design: str = "ordinary",
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> SubgroupBootstrapResult:
     """Metrics per group of one grouping, with contrasts, from one draw of the whole sample.

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_generator, check_fraction, check_option
+from medaudit._validation import RNGLike, as_generator, check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import check_batch, check_n_resamples, labels_scores
@@ -77,7 +77,7 @@ def threshold_transport(
     design: str = "reestimate",
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> TransportResult:
     """Choose a threshold on the source, carry it to the target, and interval its Se and Sp.
@@ -133,7 +133,7 @@ def transport_to_targets(
     design: str | Mapping[str, str] = "reestimate",
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> dict[str, TransportResult]:
     """:func:`threshold_transport` to several targets, sharing one set of source replicates.
@@ -177,7 +177,7 @@ def transport_grid(
     design: str | Mapping[str, str] = "reestimate",
     n_resamples: int = 2000,
     confidence_level: float = 0.95,
-    rng: Any = None,
+    rng: RNGLike = None,
     batch: int | None = None,
 ) -> dict[tuple[str, str], dict[str, TransportResult]]:
     """:func:`transport_to_targets` for several score vectors and rules on one set of draws.
