@@ -15,7 +15,6 @@ materialised resamples in the tests).
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from medaudit._validation import RNGLike, as_generator, check_fraction, check_option
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, UndefinedMetricWarning
-from medaudit.stats._common import check_batch, check_n_resamples
+from medaudit.stats._common import check_batch, check_n_resamples, warn
 from medaudit.stats._results import _ToDict
 from medaudit.stats.bootstrap import percentile_interval
 from medaudit.stats.designs import make_plan
@@ -117,9 +116,9 @@ def _interval(point_fn, unit_terms, n_items, n_resamples, confidence_level, rng,
     lo, hi = percentile_interval(reps, level)
     n_deg = int(np.isnan(reps).sum())
     if n_deg:
-        warnings.warn(f"{n_deg} of {n_res} item-bootstrap replicates left the coefficient "
-                      "undefined (e.g. a single category drawn); the interval uses the others.",
-                      DegenerateDataWarning, stacklevel=4)
+        warn(f"{n_deg} of {n_res} item-bootstrap replicates left the coefficient "
+             "undefined (e.g. a single category drawn); the interval uses the others.",
+             DegenerateDataWarning)
     return lo, hi, level, n_res, n_deg, rec, reps
 
 
@@ -198,8 +197,8 @@ def fleiss_kappa(
     terms = np.column_stack([np.ones(r.shape[0]), table, (table * table).sum(axis=1)])
     observed = np.unique(r[~np.isnan(r)]).size
     if (method == "fleiss" and observed < 2) or k < 2:
-        warnings.warn("fleiss_kappa is undefined: every rating is the same category; returning nan.",
-                      UndefinedMetricWarning, stacklevel=2)
+        warn("fleiss_kappa is undefined: every rating is the same category; returning nan.",
+             UndefinedMetricWarning)
         est = math.nan
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -294,8 +293,8 @@ def krippendorff_alpha(
     m_u = table.sum(axis=1)
     pairable = m_u >= 2
     if cats.size < 2 or not pairable.any():
-        warnings.warn("krippendorff_alpha is undefined: fewer than two distinct values among the "
-                      "pairable ratings; returning nan.", UndefinedMetricWarning, stacklevel=2)
+        warn("krippendorff_alpha is undefined: fewer than two distinct values among the "
+             "pairable ratings; returning nan.", UndefinedMetricWarning)
         est = math.nan
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
