@@ -106,3 +106,32 @@ def test_the_same_command_on_its_finished_output_has_nothing_to_do(tmp_path):
     spec.write_text(yaml.safe_dump({**d, "seed": 7}))  # another run: refused, folder kept
     assert main(["audit", str(spec), "--out", str(out), "--quiet"]) == 2
     assert {k: v for k, (v, _) in before.items()} == _files(out)
+
+
+def test_an_edited_score_table_invalidates_the_checkpoints(tmp_path):
+    """The checkpoint key holds the inputs' hashes: the same spec over an edited table
+    recomputes (and its results differ), it never reads the old block back."""
+    import pandas as pd
+
+    from medaudit.audit.run import audit, checkpoint_folder
+    from medaudit.audit.spec import AuditSpec
+
+    rng = np.random.default_rng(0)
+    n = 80
+    y = np.r_[np.ones(n // 2), np.zeros(n // 2)].astype(int)
+    table = pd.DataFrame({"image_id": [f"i{i}" for i in range(n)], "cohort": ["a", "b"] * (n // 2),
+                          "model": "m", "score": rng.uniform(0, 0.6, n) + 0.4 * y, "label": y})
+    csv = tmp_path / "scores.csv"
+    table.to_csv(csv, index=False)
+    spec = AuditSpec.model_validate({"name": "t", "scores": str(csv), "n_resamples": 20,
+                                     "blocks": ["discrimination"]})
+    resume = checkpoint_folder(tmp_path / "out")
+    first = audit(spec, tmp_path, resume=resume)
+    keys = {p.name for p in resume.iterdir() if p.is_dir()}
+    table.loc[0, "score"] = 0.0  # one score edited, same file name, same spec
+    table.to_csv(csv, index=False)
+    second = audit(spec, tmp_path, resume=resume)
+    assert {p.name for p in resume.iterdir() if p.is_dir()}.isdisjoint(keys)
+    a = first.results["discrimination"].tables["metrics"]
+    b = second.results["discrimination"].tables["metrics"]
+    assert not a["estimate"].equals(b["estimate"])  # recomputed on the edited table
