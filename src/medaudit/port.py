@@ -50,7 +50,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
-__all__ = ["port", "PortResult", "PORT_COLUMNS", "load_local", "LocalData", "restate"]
+__all__ = ["port", "PortResult", "PORT_COLUMNS", "load_local", "LocalData", "restate", "site_cohort",
+           "present_models", "source_provenance"]
 
 #: columns of ``port__claims.csv`` (the first table of the report)
 PORT_COLUMNS = (
@@ -81,14 +82,19 @@ class LocalData:
     #: the validated spec and the input provenance (files and hashes) of the local data
     spec: Any = None
     inputs: dict[str, Any] = field(default_factory=dict)
+    #: rows whose label is not known yet (``keep_unlabelled=True``): scores for drift only
+    unlabelled: pd.DataFrame | None = None
 
 
 def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("claims",),
-               **options: Any) -> LocalData:
+               keep_unlabelled: bool = False, **options: Any) -> LocalData:
     """Read and validate the local data once (what :func:`port` and ``monitor`` re-state claims on).
 
     ``data``, ``spec`` and ``options`` are those of :func:`medaudit.audit`; the spec's own
     ``claims:`` section is dropped (the source's claims are judged) and only ``blocks`` run.
+    ``keep_unlabelled``: rows whose label is empty (not known yet) are set aside in
+    ``unlabelled`` instead of being refused (``medaudit monitor``: their scores count for
+    drift); the labelled rows are validated as the audit validates a table.
     """
     from medaudit.api import _spec_mapping
     from medaudit.audit.context import build_context, load_scores
@@ -115,6 +121,13 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     s = validate_model(raw, AuditSpec, source=where, what="audit spec")
     spec_path = Path(spec) if isinstance(spec, (str, os.PathLike)) else None
     scores, inputs, s = load_scores(s, base, table=table)
+    unlabelled = None
+    if keep_unlabelled and "label" in scores.columns:
+        lab = pd.to_numeric(scores["label"], errors="coerce")
+        late = scores["label"].isna() | (scores["label"].astype(str).str.strip() == "")
+        unlabelled = scores[late].copy()
+        scores = scores[~late].assign(label=lab[~late]).reset_index(drop=True)
+        table = scores  # the labelled rows, validated below as a table in memory
     if "label" in scores.columns and "cohort" in scores.columns:
         named = list(s.cohorts) or sorted(scores["cohort"].dropna().astype(str).unique())
         classes = scores.groupby(scores["cohort"].astype(str))["label"].nunique()
@@ -125,14 +138,16 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
                 scores = scores.assign(prompt=s.primary_prompt)
             return LocalData(raw=raw, base=base, table=table, spec_path=spec_path, scores=scores,
                              cohorts=tuple(named), primary_prompt=s.primary_prompt, spec=s,
-                             inputs=inputs)
-    ctx, inputs, s = build_context(s, base, table=table)
+                             inputs=inputs, unlabelled=unlabelled)
+    ctx, built, s = build_context(s, base, table=table)
+    if unlabelled is None:
+        inputs = built
     return LocalData(raw=raw, base=base, table=table, spec_path=spec_path, scores=ctx.scores,
                      cohorts=tuple(ctx.cohorts), primary_prompt=s.primary_prompt, spec=s,
-                     inputs=inputs)
+                     inputs=inputs, unlabelled=unlabelled)
 
 
-def _site_cohort(local: LocalData, cohort: str | None) -> str:
+def site_cohort(local: LocalData, cohort: str | None) -> str:
     from medaudit.exceptions import MedauditError
 
     if cohort is not None:
@@ -147,7 +162,7 @@ def _site_cohort(local: LocalData, cohort: str | None) -> str:
 
 
 # ----------------------------------------------------------------------------- re-stating
-def _present(scores: pd.DataFrame, cohort: str) -> dict[str, set[str]]:
+def present_models(scores: pd.DataFrame, cohort: str) -> dict[str, set[str]]:
     """model -> prompts it has on the local cohort."""
     sub = scores.loc[scores["cohort"] == cohort, ["model", "prompt"]].drop_duplicates()
     out: dict[str, set[str]] = {}
@@ -345,6 +360,16 @@ def _changes(src_cohort: Any, cohort: str, c: Mapping[str, Any], d: Any, local_p
     return "; ".join(parts)
 
 
+def source_provenance(doc: Mapping[str, Any], source_file: Path) -> dict[str, Any]:
+    """What the source claims came from: file, audit name, data, digests, producer, cohorts."""
+    src = doc["source"]
+    return {"file": str(source_file), "name": src.get("name"), "data_source": src.get("data_source"),
+            "spec_digest": src.get("spec_digest"), "content_hash": doc["content_hash"]["value"],
+            "integrity": doc["integrity"]["value"], "schema_version": doc["schema_version"],
+            "producer": doc["producer"], "confidence_level": src.get("confidence_level"),
+            "cohorts": src.get("cohorts")}
+
+
 def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = None,
          cohort: str | None = None, prevalence: float | None = None,
          thresholds: Literal["source", "local"] = "source", power: float | None = 0.8,
@@ -407,12 +432,12 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
         raise MedauditError(f"prevalence must lie strictly between 0 and 1; got {prevalence!r}.")
     doc, source_file = read_claims_source(source)
     loc = load_local(local, spec=spec, **options)
-    site = _site_cohort(loc, cohort)
+    site = site_cohort(loc, cohort)
     sub = loc.scores[loc.scores["cohort"] == site].drop_duplicates("image_id")
     n_pos, n_neg = int((sub["label"] == 1).sum()), int((sub["label"] == 0).sum())
     local_pi = n_pos / max(n_pos + n_neg, 1)
     groups = {str(g) for g in sub.get("negative_group", pd.Series(dtype=object)).dropna() if str(g)}
-    present = _present(loc.scores, site)
+    present = present_models(loc.scores, site)
     restated: dict[str, tuple[Any, str]] = {}
     for c in doc["claims"]:
         restated[c["id"]] = restate(c, cohort=site, present=present,
@@ -493,13 +518,7 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
     from medaudit import __version__
 
     provenance = {
-        "source": {"file": str(source_file), "name": doc["source"].get("name"),
-                   "data_source": doc["source"].get("data_source"),
-                   "spec_digest": doc["source"].get("spec_digest"),
-                   "content_hash": doc["content_hash"]["value"],
-                   "integrity": doc["integrity"]["value"], "schema_version": doc["schema_version"],
-                   "producer": doc["producer"], "confidence_level": doc["source"].get("confidence_level"),
-                   "cohorts": doc["source"].get("cohorts")},
+        "source": source_provenance(doc, source_file),
         "local": {**{k: local_prov.get(k) for k in ("inputs", "seed", "n_resamples",
                                                      "confidence_level", "ci_method", "designs",
                                                      "versions")},

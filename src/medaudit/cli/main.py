@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: modules under ``medaudit.cli`` that add sub-commands (dicom, manifest, overlap, score, train,
 #: plan, init; claims export, port and monitor at the receiving site)
-_COMMAND_MODULES = ("imaging", "scoring", "training", "planning", "init", "claims", "port")
+_COMMAND_MODULES = ("imaging", "scoring", "training", "planning", "init", "claims", "port", "monitor")
 
 
 class _Stderr(logging.Handler):
