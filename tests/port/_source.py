@@ -38,6 +38,12 @@ SOURCE_SPEC = {
         {"id": "D05", "model": "sim-medsiglip", "sensitivity_at_least": 0.8,
          "specificity_at_least": 0.7, "threshold": 0.1},
         {"id": "D06", "model": "sim-biomedclip", "sensitivity_at_least": 0.55, "threshold": 0.2},
+        # prevalence-dependent: judged at the site's prevalence (or a declared one)
+        {"id": "D07", "model": "sim-chexficient", "metric": "brier_score", "at_most": 0.2},
+        # a threshold chosen on the source by a rule: carried as the source's number
+        {"id": "D08", "model": "sim-medsiglip", "sensitivity_at_least": 0.9,
+         "threshold": {"source": "shenzhen", "rule": "sensitivity", "target_value": 0.9,
+                       "design": "fixed"}},
     ]},
 }
 LOCAL_SPEC = {"name": "montgomery-site", "simulate": "paper000", "primary_prompt": "clinical",

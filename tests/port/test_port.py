@@ -214,3 +214,44 @@ def test_one_class_reason_is_given(claims_file, site_table):  # noqa: F811
     res = medaudit.port(claims_file, local, n_resamples=N_RESAMPLES, primary_prompt="clinical")
     assert set(res.claims["verdict"]) == {"not assessable here"}
     assert all("one class only (58 positives, 0 negatives)" in r for r in res.claims["reason"])
+
+
+def test_prevalence_becomes_the_sites_or_the_declared_one(ported, claims_file, site_table):  # noqa: F811
+    """D07, Brier ≤ 0.2: at the site's observed prevalence it is the raw Brier score
+    (scikit-learn); at a declared π = 0.1, paper 000 eq. 6 by hand."""
+    from sklearn.metrics import brier_score_loss
+
+    y, s = _scores(site_table, "sim-chexficient")
+    r = _row(ported, "D07")
+    assert r["local_estimate"] == pytest.approx(brier_score_loss(y, s), abs=1e-12)
+    assert r["local_prevalence"] == pytest.approx(y.mean())
+    assert f"prevalence observed → the site's observed ({y.mean():.6g})" in r["changes"]
+    at = medaudit.port(claims_file, spec=LOCAL_SPEC, prevalence=0.1).claims.set_index("claim_id")
+    by_hand = 0.1 * np.mean((1 - s[y == 1]) ** 2) + 0.9 * np.mean(s[y == 0] ** 2)
+    assert at.loc["D07", "local_estimate"] == pytest.approx(by_hand, abs=1e-12)
+    assert at.loc["D07", "local_prevalence"] == 0.1
+    assert "prevalence observed → declared 0.1" in at.loc["D07", "changes"]
+    # AUROC does not depend on π: the same estimate at any declared prevalence
+    assert at.loc["D01", "local_estimate"] == _row(ported, "D01")["local_estimate"]
+
+
+def test_rule_threshold_is_carried_fixed_or_re_estimated_when_asked(ported, claims_file, source_audit,  # noqa: F811
+                                                                    site_table):
+    """D08: τ chosen on Shenzhen for Se ≥ 0.9 is the source's number at the site (the Se there
+    counted by hand); with thresholds='local' it is chosen again on Montgomery, where the Se
+    it was chosen for holds by construction (and is not counted as holding)."""
+    doc = {c["id"]: c for c in read_claims_file(claims_file)["claims"]}
+    tau = doc["D08"]["E"]["threshold"]
+    src = pd.DataFrame(simulate_paper000(rng=SOURCE_SPEC["seed"])["table"])
+    sz = src[(src["cohort"] == "shenzhen") & (src["prompt"] == "clinical")
+             & (src["model"] == "sim-medsiglip") & (src["label"] == 1)]
+    assert np.mean(sz["score"] >= tau) >= 0.9  # the rule's target is met on its source
+    r = _row(ported, "D08")
+    assert r["threshold"] == tau and r["threshold_origin"].startswith("source τ (chosen on shenzhen")
+    y, s = _scores(site_table, "sim-medsiglip")
+    assert r["local_estimate"] == np.mean(s[y == 1] >= tau)
+    local = medaudit.port(claims_file, spec=LOCAL_SPEC, thresholds="local").claims.set_index("claim_id")
+    assert local.loc["D08", "verdict"] == "by construction"
+    assert local.loc["D08", "threshold_origin"].startswith("re-estimated on montgomery")
+    assert np.mean(s[y == 1] >= local.loc["D08", "threshold"]) >= 0.9
+    assert local.loc["D06", "threshold"] == 0.2  # a number in the source claim stays fixed
