@@ -268,7 +268,8 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
                            + (f"; threshold: {origin}" if origin else ""))
         mcs = _monitor_claims(c, d) if not isinstance(d, str) else d
         if isinstance(mcs, str):
-            row.update(verdict="not assessable here", reason=mcs)
+            row.update(verdict="not assessable here", reason=mcs, local_n_pos=n_pos,
+                       local_n_neg=n_neg)
             rows.append(row)
             continue
         col = mcs[0].score

@@ -213,9 +213,10 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
            "<style>", _css(), _EXTRA_CSS, "</style>", "</head>", "<body>",
            '<header class="top"><div class="title">',
            f'<h1><span class="brand">medaudit {kind}</span> {_esc(title)}</h1>',
-           f'<p class="meta">{len(claims)} source claims · {_esc(_counts(claims))} · seed '
-           f'{_esc(loc.get("seed"))} · B = {_esc(loc.get("n_resamples"))} · medaudit '
-           f'{_esc(__version__)}</p></div>',
+           f'<p class="meta">{len(claims)} source claims · {_esc(_counts(claims))} · '
+           + (f'seed {_esc(loc.get("seed"))} · B = {_esc(loc.get("n_resamples"))}'
+              if loc.get("n_resamples") is not None else "no resampling (closed-form intervals)")
+           + f' · medaudit {_esc(__version__)}</p></div>',
            '<nav aria-label="sections">' + " ".join(nav) + "</nav></header>"]
     if sims := _simulated(provenance):
         out.append('<div class="banner" role="note"><strong>Simulated data.</strong> '
