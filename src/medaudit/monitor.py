@@ -213,6 +213,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         restate,
         site_cohort,
         source_provenance,
+        source_row,
     )
     from medaudit.stats.drift import period_order, score_drift
     from medaudit.stats.monitor import monitor_claims
@@ -254,18 +255,9 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     for c in doc["claims"]:
         d, origin = restate(c, cohort=site, present=present, primary_prompt=loc.primary_prompt,
                             negative_groups=groups, n_pos=n_pos, n_neg=n_neg)
-        e = c["E"]
-        row = dict.fromkeys(PORT_COLUMNS)
-        row.update(claim_id=c["id"], claim=c["text"], kind=c["kind"], model=e["model"],
-                   prompt=e.get("prompt"), criterion=e["criterion"], threshold=e.get("threshold"),
-                   threshold_origin=origin, level=c.get("level"), side=c.get("side"),
-                   source_cohort=e.get("cohort"), local_cohort=site,
-                   source_prevalence=e.get("prevalence"), source_estimate=c.get("estimate"),
-                   source_ci_low=c.get("ci_low"), source_ci_high=c.get("ci_high"),
-                   source_verdict=c.get("verdict"), source_n_pos=c.get("n_pos"),
-                   source_n_neg=c.get("n_neg"), confidence_level=level,
-                   changes=f"cohort {e.get('cohort')} → {site} (the site), every period"
-                           + (f"; threshold: {origin}" if origin else ""))
+        row = source_row(c, site=site, origin=origin, confidence_level=level,
+                         changes=f"cohort {c['E'].get('cohort')} → {site} (the site), every period"
+                                 + (f"; threshold: {origin}" if origin else ""))
         mcs = _monitor_claims(c, d) if not isinstance(d, str) else d
         if isinstance(mcs, str):
             row.update(verdict="not assessable here", reason=mcs, local_n_pos=n_pos,

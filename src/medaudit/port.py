@@ -51,7 +51,7 @@ from typing import Any, Literal
 import pandas as pd
 
 __all__ = ["port", "PortResult", "PORT_COLUMNS", "load_local", "LocalData", "restate", "site_cohort",
-           "present_models", "source_provenance"]
+           "present_models", "source_provenance", "source_row"]
 
 #: columns of ``port__claims.csv`` (the first table of the report)
 PORT_COLUMNS = (
@@ -360,6 +360,21 @@ def _changes(src_cohort: Any, cohort: str, c: Mapping[str, Any], d: Any, local_p
     return "; ".join(parts)
 
 
+def source_row(c: Mapping[str, Any], *, site: str, origin: str, **values: Any) -> dict[str, Any]:
+    """The :data:`PORT_COLUMNS` row of a source claim: its E and source numbers (local ones empty)."""
+    e = c["E"]
+    row = dict.fromkeys(PORT_COLUMNS)
+    row.update(claim_id=c["id"], claim=c["text"], kind=c["kind"], model=e["model"],
+               prompt=e.get("prompt"), criterion=e["criterion"], threshold=e.get("threshold"),
+               threshold_origin=origin, level=c.get("level"), side=c.get("side"),
+               source_cohort=e.get("cohort"), local_cohort=site,
+               source_prevalence=e.get("prevalence"), source_estimate=c.get("estimate"),
+               source_ci_low=c.get("ci_low"), source_ci_high=c.get("ci_high"),
+               source_verdict=c.get("verdict"), source_n_pos=c.get("n_pos"),
+               source_n_neg=c.get("n_neg"), **values)
+    return row
+
+
 def source_provenance(doc: Mapping[str, Any], source_file: Path) -> dict[str, Any]:
     """What the source claims came from: file, audit name, data, digests, producer, cohorts."""
     src = doc["source"]
@@ -474,17 +489,9 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
     for c in doc["claims"]:
         d, origin = restated[c["id"]]
         e = c["E"]
-        row = dict.fromkeys(PORT_COLUMNS)
-        row.update(claim_id=c["id"], claim=c["text"], kind=c["kind"], model=e["model"],
-                   prompt=e.get("prompt"), criterion=e["criterion"], threshold=e.get("threshold"),
-                   threshold_origin=origin, level=c.get("level"), side=c.get("side"),
-                   source_cohort=e.get("cohort"), local_cohort=site,
-                   source_prevalence=e.get("prevalence"), source_estimate=c.get("estimate"),
-                   source_ci_low=c.get("ci_low"), source_ci_high=c.get("ci_high"),
-                   source_verdict=c.get("verdict"), source_n_pos=c.get("n_pos"),
-                   source_n_neg=c.get("n_neg"), family=FAMILY,
-                   confidence_level=run_spec.confidence_level, seed=run_spec.seed,
-                   changes=_changes(e.get("cohort"), site, c, d, local_pi, origin))
+        row = source_row(c, site=site, origin=origin, family=FAMILY,
+                         confidence_level=run_spec.confidence_level, seed=run_spec.seed,
+                         changes=_changes(e.get("cohort"), site, c, d, local_pi, origin))
         if isinstance(d, str):
             row.update(verdict="not assessable here", reason=d, local_n_pos=n_pos,
                        local_n_neg=n_neg, local_prevalence=local_pi)

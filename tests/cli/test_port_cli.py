@@ -79,3 +79,24 @@ def test_bad_cohort_and_missing_source(claims_file, local_spec, tmp_path, capsys
                  str(tmp_path / "o")]) == 2
     assert "none.claims.json" in _one_line(capsys)
     assert not (tmp_path / "o").exists()
+
+
+def test_not_a_claims_file_and_out_inside_the_source(source_audit, local_spec, tmp_path, capsys):  # noqa: F811
+    other = tmp_path / "notes.json"
+    other.write_text('{"hello": 1}', encoding="utf-8")
+    assert main(["port", str(other), str(local_spec), "--out", str(tmp_path / "o")]) == 2
+    err = _one_line(capsys)
+    assert str(other) in err and "not a medaudit claims file" in err
+    before = sorted(p.name for p in source_audit.iterdir())
+    assert main(["port", str(source_audit), str(local_spec), "--out",
+                 str(source_audit / "port")]) == 2
+    assert "inside" in _one_line(capsys)
+    assert sorted(p.name for p in source_audit.iterdir()) == before
+
+
+def test_bad_local_spec_is_one_line(claims_file, tmp_path, capsys):  # noqa: F811
+    spec = tmp_path / "site.yaml"
+    spec.write_text("simulate: paper000\nprimary_prompt: clinical\nn_resampels: 10\n", encoding="utf-8")
+    assert main(["port", str(claims_file), str(spec), "--out", str(tmp_path / "o")]) == 2
+    err = _one_line(capsys)
+    assert "n_resampels" in err and not (tmp_path / "o").exists()
