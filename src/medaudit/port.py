@@ -175,15 +175,15 @@ def _generated(c: Mapping[str, Any]) -> dict[str, Any] | str:
     """A generated claim as a declared one, or why it has no local counterpart."""
     kind, e, level, side = c["kind"], c["E"], c.get("level"), c.get("side")
     crit = str(e["criterion"])
-    if kind == "reliability":
+    if kind in ("reliability", "level"):  # a hand-written file may leave `declared` empty
         if level is None:
             return "the source claim names no level to judge against"
         key = "at_least" if side != "less" else "at_most"
         return {"kind": "level", "model": e["model"], "metric": crit, key: level}
-    if kind == "ranking" and len(c.get("models") or ()) == 2:
+    if kind in ("ranking", "comparison") and len(c.get("models") or ()) == 2:
         a, b = c["models"]
         return {"kind": "comparison", "model": a, "than": b, "metric": crit.removesuffix("_difference")}
-    if kind == "operating constraint":
+    if kind in ("operating constraint", "operating point"):
         if crit not in ("sensitivity", "specificity") or level is None:
             return ("a cut-point rule's claim ('keeps the source's sensitivity and specificity') "
                     "names no level a site can check")

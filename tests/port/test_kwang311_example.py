@@ -10,9 +10,11 @@ Skipped only when the data folder is absent.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
+import jsonschema
 import pandas as pd
 import pytest
 from scipy import stats
@@ -37,6 +39,9 @@ def ported(tmp_path_factory):
                  "--quiet"]) == 0
     assert main(["port", str(d / "kwang.claims.json"), str(ROOT / "examples" / "port_kwang311_site.yaml"),
                  "--out", str(d / "port"), "--quiet"]) == 0
+    schema = json.loads((ROOT / "docs" / "claims.schema.json").read_text(encoding="utf-8"))
+    for f in (d / "kwang.claims.json", d / "port" / "source.claims.json"):
+        jsonschema.Draft202012Validator(schema).validate(json.loads(f.read_text(encoding="utf-8")))
     return pd.read_csv(d / "port" / "port__claims.csv", keep_default_na=False,
                        na_values=[""]).set_index("claim_id")
 

@@ -255,3 +255,20 @@ def test_rule_threshold_is_carried_fixed_or_re_estimated_when_asked(ported, clai
     assert local.loc["D08", "threshold_origin"].startswith("re-estimated on montgomery")
     assert np.mean(s[y == 1] >= local.loc["D08", "threshold"]) >= 0.9
     assert local.loc["D06", "threshold"] == 0.2  # a number in the source claim stays fixed
+
+
+def test_a_hand_written_claims_file_without_declared_specs(claims_file, tmp_path):  # noqa: F811
+    """A vendor's file whose level / comparison / operating-point claims carry ``declared: {}``
+    is re-stated from kind, E, level and side: the same local numbers as the declared specs."""
+    doc = json.loads(claims_file.read_text(encoding="utf-8"))
+    for c in doc["claims"]:
+        if c["id"] in ("D01", "D04", "D06"):
+            c["declared"] = {}
+    path = tmp_path / "hand.claims.json"
+    path.write_text(json.dumps(seal_claims(doc)), encoding="utf-8")
+    jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(path.read_text(encoding="utf-8")))
+    a = medaudit.port(path, spec=LOCAL_SPEC).claims.set_index("claim_id")
+    b = medaudit.port(claims_file, spec=LOCAL_SPEC).claims.set_index("claim_id")
+    for cid in ("D01", "D04", "D06"):
+        assert a.loc[cid, "verdict"] == b.loc[cid, "verdict"]
+        assert a.loc[cid, "local_estimate"] == b.loc[cid, "local_estimate"]
