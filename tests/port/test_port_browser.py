@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
 import medaudit
@@ -46,3 +47,30 @@ def test_port_report_requests_nothing_but_itself(port_dir, tmp_path):
     assert [p for _, p in log] == ["/report.html"], log
     assert from_page == [f"http://127.0.0.1:{port}/report.html"], from_page
     assert not console, console
+
+
+@pytest.fixture(scope="module")
+def monitor_dir(claims_file, tmp_path_factory):  # noqa: F811
+    from medaudit.monitor import monitor
+    from medaudit.simulate import simulate_paper000
+
+    t = pd.DataFrame(simulate_paper000(rng=5, scale=0.5)["table"])
+    t = t[(t["cohort"] == "montgomery") & (t["prompt"] == "clinical")].drop(columns=["split"])
+    t = t.sort_values(["model", "image_id"])
+    t["period"] = t.groupby("model").cumcount().mod(3).map({0: "2026-01", 1: "2026-02", 2: "2026-03"})
+    return monitor(claims_file, t, primary_prompt="clinical").write(
+        tmp_path_factory.mktemp("mb") / "monitor")
+
+
+def test_monitor_report_opens_on_the_claims_then_series_and_drift(monitor_dir, tmp_path):
+    url = (monitor_dir / "report.html").resolve().as_uri()
+    n, white = _colours(_screenshot(tmp_path, url, "monitor"))
+    assert n > 20 and not white, (n, white)
+    dom = _dump_dom(tmp_path, url)
+    main = dom[dom.index("<main>"):]
+    ids = [main.index(f'id="{i}"') for i in ("claims", "changes", "series", "drift", "provenance")]
+    assert ids == sorted(ids)
+    assert re.search(r'<table id="([^"]+)"', main).group(1) == "port-claims"
+    assert main.count('src="data:image/png;base64,') >= 1
+    log, from_page, console, _, port = _load_served(monitor_dir, tmp_path)
+    assert [p for _, p in log] == ["/report.html"] and not console, (log, console)
