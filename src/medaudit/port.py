@@ -58,7 +58,8 @@ PORT_COLUMNS = (
     "claim_id", "claim", "kind", "model", "prompt", "criterion", "threshold", "threshold_origin",
     "level", "side", "changes", "source_cohort", "local_cohort", "source_prevalence",
     "local_prevalence", "source_estimate", "source_ci_low", "source_ci_high", "source_verdict",
-    "source_n_pos", "source_n_neg", "local_estimate", "local_ci_low", "local_ci_high", "verdict",
+    "source_n_pos", "source_n_neg", "local_estimate", "local_ci_low", "local_ci_high",
+    "other_criterion", "other_estimate", "other_ci_low", "other_ci_high", "verdict",
     "reason", "local_n_pos", "local_n_neg", "resolves_to", "resolve_n_pos", "resolve_n_neg",
     "additional_pos", "additional_neg", "exact_additional", "plan_rule", "design", "n_resamples",
     "seed", "family", "confidence_level")
@@ -509,6 +510,10 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
                    design=design.get(c["id"], (None, None))[0],
                    n_resamples=design.get(c["id"], (None, None))[1],
                    criterion=r.get("criterion") or e["criterion"])
+        if isinstance(r.get("other_criterion"), str) and r["other_criterion"]:
+            # an operating point's second constraint, beside the one that decides the verdict
+            row.update({k: r.get(k) for k in ("other_criterion", "other_estimate", "other_ci_low",
+                                              "other_ci_high")})
         if not math.isnan(_num(r.get("threshold"))):
             row["threshold"] = float(r["threshold"])
         p = plans.get(c["id"])

@@ -272,3 +272,12 @@ def test_a_hand_written_claims_file_without_declared_specs(claims_file, tmp_path
     for cid in ("D01", "D04", "D06"):
         assert a.loc[cid, "verdict"] == b.loc[cid, "verdict"]
         assert a.loc[cid, "local_estimate"] == b.loc[cid, "local_estimate"]
+
+
+def test_operating_point_shows_both_constraints(ported, site_table):
+    """D05: Se and Sp at τ = 0.1, the deciding one in local_*, the other beside it (counted here)."""
+    y, s = _scores(site_table, "sim-medsiglip")
+    r = _row(ported, "D05")
+    got = {r["criterion"]: r["local_estimate"], r["other_criterion"]: r["other_estimate"]}
+    assert got == {"sensitivity": np.mean(s[y == 1] >= 0.1), "specificity": np.mean(s[y == 0] < 0.1)}
+    assert r["other_ci_low"] <= r["other_estimate"] <= r["other_ci_high"]

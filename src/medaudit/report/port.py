@@ -80,6 +80,14 @@ def _resolve_text(r: Mapping[str, Any]) -> str:
     return text
 
 
+def _other(r: Mapping[str, Any]) -> str:
+    """An operating point's second constraint, as its local estimate [CI]."""
+    crit = r.get("other_criterion")
+    if not isinstance(crit, str) or not crit:
+        return ""
+    return f"; {crit}: {_ci(r.get('other_estimate'), r.get('other_ci_low'), r.get('other_ci_high'))}"
+
+
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     """The claims table as display text (:data:`PORT_SHOWN`), one row per source claim."""
     rows = []
@@ -91,7 +99,7 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
                       f" ({plain_text(r.get('source_verdict'))}; {plain_text(r.get('source_cohort'))})",
             "local": f"{_ci(r.get('local_estimate'), r.get('local_ci_low'), r.get('local_ci_high'))}"
                      f" (n = {fmt.fmt_int(r.get('local_n_pos'))} + {fmt.fmt_int(r.get('local_n_neg'))}"
-                     f"; {plain_text(r.get('local_cohort'))})",
+                     f"; {plain_text(r.get('local_cohort'))})" + _other(r),
             "verdict": plain_text(r.get("verdict")), "reason": plain_text(r.get("reason")),
             "to resolve": _resolve_text(r)})
     return pd.DataFrame(rows, columns=list(PORT_SHOWN))
