@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("spec", ("medaudit.audit.spec", "medaudit.audit.defaults", "medaudit.audit.outcome")),
     ("report", ("medaudit.report",)),
     ("audit", ("medaudit.audit",)),
-    ("api", ("medaudit.api",)),
+    ("api", ("medaudit.api", "medaudit.port", "medaudit.monitor")),
     ("cli", ("medaudit.cli", "medaudit.__main__")),
 )
 #: modules a lower layer may name for a reason stated here
@@ -52,6 +52,7 @@ ENTRY_POINTS: dict[tuple[str, str], str] = {
     ("medaudit", "medaudit.audit"): "medaudit.audit(df): the callable audit package",
     ("medaudit", "medaudit.api"): "medaudit.Audit, the result of medaudit.audit(df)",
     ("medaudit.audit", "medaudit.api"): "medaudit.audit(df) hands the call to medaudit.api.audit",
+    ("medaudit", "medaudit.port"): "medaudit.port(source, local): the callable port module",
 }
 
 

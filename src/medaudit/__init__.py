@@ -2,7 +2,8 @@
 
 ``medaudit.audit(df, *, spec=None, **options)`` runs an audit from Python and returns a
 :class:`medaudit.Audit` (tables, claims, the portability matrix, provenance); ``medaudit
-audit SPEC --out DIR`` does the same from the command line.  The statistics core lives in
+audit SPEC --out DIR`` does the same from the command line.  ``medaudit.port(source, local)``
+re-evaluates a published audit's claims on a site's data (``medaudit port``).  The statistics core lives in
 :mod:`medaudit.stats` (numpy and scipy only).  Nothing heavy is imported here: the entry
 points are imported when first used.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "audit", "Audit"]
+__all__ = ["__version__", "audit", "Audit", "port"]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,6 +23,10 @@ def __getattr__(name: str) -> Any:
         import medaudit.audit as audit
 
         return audit
+    if name == "port":  # medaudit.port(source, local): the callable module of the receiving site
+        import medaudit.port as port
+
+        return port
     if name == "Audit":
         from medaudit.api import Audit
 

@@ -256,8 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: modules under ``medaudit.cli`` that add sub-commands (dicom, manifest, overlap, score, train)
-_COMMAND_MODULES = ("imaging", "scoring", "training", "planning", "init")
+#: modules under ``medaudit.cli`` that add sub-commands (dicom, manifest, overlap, score, train,
+#: plan, init; claims export, port and monitor at the receiving site)
+_COMMAND_MODULES = ("imaging", "scoring", "training", "planning", "init", "claims", "port", "monitor")
 
 
 class _Stderr(logging.Handler):

@@ -39,9 +39,10 @@ from medaudit.exceptions import SchemaError
 from medaudit.io.messages import one_line, quote
 from medaudit.io.output import atomic_write_bytes, check_output_file
 
-__all__ = ["SCHEMA_VERSION", "KNOWN_SCHEMA_VERSIONS", "CLAIMS_SCHEMA", "export_claims",
-           "write_claims_file", "read_claims_file", "seal_claims", "verify_claims_source",
-           "canonical_json", "sha256_of", "schema_json", "read_json"]
+__all__ = ["SCHEMA_VERSION", "KNOWN_SCHEMA_VERSIONS", "CLAIMS_SCHEMA", "SITE_VERDICTS",
+           "export_claims", "write_claims_file", "read_claims_file", "check_claims", "seal_claims",
+           "verify_claims_source", "canonical_json", "sha256_of", "schema_json", "read_json",
+           "read_claims_source"]
 
 #: the version this medaudit writes; a reader refuses any version it does not know
 SCHEMA_VERSION = "1.0"
@@ -52,6 +53,21 @@ AT_E = "at E"
 LOWER_IS_BETTER = ("brier_score", "log_loss", "ece", "aurc", "selective_risk", "ece_equal_mass",
                    "debiased_l2_ce")
 E_KEYS = ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion")
+#: the verdicts of a source claim re-evaluated at a receiving site (``medaudit port``), in the
+#: order a report's legend lists them
+SITE_VERDICTS: dict[str, str] = {
+    "holds": "the local interval excludes the claimed level on the claimed side",
+    "does not hold": "the local interval lies wholly on the wrong side of the claimed level",
+    "reversed": "a comparison or ranking whose local interval excludes 0 on the other side",
+    "unresolved": "the local interval spans the claimed level: more local cases would tell "
+                  "(the sample that would resolve it is given)",
+    "not attainable": "the level is above the achievable ceiling of the local reference standard",
+    "by construction": "true because the threshold was chosen again on the local data (asked "
+                       "for): not evidence",
+    "not assessable here": "the claim cannot be evaluated on the local data (the reason is given: "
+                           "a model or prompt absent locally, one class only, a kind of claim "
+                           "that compares source cohorts)",
+}
 _HEX64 = "^[0-9a-f]{64}$"
 _NUM_OR_NULL = {"type": ["number", "null"]}
 _HASH = {"type": "object", "additionalProperties": False, "required": ["algorithm", "of", "value"],
@@ -203,6 +219,10 @@ def _level(row: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[float | Non
     """The value a claim is judged against and on which side (the planning block's rule)."""
     if _finite(row.get("level")) is not None:  # a matrix that carries it (declared claims)
         return float(row["level"]), str(row.get("side") or "greater")
+    if _finite(row.get("claim_value")) is not None and row.get("claim_side") in ("greater", "less"):
+        # the claims block writes each declared claim's value and side on its row: "ECE ≤ 0.1"
+        # and a comparison against 0 (or -margin) have no "≥ L" in their text to read
+        return float(row["claim_value"]), str(row["claim_side"])
     kind, crit = str(row.get("kind")), str(row.get("criterion") or "").split("[", 1)[0]
     if kind in ("ranking", "estimator"):
         return 0.0, "less" if crit in LOWER_IS_BETTER else "greater"
@@ -213,6 +233,24 @@ def _level(row: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[float | Non
     if kind == "reliability" and _finite(at_least) is not None:
         return float(at_least), "greater"
     return None, None
+
+
+def _declared(row: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The declared-claim specification of a row: its own, else the spec's entry with its id.
+
+    A receiving site re-states the claim from it (the constraint levels of an operating
+    point, a threshold rule, a ranking's order), not from the row's text.
+    """
+    if isinstance(row.get("declared"), dict):
+        return dict(row["declared"])
+    if row.get("origin") != "declared":
+        return {}
+    entries = (spec.get("claims") or {}).get("declared") if isinstance(spec.get("claims"), dict) \
+        else spec.get("claims")
+    for entry in entries or []:
+        if isinstance(entry, dict) and entry.get("id") == row.get("claim_id"):
+            return copy.deepcopy(entry)
+    return {}
 
 
 def _source_rows(row: Mapping[str, Any], tables: Mapping[str, list[dict[str, Any]]]
@@ -275,7 +313,7 @@ def _claim(row: Mapping[str, Any], tables: Mapping[str, list[dict[str, Any]]],
         "verdict": str(row.get("verdict") or ""), "qualification": qual,
         "source_table": str(row.get("source_table") or ""), "n_pos": n_pos, "n_neg": n_neg,
         "provenance": origin,
-        "declared": dict(row["declared"]) if isinstance(row.get("declared"), dict) else {},
+        "declared": _declared(row, spec),
     }
     models = [m.strip() for m in out["E"]["model"].split(" vs ")]
     if len(models) == 2:
@@ -480,3 +518,31 @@ def read_claims_file(path: str | os.PathLike[str]) -> dict[str, Any]:
                     "as its producer wrote it.")
     _check(doc, str(p))
     return doc
+
+
+def check_claims(doc: Any, where: str) -> None:
+    """Check a claims document as :func:`read_claims_file` does (version, schema, ids, integrity).
+
+    ``where`` names it in the one-line :class:`~medaudit.exceptions.SchemaError`.
+    """
+    _check(doc, where)
+
+
+def read_claims_source(source: str | os.PathLike[str]) -> tuple[dict[str, Any], Path]:
+    """The claims of ``source`` and the file they were read from.
+
+    ``source`` is an audit folder (its ``results.json`` is exported on the fly with
+    :func:`export_claims`), a ``results.json``, or a claims file (read and checked with
+    :func:`read_claims_file`: an unknown or future version, a tampered file or one the
+    schema rejects is refused with one line naming it).
+    """
+    p = Path(source)
+    if p.is_dir() or p.name == "results.json":
+        doc = export_claims(p)
+        where = p / "results.json" if p.is_dir() else p
+        check_claims(doc, str(where))
+        return doc, where
+    if not p.exists():
+        raise SchemaError(f"{str(p)!r} does not exist; give an audit folder written by `medaudit "
+                          "audit`, its results.json, or a claims file (*.claims.json).")
+    return read_claims_file(p), p

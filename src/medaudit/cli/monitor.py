@@ -1,0 +1,75 @@
+"""``medaudit monitor SOURCE LOCAL_SPEC.yaml --out DIR``: the source's claims at every period.
+
+The local data has a ``period`` column (or ``--period-files``, one score table per period);
+each claim a site can keep checking (AUROC ≥ L, Se or Sp ≥ x at the source's fixed τ) is
+evaluated cumulatively and per period with the declared correction for repeated looks
+(:func:`medaudit.monitor.monitor`), beside the score drift per period.  The output folder
+is written atomically: a failed run writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _cmd_monitor(args: argparse.Namespace) -> int:
+    from medaudit.monitor import monitor
+
+    options = {} if args.confidence_level is None else {"confidence_level": args.confidence_level}
+    run = monitor(args.source, spec=Path(args.spec), period=args.period_column,
+                  period_files=args.period_files or None, periods=args.periods or None,
+                  correction=args.correction, planned_looks=args.planned_looks,
+                  spending=args.spending, cohort=args.cohort, **options)
+    out = run.write(Path(args.out), overwrite=args.overwrite)
+    if not args.quiet:
+        print(f"wrote {out}/ ({len(run.claims)} source claims, "
+              f"{run.series['claim_id'].nunique() if len(run.series) else 0} monitored over "
+              f"{len(run.provenance['local']['periods'])} periods, {len(run.changes)} verdict "
+              "changes)")
+        for text in run.changes["text"]:
+            print(f"  {text}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``medaudit monitor`` to the sub-command parser ``sub``."""
+    from medaudit.cli._help import examples
+    from medaudit.cli.main import OVERWRITE_HELP
+
+    p = sub.add_parser(
+        "monitor", help="keep checking a published audit's claims as local batches arrive",
+        description="Evaluate the source's claims (AUROC ≥ L, Se/Sp ≥ x at the source's τ) on the\n"
+                    "local data at every period, cumulatively and per period, with a declared\n"
+                    "correction for repeated looks; write the time series, the verdict change log,\n"
+                    "the score drift per period and a figure per claim.",
+        epilog=examples(("medaudit monitor vendor.claims.json site.yaml --out mon/",
+                         "the table of site.yaml has a period column"),
+                        ("medaudit monitor audit/ site.yaml --out mon/ --period-files jan.csv feb.csv",
+                         "one file per period"),
+                        ("medaudit monitor m.claims.json site.yaml --out mon/ --correction "
+                         "alpha_spending --planned-looks 12", "a plan of 12 monthly looks")))
+    p.add_argument("source", help="audit folder, its results.json, or a claims file (*.claims.json)")
+    p.add_argument("spec", help="audit spec (YAML) of the local data")
+    p.add_argument("--out", required=True, help="output directory (written atomically)")
+    p.add_argument("--period-column", default="period", help="the period column (default: period)")
+    p.add_argument("--period-files", nargs="+", default=None, metavar="FILE",
+                   help="one score table per period instead of a period column (the period is "
+                        "each file's name without suffix)")
+    p.add_argument("--periods", nargs="+", default=None, metavar="PERIOD",
+                   help="the periods in order (default: sorted)")
+    p.add_argument("--correction", choices=("confseq", "alpha_spending", "none"), default="confseq",
+                   help="correction for repeated looks (default confseq: anytime-valid)")
+    p.add_argument("--planned-looks", type=int, default=None,
+                   help="looks declared in advance (required by alpha_spending)")
+    p.add_argument("--spending", choices=("pocock", "obrien_fleming"), default="pocock",
+                   help="spending function of alpha_spending (default pocock)")
+    p.add_argument("--confidence-level", type=float, default=None,
+                   help="confidence level (default: the local spec's)")
+    p.add_argument("--cohort", default=None, help="the site's cohort when the local data has several")
+    p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    p.set_defaults(func=_cmd_monitor)

@@ -1,0 +1,75 @@
+"""``medaudit port SOURCE LOCAL_SPEC.yaml --out DIR``: a published audit's claims on local data.
+
+SOURCE is a finished audit (a folder or its ``results.json``) or a claims file; LOCAL_SPEC
+is an audit spec of the site's data.  Every source claim is re-evaluated on the local
+cohort with the change explicit (:func:`medaudit.port.port`) and the run writes
+``port__claims.csv``, ``port.json``, ``source.claims.json``, ``summary.md`` and
+``report.html`` into DIR, atomically: a failed run writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _cmd_port(args: argparse.Namespace) -> int:
+    from medaudit.exceptions import MedauditError
+    from medaudit.port import port
+
+    if args.power is not None and not 0.0 < args.power < 1.0:
+        raise MedauditError(f"--power must lie strictly between 0 and 1; got {args.power!r}.")
+    options = {k: v for k, v in (("seed", args.seed), ("n_resamples", args.n_resamples)) if v is not None}
+    res = port(args.source, spec=Path(args.spec), cohort=args.cohort, prevalence=args.prevalence,
+               thresholds="local" if args.reestimate_thresholds else "source", power=args.power,
+               **options)
+    out = res.write(Path(args.out), overwrite=args.overwrite)
+    if not args.quiet:
+        counts = res.claims["verdict"].value_counts()
+        print(f"wrote {out}/ ({len(res.claims)} source claims: "
+              + ", ".join(f"{int(n)} {v}" for v, n in counts.items()) + ")\n"
+              "  report.html        opens on the claims table with the site's verdicts\n"
+              "  summary.md         the same, in Markdown\n"
+              "  port__claims.csv   one row per source claim, full precision\n"
+              "  port.json          the claims, the local claims rows and both provenances\n"
+              "  source.claims.json the source claims as checked")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``medaudit port`` to the sub-command parser ``sub``."""
+    from medaudit.cli._help import examples
+    from medaudit.cli.main import OVERWRITE_HELP
+
+    p = sub.add_parser(
+        "port", help="check a published audit's claims on your own data",
+        description="Re-evaluate every claim of a finished audit (its folder or results.json) or of a\n"
+                    "claims file on the site's data described by LOCAL_SPEC: the cohort becomes the\n"
+                    "site, the prevalence the site's, thresholds stay the source's numbers. The\n"
+                    "report opens on one row per claim: source and local estimate, verdict, and the\n"
+                    "local cases that would resolve an unresolved claim.",
+        epilog=examples(("medaudit port vendor.claims.json site.yaml --out port/",
+                         "check the vendor's claims on the site's data"),
+                        ("medaudit port audit/ site.yaml --out port/ --cohort site-a --n-resamples 500",
+                         "from an audit folder, on one cohort of the local data")))
+    p.add_argument("source", help="audit folder, its results.json, or a claims file (*.claims.json)")
+    p.add_argument("spec", help="audit spec (YAML) of the local data")
+    p.add_argument("--out", required=True, help="output directory (written atomically)")
+    p.add_argument("--cohort", default=None, help="the site's cohort when the local data has several")
+    p.add_argument("--prevalence", type=float, default=None,
+                   help="judge prevalence-dependent claims (Brier, log loss, ECE) at this prevalence "
+                        "(default: the site's observed)")
+    p.add_argument("--reestimate-thresholds", action="store_true",
+                   help="choose a threshold the source chose by a declared rule again on the local "
+                        "data (default: the source's number, fixed)")
+    p.add_argument("--power", type=float, default=0.8,
+                   help="chance that the planned sample resolves an unresolved claim (default 0.8)")
+    p.add_argument("--seed", type=int, default=None, help="run seed (default: the local spec's)")
+    p.add_argument("--n-resamples", type=int, default=None,
+                   help="bootstrap replicates B (default: the local spec's)")
+    p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    p.set_defaults(func=_cmd_port)

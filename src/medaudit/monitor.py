@@ -1,0 +1,317 @@
+"""Recurring local validation: a published audit's claims checked at every period (``medaudit monitor``).
+
+``monitor(source, local, *, spec=None, correction="confseq", ...) -> MonitorRun``: the site
+appends batches over time (a ``period`` column, or one file per period); every source
+claim a site can keep checking — AUROC ≥ L, Se ≥ x or Sp ≥ y at the source's fixed τ — is
+re-stated as in :func:`medaudit.port.port` and evaluated at every period, cumulatively and
+per period, by :func:`medaudit.stats.monitor.monitor_claims` with the declared correction
+for repeated looks (``confseq``: anytime-valid confidence sequences; ``alpha_spending``
+over ``planned_looks`` declared in advance; ``none``).  Beside it, the drift of the score
+distribution per period (:func:`medaudit.stats.drift.score_drift`: two-sample KS and PSI,
+positives and negatives separately), an early signal where labels arrive late (rows whose
+label is empty count for drift only).
+
+Outputs (:meth:`MonitorRun.write`): ``monitor__claims.csv`` (one row per source claim, the
+site's verdict at the last look, cumulative), ``monitor__series.csv``,
+``monitor__changes.csv`` (the verdict change log: "Se at τ = 0.42 ≥ 0.85 stopped holding in
+2026-07"), ``monitor__drift.csv``, a figure per claim under ``figures/``, ``monitor.json``,
+``source.claims.json``, ``summary.md`` and ``report.html``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["monitor", "MonitorRun", "read_period_files"]
+
+_SHORT = {"sensitivity": "Se", "specificity": "Sp"}
+
+
+def read_period_files(paths: Sequence[str | os.PathLike[str]], *, period: str = "period"
+                      ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """One score table per period: the files concatenated, each row's period its file's stem.
+
+    Returns the table and the files' provenance (path, period, SHA-256).  Two files with the
+    same stem, or a table that already has a ``period`` column, are refused with one line.
+    """
+    from medaudit.exceptions import MedauditError
+    from medaudit.io import file_sha256
+    from medaudit.io.tables import read_table
+
+    frames, record, seen = [], [], set()
+    for raw in paths:
+        path = Path(raw)
+        name = path.stem
+        if name in seen:
+            raise MedauditError(f"{path}: two period files are named {name!r}; a period is a "
+                                "file's name without its suffix, so give each period its own name.")
+        seen.add(name)
+        t = read_table(path)
+        if period in t.columns:
+            raise MedauditError(f"{path}: has a {period!r} column already; give one table with that "
+                                "column, or one file per period without it.")
+        frames.append(t.assign(**{period: name}))
+        record.append({"path": str(path), "period": name, "sha256": file_sha256(path)})
+    if not frames:
+        raise MedauditError("no period files given; name one file per period.")
+    return pd.concat(frames, ignore_index=True), record
+
+
+@dataclass(frozen=True, eq=False)
+class MonitorRun:
+    """A monitoring run: the site's verdicts, the time series, the change log and the drift."""
+
+    claims: pd.DataFrame = field(repr=False)
+    series: pd.DataFrame = field(repr=False)
+    changes: pd.DataFrame = field(repr=False)
+    drift: pd.DataFrame = field(repr=False)
+    source: dict[str, Any] = field(repr=False)
+    provenance: dict[str, Any] = field(repr=False)
+    _inputs: dict[str, list[Path]] = field(repr=False, default_factory=dict)
+
+    @property
+    def note(self) -> str:
+        """How the series was computed, in one sentence."""
+        o = self.provenance["monitor"]
+        return (f"Correction for repeated looks: {o['correction']}"
+                + (f" ({o['spending']} spending over {o['planned_looks']} planned looks)"
+                   if o["correction"] == "alpha_spending" else "")
+                + f"; confidence level {o['confidence_level']:g}; decision rule score ≥ τ; "
+                  "cumulative = every labelled case so far, period = that period's cases alone.")
+
+    def figures(self) -> list[Any]:
+        """One figure per monitored claim (estimate, interval and claimed level per period)."""
+        from medaudit.report.port import monitor_figure
+
+        ids = list(dict.fromkeys(self.series["claim_id"])) if len(self.series) else []
+        return [monitor_figure(self.series, claim_id=i) for i in ids]
+
+    def _sections(self) -> dict[str, Any]:
+        return {"series": self.series, "changes": self.changes, "drift": self.drift,
+                "figures": self.figures(), "note": self.note}
+
+    def write(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the run's tables, figures, summary and report atomically (see the module notes)."""
+        from medaudit.io.claimsfile import sha256_of
+        from medaudit.io.output import atomic_directory, check_output_dir, json_text, write_csv
+        from medaudit.report.port import port_page, port_summary
+
+        check_output_dir(directory, inputs=self._inputs, overwrite=overwrite)
+        sections = self._sections()
+        page = port_page(self.claims, self.provenance, monitor=sections)
+        summary = port_summary(self.claims, self.provenance, monitor=sections)
+        run_id = sha256_of({"source": self.source["integrity"]["value"],
+                            "local": self.provenance["local"].get("inputs"),
+                            "monitor": self.provenance["monitor"]})[:16]
+        with atomic_directory(directory, overwrite=overwrite, inputs=self._inputs,
+                              run_id=run_id) as tmp:
+            for name, df in (("claims", self.claims), ("series", self.series),
+                             ("changes", self.changes), ("drift", self.drift)):
+                write_csv(df, tmp / f"monitor__{name}.csv", sync=False)
+            (tmp / "figures").mkdir()
+            for f in sections["figures"]:
+                (tmp / "figures" / f"{f.name}.png").write_bytes(f.png)
+                (tmp / "figures" / f"{f.name}.svg").write_text(f.svg, encoding="utf-8")
+            (tmp / "monitor.json").write_text(json_text({
+                "claims": self.claims.to_dict("records"), "series": self.series.to_dict("records"),
+                "changes": self.changes.to_dict("records"), "drift": self.drift.to_dict("records"),
+                "provenance": self.provenance}) + "\n", encoding="utf-8")
+            (tmp / "source.claims.json").write_text(json_text(self.source) + "\n", encoding="utf-8")
+            (tmp / "summary.md").write_text(summary, encoding="utf-8")
+            (tmp / "report.html").write_text(page, encoding="utf-8")
+        return Path(directory)
+
+    def __repr__(self) -> str:
+        return (f"<medaudit MonitorRun: {len(self.claims)} source claims, "
+                f"{self.series['claim_id'].nunique() if len(self.series) else 0} monitored, "
+                f"{len(self.changes)} verdict changes>")
+
+
+def _monitor_claims(c: Mapping[str, Any], d: Mapping[str, Any]) -> list[Any] | str:
+    """The :class:`~medaudit.stats.monitor.MonitorClaim` of a re-stated claim, or why none."""
+    from medaudit.stats.monitor import MonitorClaim
+
+    col = f"{d['model']}|{d['prompt']}"
+    if d.get("kind") == "level":
+        metric = str(d.get("metric"))
+        if metric.split("[", 1)[0] != "roc_auc" or d.get("at_least") is None or d.get("options"):
+            return (f"monitor checks AUROC ≥ L and Se/Sp ≥ x at a fixed τ; {metric} "
+                    f"{'≤' if d.get('at_least') is None else '≥'} {d.get('at_least') or d.get('at_most')}"
+                    " is checked once with `medaudit port`")
+        return [MonitorClaim(claim_id=c["id"], criterion="roc_auc", level=float(d["at_least"]),
+                             score=col, text=c["text"] or None)]
+    if d.get("kind") == "operating_point" and isinstance(d.get("threshold"), (int, float)):
+        tau = float(d["threshold"])
+        parts = [(r, float(d[f"{r}_at_least"])) for r in ("sensitivity", "specificity")
+                 if d.get(f"{r}_at_least") is not None]
+        return [MonitorClaim(claim_id=c["id"] if len(parts) == 1 else f"{c['id']}.{_SHORT[r]}",
+                             criterion=r, level=lvl, threshold=tau, score=col,
+                             text=f"{d['model']}: {_SHORT[r]} at τ = {tau!r} ≥ {lvl!r}")
+                for r, lvl in parts]
+    return (f"monitor checks AUROC ≥ L and Se/Sp ≥ x at a fixed τ; a {c['kind']} claim is checked "
+            "once with `medaudit port`")
+
+
+def _combined(rows: list[Mapping[str, Any]]) -> str:
+    """The verdict of a claim whose constraints are monitored separately (intersection-union)."""
+    vs = [r["verdict"] for r in rows]
+    if "not assessable" in vs:
+        return "not assessable here"
+    if all(v == "holds" for v in vs):
+        return "holds"
+    return "does not hold" if "does not hold" in vs else "unresolved"
+
+
+def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = None,
+            period: str = "period", period_files: Sequence[str | os.PathLike[str]] | None = None,
+            periods: Sequence[Any] | None = None, correction: str = "confseq",
+            planned_looks: int | None = None, spending: str = "pocock",
+            cohort: str | None = None, **options: Any) -> MonitorRun:
+    """Check a published audit's claims at every period of the local data.
+
+    Parameters
+    ----------
+    source : path
+        An audit folder, its ``results.json``, or a claims file.
+    local : DataFrame or path, optional
+        The site's score table with a ``period`` column (labels may be empty: not known yet).
+    spec : path or mapping, optional
+        An audit spec of the local data (cohorts, primary prompt, ...).
+    period : str, default="period"
+        The period column.
+    period_files : sequence of paths, optional
+        One score table per period instead (the period is each file's name without suffix).
+    periods : sequence, optional
+        The periods in order (default: sorted).
+    correction : {"confseq", "alpha_spending", "none"}, default="confseq"
+    planned_looks : int, optional
+        Looks declared in advance (required by ``alpha_spending``).
+    spending : {"pocock", "obrien_fleming"}, default="pocock"
+    cohort : str, optional
+        The site's cohort when the local data has several.
+    **options
+        Spec keys of the local data (``confidence_level``, ``primary_prompt``, ...).
+
+    Returns
+    -------
+    MonitorRun
+    """
+    from medaudit import __version__
+    from medaudit.audit.context import spec_inputs
+    from medaudit.exceptions import MedauditError
+    from medaudit.io.claimsfile import read_claims_source
+    from medaudit.port import (
+        PORT_COLUMNS,
+        load_local,
+        present_models,
+        restate,
+        site_cohort,
+        source_provenance,
+        source_row,
+    )
+    from medaudit.stats.drift import period_order, score_drift
+    from medaudit.stats.monitor import monitor_claims
+
+    doc, source_file = read_claims_source(source)
+    files = None
+    if period_files:
+        if local is not None:
+            raise MedauditError("give the local data once: a table with a period column, or "
+                                "period files, not both.")
+        local, files = read_period_files(period_files, period=period)
+    loc = load_local(local, spec=spec, keep_unlabelled=True, **options)
+    site = site_cohort(loc, cohort)
+    labelled = loc.scores[loc.scores["cohort"] == site]
+    late = loc.unlabelled
+    if late is not None and len(late):
+        if "cohort" not in late.columns:
+            late = late.assign(cohort=site)
+        if "prompt" not in late.columns:
+            late = late.assign(prompt=loc.primary_prompt)
+        late = late[late["cohort"].astype(str) == site]
+    long = pd.concat([labelled, late], ignore_index=True) if late is not None and len(late) else labelled
+    if period not in long.columns:
+        raise MedauditError(f"the local data has no {period!r} column; add one (e.g. 2026-07 for each "
+                            "row's month) or give one file per period (--period-files).")
+    if long[period].isna().any():
+        i = int(long.index[long[period].isna()][0])
+        raise MedauditError(f"the {period!r} column is empty in row {i + 1}; give every row its period.")
+    long = long.assign(**{period: long[period].astype(str)})
+    order = period_order(long[period].to_numpy(dtype=object),
+                         None if periods is None else [str(p) for p in periods])
+    images = labelled.drop_duplicates("image_id")
+    n_pos, n_neg = int((images["label"] == 1).sum()), int((images["label"] == 0).sum())
+    present = present_models(loc.scores, site)
+    groups = {str(g) for g in images.get("negative_group", pd.Series(dtype=object)).dropna() if str(g)}
+    level = float(loc.spec.confidence_level)
+    series, changes, drift_rows, rows = [], [], [], []
+    drifted: set[str] = set()
+    for c in doc["claims"]:
+        d, origin = restate(c, cohort=site, present=present, primary_prompt=loc.primary_prompt,
+                            negative_groups=groups, n_pos=n_pos, n_neg=n_neg)
+        row = source_row(c, site=site, origin=origin, confidence_level=level,
+                         changes=f"cohort {c['E'].get('cohort')} → {site} (the site), every period"
+                                 + (f"; threshold: {origin}" if origin else ""))
+        mcs = _monitor_claims(c, d) if not isinstance(d, str) else d
+        if isinstance(mcs, str):
+            row.update(verdict="not assessable here", reason=mcs, local_n_pos=n_pos,
+                       local_n_neg=n_neg)
+            rows.append(row)
+            continue
+        col = mcs[0].score
+        model, prompt = col.split("|", 1)
+        sub = long[(long["model"] == model) & (long["prompt"] == prompt)]
+        table = {"period": sub[period].to_numpy(dtype=object),
+                 "label": pd.to_numeric(sub["label"], errors="coerce").to_numpy(dtype=float),
+                 col: sub["score"].to_numpy(dtype=float)}
+        res = monitor_claims(table, mcs, periods=order, correction=correction,
+                             confidence_level=level, spending=spending, planned_looks=planned_looks)
+        series += res.series_records()
+        changes += res.change_records()
+        if col not in drifted:
+            drifted.add(col)
+            dr = score_drift(table["period"], table[col], y_true=table["label"], periods=order)
+            drift_rows += [{"model": model, "prompt": prompt, **r} for r in dr.records()]
+        last = [r for r in res.series if r["scope"] == "cumulative" and r["look"] == len(order)]
+        deciding = next((r for r in last if r["verdict"] != "holds"), last[0])
+        row.update(local_estimate=deciding["estimate"], local_ci_low=deciding["ci_low"],
+                   local_ci_high=deciding["ci_high"], verdict=_combined(last),
+                   reason=f"cumulative at {deciding['period']}: {deciding['method']}",
+                   local_n_pos=deciding["n_pos"], local_n_neg=deciding["n_neg"],
+                   criterion=deciding["criterion"], design=deciding["design"],
+                   family=deciding["family"])
+        rows.append(row)
+    from medaudit.stats.drift import DRIFT_COLUMNS
+    from medaudit.stats.monitor import CHANGE_COLUMNS, SERIES_COLUMNS
+
+    provenance = {
+        "source": source_provenance(doc, source_file),
+        "local": {"inputs": {**loc.inputs, **({"period_files": files} if files else {})},
+                  "spec": loc.spec.model_dump(mode="json", exclude={"execution"}),
+                  "cohort": site, "n_pos": n_pos, "n_neg": n_neg,
+                  "n_unlabelled": 0 if late is None else int(late["image_id"].nunique()),
+                  "periods": order, "seed": None, "n_resamples": None,
+                  "note": "no resampling: closed-form sequences and intervals"},
+        "monitor": {"medaudit": __version__, "cohort": site, "correction": correction,
+                    "planned_looks": planned_looks,
+                    "spending": spending if correction == "alpha_spending" else None,
+                    "confidence_level": level, "period_column": period,
+                    "drift": "two-sample KS (scipy ks_2samp) and PSI against the first period, "
+                             "all / positives / negatives"},
+    }
+    inputs = spec_inputs(loc.spec, loc.base, loc.spec_path)
+    inputs["source"] = [source_file.parent if source_file.name == "results.json" else source_file]
+    if files:
+        inputs["period files"] = [Path(f["path"]) for f in files]
+    return MonitorRun(claims=pd.DataFrame(rows, columns=list(PORT_COLUMNS)),
+                      series=pd.DataFrame(series, columns=list(SERIES_COLUMNS)),
+                      changes=pd.DataFrame(changes, columns=list(CHANGE_COLUMNS)),
+                      drift=pd.DataFrame(drift_rows, columns=["model", "prompt", *DRIFT_COLUMNS]),
+                      source=doc, provenance=provenance, _inputs=inputs)
+

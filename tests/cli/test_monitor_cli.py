@@ -1,0 +1,184 @@
+"""``medaudit monitor``: the CLI and report plumbing on simulated periods with a known drop.
+
+The statistical guarantees (false alarms under no change, detection of a drop, 200 seeded
+repetitions) are tested in tests/stats/test_monitor.py.  Here: six monthly batches where
+sim-medsiglip's sensitivity at the source's τ = 0.1 is 0.95 until 2026-03 and 0.5 from
+2026-04 (claim D05: Se ≥ 0.8 and Sp ≥ 0.7); the change log says Se stopped being supported
+at or after 2026-04 and never before, in both scopes; the series rows are recomputed here
+by hand (counts, estimate) and the drift rows with scipy's ``ks_2samp``; the page opens on
+the claims table, then the change log, the series and the drift; reruns are byte-identical;
+period files give the same numbers as a period column; bad inputs are one line and write
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+
+from medaudit.cli.main import main
+from tests.port._source import claims_file, source_audit  # noqa: F401
+
+PERIODS = [f"2026-{m:02d}" for m in range(1, 7)]
+DROP = "2026-04"
+
+
+def _batches(seed: int = 3, n: int = 100) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for per in PERIODS:
+        se = 0.95 if per < DROP else 0.5
+        for lab in (1, 0):
+            u = rng.uniform(size=n)
+            hit = u < (se if lab == 1 else 0.1)  # score >= 0.1 for a positive hit / a false alarm
+            score = np.where(hit, rng.uniform(0.1, 1.0, n), rng.uniform(0.0, 0.0999, n))
+            for i in range(n):
+                rows.append({"image_id": f"{per}-{lab}-{i}", "model": "sim-medsiglip",
+                             "prompt": "clinical", "score": float(score[i]), "label": lab,
+                             "period": per})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    d = tmp_path_factory.mktemp("monitor-site")
+    df = _batches()
+    df.to_csv(d / "scores.csv", index=False)
+    (d / "site.yaml").write_text(yaml.safe_dump({"name": "site-months", "scores": "scores.csv",
+                                                 "primary_prompt": "clinical"}), encoding="utf-8")
+    return d, df
+
+
+@pytest.fixture(scope="module")
+def monitored(site, claims_file, tmp_path_factory):  # noqa: F811
+    d, _ = site
+    out = tmp_path_factory.mktemp("monitor-out") / "mon"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(out),
+                 "--quiet"]) == 0
+    return out
+
+
+def _csv(out, name):
+    return pd.read_csv(out / f"monitor__{name}.csv", keep_default_na=False, na_values=[""])
+
+
+def test_change_log_at_or_after_the_drop_never_before(monitored):
+    ch = _csv(monitored, "changes")
+    se = ch[ch["claim_id"] == "D05.Se"]
+    alarms = se[se["verdict"] == "does not hold"]
+    assert len(alarms) and (alarms["period"] >= DROP).all()
+    assert set(alarms["scope"]) == {"cumulative", "period"}
+    first = alarms[alarms["scope"] == "period"].iloc[0]
+    assert first["text"] == (f"sim-medsiglip: Se at τ = 0.1 ≥ 0.8 {first['event']} in "
+                             f"{first['period']} (period, confseq)")
+    assert (se[se["period"] < DROP]["verdict"] != "does not hold").all()
+
+
+def test_series_by_hand(monitored, site):
+    _, df = site
+    s = _csv(monitored, "series")
+    rows = s[(s["claim_id"] == "D05.Se") & (s["scope"] == "period")]
+    assert list(rows["period"]) == PERIODS
+    for r in rows.itertuples():
+        b = df[(df["period"] == r.period) & (df["label"] == 1)]
+        assert r.n_pos == len(b) and r.estimate == pytest.approx((b["score"] >= 0.1).mean(), abs=0)
+        assert r.ci_low <= r.estimate <= r.ci_high
+    cum = s[(s["claim_id"] == "D05.Se") & (s["scope"] == "cumulative")]
+    pos = df[df["label"] == 1]
+    assert cum["estimate"].iloc[-1] == pytest.approx((pos["score"] >= 0.1).mean(), abs=1e-15)
+    assert set(s["correction"]) == {"confseq"} and s["family"].notna().all()
+
+
+def test_drift_by_hand(monitored, site):
+    _, df = site
+    dr = _csv(monitored, "drift")
+    ref = df[(df["period"] == PERIODS[0]) & (df["label"] == 1)]["score"]
+    for per in PERIODS[1:]:
+        cur = df[(df["period"] == per) & (df["label"] == 1)]["score"]
+        row = dr[(dr["model"] == "sim-medsiglip") & (dr["period"] == per) & (dr["subset"] == "positives")]
+        assert row["ks_statistic"].iloc[0] == pytest.approx(stats.ks_2samp(cur, ref).statistic)
+    assert set(dr["subset"]) == {"all", "positives", "negatives"}
+
+
+def test_report_and_summary_open_on_the_claims_then_series_and_drift(monitored):
+    page = (monitored / "report.html").read_text(encoding="utf-8")
+    order = [page.index(k) for k in ('id="port-claims"', 'id="changes"', 'id="monitor-series"',
+                                     'id="monitor-drift"', 'id="provenance"')]
+    assert order == sorted(order)
+    assert "Se at τ = 0.1 ≥ 0.8" in page and "data:image/png;base64," in page
+    md = (monitored / "summary.md").read_text(encoding="utf-8")
+    assert md.index("## The source's claims at this site") < md.index("## Verdict changes") < \
+        md.index("## Time series") < md.index("## Score drift per period")
+    claims = _csv(monitored, "claims")
+    assert claims.set_index("claim_id").loc["D05", "verdict"] == "does not hold"
+    absent = claims.set_index("claim_id").loc["D01"]
+    assert absent["verdict"] == "not assessable here" and "absent from the local data" in absent["reason"]
+    figs = sorted(p.name for p in (monitored / "figures").iterdir())
+    assert "monitor_D05.Se.png" in figs and "monitor_D05.Sp.svg" in figs
+    prov = json.loads((monitored / "monitor.json").read_text(encoding="utf-8"))["provenance"]
+    assert prov["source"]["name"] == "paper000-shenzhen-source" and prov["local"]["inputs"]["sha256"]
+
+
+def test_rerun_is_byte_identical_and_period_files_agree(monitored, site, claims_file, tmp_path):  # noqa: F811
+    d, df = site
+    again = tmp_path / "again"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(again),
+                 "--quiet"]) == 0
+    for p in sorted(monitored.rglob("*")):
+        if p.is_file():
+            assert p.read_bytes() == (again / p.relative_to(monitored)).read_bytes(), p.name
+    files = []
+    for per in PERIODS:
+        f = tmp_path / f"{per}.csv"
+        df[df["period"] == per].drop(columns="period").to_csv(f, index=False)
+        files.append(str(f))
+    byfile = tmp_path / "byfile"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(byfile),
+                 "--period-files", *files, "--quiet"]) == 0
+    a, b = _csv(monitored, "series"), _csv(byfile, "series")
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_alpha_spending_plan(site, claims_file, tmp_path, capsys):  # noqa: F811
+    d, _ = site
+    out = tmp_path / "spend"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(out),
+                 "--correction", "alpha_spending"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "planned_looks" in err and not out.exists()
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(out),
+                 "--correction", "alpha_spending", "--planned-looks", "12", "--quiet"]) == 0
+    s = _csv(out, "series")
+    assert set(s["correction"]) == {"alpha_spending"}
+
+
+def test_no_period_column_is_one_line(claims_file, tmp_path, capsys):  # noqa: F811
+    df = _batches().drop(columns="period")
+    df.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "s.yaml").write_text("scores: s.csv\nprimary_prompt: clinical\n", encoding="utf-8")
+    assert main(["monitor", str(claims_file), str(tmp_path / "s.yaml"), "--out",
+                 str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no 'period' column" in err and not (tmp_path / "o").exists()
+
+
+def test_late_labels_count_for_drift_only(claims_file, tmp_path):  # noqa: F811
+    df = _batches()
+    late = df.index[df["period"] == PERIODS[-1]][:50]
+    df.loc[late, "label"] = np.nan
+    df.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "s.yaml").write_text("scores: s.csv\nprimary_prompt: clinical\n", encoding="utf-8")
+    out = tmp_path / "late"
+    assert main(["monitor", str(claims_file), str(tmp_path / "s.yaml"), "--out", str(out),
+                 "--quiet"]) == 0
+    s = _csv(out, "series")
+    last = s[(s["claim_id"] == "D05.Se") & (s["scope"] == "period") & (s["period"] == PERIODS[-1])]
+    assert int(last["n_unlabelled"].iloc[0]) == 50 and int(last["n_pos"].iloc[0]) == 50
+    dr = _csv(out, "drift")
+    allrow = dr[(dr["period"] == PERIODS[-1]) & (dr["subset"] == "all")]
+    assert int(allrow["n"].iloc[0]) == 200
