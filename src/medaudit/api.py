@@ -188,6 +188,13 @@ def audit(data: pd.DataFrame | str | os.PathLike[str] | None = None, /, *, spec:
     raw = {**raw, **options}
     table: pd.DataFrame | None = None
     if data is not None:
+        # the first argument replaces the table a spec file names (a spec from `medaudit
+        # init` always names one); a table given twice in the call itself is ambiguous
+        given = [k for k in ("scores", "simulate", "scores_wide") if options.get(k) is not None]
+        if given:
+            raise MedauditError(f"the data is given twice: as the first argument and as "
+                                f"{given[0]}=...; pass one (medaudit.audit(df, ...) or "
+                                f"medaudit.audit({given[0]}=..., ...)).")
         if isinstance(data, pd.DataFrame):
             table = data
             raw["scores"] = IN_MEMORY

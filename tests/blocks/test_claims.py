@@ -21,6 +21,7 @@ from sklearn.metrics import roc_auc_score
 from medaudit.audit.claims import build_claims
 from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import claims as CL
+from medaudit.blocks.claims import claim_key
 from medaudit.blocks.context import cell_rng
 from medaudit.io.schema import validate_score_table
 from medaudit.stats import bootstrap_ci, paired_bootstrap, threshold_transport
@@ -68,6 +69,12 @@ def _data(ctx, cohort, model, mask=None):
     return w.label[keep], w.scores[f"{model}|none"][keep], w, keep
 
 
+def _key(spec, cid):
+    """The key part of a declared claim's cells (what it states, hashed)."""
+    (claim,) = [c for c in spec.block_config("claims").declared if c.id == cid]
+    return claim_key(claim)
+
+
 def _at(t, change="at E", changed_to=""):
     sel = (t["change"] == change) & (t["changed_to"].fillna("") == changed_to)
     assert sel.sum() == 1, (change, changed_to, t[["change", "changed_to"]].to_dict("records"))
@@ -76,13 +83,13 @@ def _at(t, change="at E", changed_to=""):
 
 # ----------------------------------------------------------------------------- level
 def test_level_claim_at_e_and_under_a_cohort_change():
-    t, ctx, _, _ = _rows([{"model": "a", "metric": "roc_auc", "at_least": 0.7, "cohort": "site-1"}])
+    t, ctx, spec, _ = _rows([{"model": "a", "metric": "roc_auc", "at_least": 0.7, "cohort": "site-1"}])
     for change, to, cohort in (("at E", "", "site-1"), ("cohort", "site-2", "site-2")):
         r = _at(t, change, to)
         y, s, _, _ = _data(ctx, cohort, "a")
         assert r["estimate"] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
         ref = bootstrap_ci(y, s, metric="roc_auc", n_resamples=B,
-                           rng=cell_rng(SEED, "claims", "D01", change, to))
+                           rng=cell_rng(SEED, "claims", _key(spec, "D01"), change, to))
         assert (r["ci_low"], r["ci_high"]) == pytest.approx((ref.ci_low, ref.ci_high), abs=1e-12)
         want = ("holds" if ref.ci_low >= 0.7 else "does not hold" if ref.ci_high < 0.7
                 else "unresolved")
@@ -125,7 +132,7 @@ def test_prevalence_grid_of_the_claims_section():
 
 # ----------------------------------------------------------------------------- comparison
 def test_comparison_and_non_inferiority():
-    t, ctx, _, _ = _rows([
+    t, ctx, spec, _ = _rows([
         {"model": "a", "than": "b", "metric": "roc_auc", "cohort": "site-1"},
         {"id": "NI", "model": "b", "than": "a", "metric": "roc_auc", "margin": 0.3,
          "cohort": "site-1"},
@@ -138,7 +145,8 @@ def test_comparison_and_non_inferiority():
         r = _at(t[t["claim_id"] == cid])
         ref = paired_bootstrap(y, {m: w.scores[f"{m}|none"], o: w.scores[f"{o}|none"]},
                                metrics=[metric], contrasts=[(m, o)], n_resamples=B,
-                               rng=cell_rng(SEED, "claims", cid, "at E", "")).differences[(m, o, metric)]
+                               rng=cell_rng(SEED, "claims", _key(spec, cid), "at E", "")
+                               ).differences[(m, o, metric)]
         assert (r["estimate"], r["ci_low"], r["ci_high"]) == pytest.approx(
             (ref.estimate, ref.ci_low, ref.ci_high), abs=1e-12)
         sign = -1 if metric == "brier_score" else 1
@@ -167,7 +175,7 @@ def test_ranking_claim_every_adjacent_pair():
 
 # ----------------------------------------------------------------------------- operating points
 def test_operating_point_at_a_fixed_threshold_is_judged_on_both_rates():
-    t, ctx, _, _ = _rows([{"model": "a", "sensitivity_at_least": 0.6, "specificity_at_least": 0.55,
+    t, ctx, spec, _ = _rows([{"model": "a", "sensitivity_at_least": 0.6, "specificity_at_least": 0.55,
                            "threshold": 0.5, "cohort": "site-1"}])
     y, s, _, _ = _data(ctx, "site-1", "a")
     r = _at(t)
@@ -178,7 +186,7 @@ def test_operating_point_at_a_fixed_threshold_is_judged_on_both_rates():
     assert got["specificity"][0] == pytest.approx(sp, abs=1e-12)
     ref = paired_bootstrap(y, {"a": s}, metrics=[("sensitivity", {"threshold": 0.5}),
                                                  ("specificity", {"threshold": 0.5})],
-                           n_resamples=B, rng=cell_rng(SEED, "claims", "D01", "at E", ""))
+                           n_resamples=B, rng=cell_rng(SEED, "claims", _key(spec, "D01"), "at E", ""))
     for rate in ("sensitivity", "specificity"):
         b = ref.marginal[("a", f"{rate}[threshold=0.5]")]
         assert got[rate][1:] == pytest.approx((b.ci_low, b.ci_high), abs=1e-12)
@@ -190,7 +198,7 @@ def test_operating_point_at_a_fixed_threshold_is_judged_on_both_rates():
 
 
 def test_se_at_sp_without_a_threshold():
-    t, ctx, _, _ = _rows([{"model": "a", "sensitivity_at_least": 0.5, "specificity_at_least": 0.8,
+    t, ctx, spec, _ = _rows([{"model": "a", "sensitivity_at_least": 0.5, "specificity_at_least": 0.8,
                            "cohort": "site-1"}])
     y, s, _, _ = _data(ctx, "site-1", "a")
     r = _at(t)
@@ -202,11 +210,11 @@ def test_threshold_from_a_source_is_carried_and_holds_by_construction_on_its_sou
     claim = {"model": "a", "sensitivity_at_least": 0.8,
              "threshold": {"source": "site-1", "rule": "sensitivity", "target_value": 0.8},
              "cohort": "site-2"}
-    t, ctx, _, _ = _rows([claim])
+    t, ctx, spec, _ = _rows([claim])
     ys, ss, _, _ = _data(ctx, "site-1", "a")
     yt, st, _, _ = _data(ctx, "site-2", "a")
     ref = threshold_transport(ys, ss, yt, st, rule="sensitivity", target_value=0.8,
-                              n_resamples=B, rng=cell_rng(SEED, "claims", "D01", "at E", ""))
+                              n_resamples=B, rng=cell_rng(SEED, "claims", _key(spec, "D01"), "at E", ""))
     r = _at(t)
     assert r["threshold"] == pytest.approx(ref.threshold, abs=0)
     # the rule's threshold: the highest source score with source Se >= 0.8
@@ -319,6 +327,17 @@ def test_kinds_are_inferred_from_the_keys_and_ids_default_in_order():
       "threshold": {"source": "s", "rule": "sensitivity"}}, "target_value"),
     ({"model": "a"}, "kind"),
     ({"order": ["a", "a"]}, "each model once"),
+    # levels, margins and yes/no values the metric cannot take
+    ({"model": "a", "at_least": 1.5}, r"outside the values roc_auc can take \(\[0, 1\]\)"),
+    ({"model": "a", "at_least": -0.2}, "outside the values"),
+    ({"model": "a", "metric": "ece", "at_most": 2}, "outside the values"),
+    ({"model": "a", "at_least": True}, "a yes/no value"),
+    ({"model": "a", "than": "b", "margin": 5}, "margin 5 is not below the range"),
+    ({"model": "a", "than": "b", "margin": 1}, "margin 1 is not below the range"),
+    # the report's words and other tools' names point at the id to write
+    ({"model": "a", "at_least": 0.8, "metric": "AUROC"}, "is written 'roc_auc'"),
+    ({"model": "a", "at_most": 0.2, "metric": "brier"}, "is written 'brier_score'"),
+    ({"model": "a", "at_most": 0.2, "metric": "ECE"}, "is written 'ece'"),
 ])
 def test_bad_claims_are_refused_with_the_reason(bad, match):
     with pytest.raises(ValidationError, match=match):
@@ -342,6 +361,65 @@ def test_names_are_checked_against_the_table():
     assert "(D02): name the claim's `cohort:`" in text
 
 
+def test_losses_may_claim_levels_above_one():
+    c = CL.ClaimsConfig.model_validate([{"model": "a", "metric": "log_loss", "at_most": 1.3}])
+    assert c.declared[0].level == 1.3
+
+
+def test_negative_groups_and_fixed_thresholds_are_checked_against_the_table():
+    table = validate_score_table(_table(), source="t")
+    cfg = CL.ClaimsConfig.model_validate([
+        {"model": "a", "at_least": 0.5, "cohort": "site-1", "negatives": "healthyy"},
+        {"model": "a", "sensitivity_at_least": 0.5, "threshold": 1.7, "cohort": "site-1"},
+        {"model": "a", "sensitivity_at_least": 0.5, "threshold": -3, "cohort": "site-1"},
+        {"model": "a", "sensitivity_at_least": 0.5, "threshold": 0.5, "cohort": "site-1"}])
+    text = "\n".join(CL.Claims().check(cfg, table, ["site-1", "site-2"]))
+    assert "unknown negative group 'healthyy' (did you mean 'healthy'?)" in text
+    assert "(D02): threshold 1.7 lies outside [0, 1], but the scores are probabilities" in text
+    assert "called negative" in text and "(D03): threshold -3 lies outside [0, 1]" in text
+    assert "(D04)" not in text
+    logits = table.assign(score=np.log(table["score"] / (1 - table["score"])))
+    text = "\n".join(CL.Claims().check(cfg, logits, ["site-1", "site-2"]))
+    assert "threshold" not in text  # on logits 1.7 and -3 are thresholds like any other
+    no_groups = table.drop(columns=["negative_group"])
+    text = "\n".join(CL.Claims().check(cfg, no_groups, ["site-1", "site-2"]))
+    assert "no `negative_group` column" in text
+
+
+def test_a_small_subgroup_is_reported_but_never_decides_a_claim():
+    # a subgroup of a few images whose positives all outrank its negatives: AUROC 1 in
+    # every replicate, an interval [1, 1] -- too narrow to trust, so "unresolved"
+    table = _table()
+    ids = table.loc[table["cohort"] == "site-1"].drop_duplicates("image_id")
+    s = table.loc[(table["model"] == "a") & (table["cohort"] == "site-1")].set_index("image_id")
+    pos = s[s["label"] == 1]["score"].nlargest(3).index
+    neg = s[s["label"] == 0]["score"].nsmallest(3).index
+    tiny = set(pos) | set(neg)
+    table["sex"] = np.where(table["image_id"].isin(tiny), "X", table["sex"])
+    assert len(ids[ids["image_id"].isin(tiny)]) == 6
+    t, *_ = _rows([{"model": "a", "metric": "roc_auc", "at_least": 0.6, "cohort": "site-1"}],
+                  table=table, subgroups=["sex"])
+    r = _at(t, "subgroup", "sex = X")
+    assert (r["estimate"], r["ci_low"], r["ci_high"]) == (1.0, 1.0, 1.0)
+    assert r["verdict"] == "unresolved"
+    assert "small group (n=6 < 30)" in r["qualification"]
+    assert "holds by its interval, judged unresolved: too few images" in r["qualification"]
+    big = _at(t, "subgroup", "sex = F")
+    assert "judged unresolved" not in big["qualification"]
+
+
+def test_changes_asked_for_but_impossible_here_are_said_not_dropped():
+    t, *_ = _rows([{"model": "a", "metric": "roc_auc", "at_least": 0.6, "cohort": "site-1",
+                    "changes": ["subgroup", "prompt", "prevalence", "reference", "cohort"]}])
+    got = {r["change"]: (r["verdict"], r["qualification"]) for _, r in t.iterrows()
+           if r["change"] != "cohort"}
+    assert got["subgroup"] == ("not assessed", "no subgroup columns are declared (`subgroups:`)")
+    assert got["prompt"] == ("not assessed", "the claim's models have no other prompt on its cohort")
+    assert got["prevalence"] == ("not assessed", "roc_auc does not depend on prevalence")
+    assert got["reference"] == ("not assessed", "no soft labels (`label_soft`) on its cohort")
+    assert (t["change"] == "cohort").sum() == 1 and "negatives" not in got  # not asked for
+
+
 def test_a_claim_does_not_depend_on_the_other_claims_declared():
     one, *_ = _rows([{"model": "a", "metric": "roc_auc", "at_least": 0.7, "cohort": "site-1"}])
     two, *_ = _rows([{"id": "Z", "model": "b", "than": "a", "cohort": "site-2"},
@@ -352,6 +430,19 @@ def test_a_claim_does_not_depend_on_the_other_claims_declared():
     pd.testing.assert_frame_equal(a.drop(columns=["model_a", "model_b"], errors="ignore"),
                                   b.drop(columns=["model_a", "model_b"], errors="ignore")
                                   [[c for c in a.columns if c not in ("model_a", "model_b")]])
+
+
+def test_a_claims_interval_does_not_depend_on_its_id_its_wording_or_its_place():
+    claim = {"model": "a", "metric": "roc_auc", "at_least": 0.7, "cohort": "site-1"}
+    first, *_ = _rows([claim])
+    moved, *_ = _rows([{"model": "b", "than": "a", "cohort": "site-1"},
+                       {**claim, "id": "MINE", "text": "a is good"}])
+    a = first[["change", "changed_to", "estimate", "ci_low", "ci_high", "verdict"]]
+    b = moved[moved["claim_id"] == "MINE"][list(a.columns)]
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+    # what the claim states is its key: another level is another claim, with its own draws
+    other, *_ = _rows([{**claim, "at_least": 0.71}])
+    assert _at(other)["ci_low"] != _at(first)["ci_low"] or _at(other)["ci_high"] != _at(first)["ci_high"]
 
 
 def test_generated_claims_are_off_once_claims_are_declared_and_back_on_request():

@@ -543,3 +543,25 @@ def test_subgroup_rows_reads_one_model_cohort_and_criterion(result):
                           criterion="roc_auc_difference", table="contrasts")
     assert "F - M" in set(pairs["group"])
     assert subgroup_rows({}, model="beta", cohort="site_b", criterion="roc_auc").empty
+
+
+def test_one_level_has_no_between_group_contrast():
+    """fairlearn's difference() of a single group is 0 and its ratio 1 ("no disparity");
+    with one level there is no contrast, so the summary says so instead (nan)."""
+    rng = np.random.default_rng(4)
+    n = 120
+    y = (rng.random(n) < 0.4).astype(int)
+    table = pd.DataFrame({"image_id": [f"i{i}" for i in range(n)], "cohort": "c", "model": "m",
+                          "prompt": "none", "score": 1 / (1 + np.exp(-(rng.normal(size=n) + y))),
+                          "label": y, "site": "only"})
+    mf = MetricFrame(metrics=roc_auc_score, y_true=y, y_pred=table["score"],
+                     sensitive_features=table["site"])
+    assert mf.difference() == 0.0  # the convention departed from, witnessed
+    spec = AuditSpec.model_validate({"name": "t", "scores": "x.csv", "n_resamples": 50,
+                                     "cohorts": {"c": {}}, "subgroups": ["site"],
+                                     "blocks": ["subgroups"]})
+    res = run("subgroups", context(spec, scores=validate_score_table(table, source="t")))
+    summ = res.tables["summary"]
+    between = summ[(summ["group"] == "between_groups") & (summ["criterion"] == "roc_auc_difference")]
+    assert len(between) == 1 and np.isnan(between["estimate"].iloc[0])
+    assert "no between-group contrast" in between["qualification"].iloc[0]

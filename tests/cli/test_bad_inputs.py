@@ -112,3 +112,18 @@ def test_spec_is_a_directory(files, capsys, command):
     assert rc == 2
     assert str(files / "folder") in _one_line(err)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["scores.csv", "scores.parquet"])
+def test_a_score_table_given_as_the_spec_points_at_medaudit_init(tmp_path, capsys, name):
+    import pandas as pd
+
+    table = tmp_path / name
+    df = pd.DataFrame({"image_id": ["a", "b"], "model": "m", "score": [0.2, 0.8], "label": [0, 1]})
+    df.to_csv(table, index=False) if name.endswith(".csv") else df.to_parquet(table)
+    out = tmp_path / "out"
+    rc, err = _run(["audit", table, "--out", out], capsys)
+    assert rc == 2
+    line = _one_line(err)
+    assert "looks like a score table" in line and f"medaudit init {table}" in line
+    assert not out.exists()

@@ -65,7 +65,9 @@ def test_init_without_prompt_column_writes_a_spec_that_matches_the_table(csv, tm
     assert set(spec.cohorts) == set(table["cohort"]) and list(spec.cohorts) == ["site-1", "site-2"]
     assert spec.primary_prompt == "none" and spec.score_scale == "probabilities"
     assert (base / spec.scores).resolve() == csv.resolve()
-    assert spec.blocks == ["discrimination", "operating_points"]
+    # the table's sex column is a subgroup: written with the block that reads it
+    assert list(spec.subgroups) == ["sex"]
+    assert spec.blocks == ["discrimination", "operating_points", "subgroups"]
     text = out.read_text()
     models = sorted(table["model"].unique())
     assert f"#   2 models: {', '.join(models)}" in text
@@ -198,7 +200,8 @@ def test_what_the_table_says_is_inferred(tmp_path, capsys):
     spec, _ = load_spec(out)
     text = out.read_text()
     assert spec.score_scale == "logits" and spec.primary_prompt == "p"
-    assert spec.blocks == ["discrimination", "operating_points", "prompts", "spectrum", "retained"]
+    assert spec.blocks == ["discrimination", "operating_points", "prompts", "spectrum", "retained",
+                           "subgroups"]
     assert [(e.cohort, e.groups) for e in spec.spectrum] == [
         ("site-1", ["healthy", "sick"]), ("site-2", ["healthy", "sick"])]
     assert "#   2 prompts: p, q" in text and "#   training seeds: 1, 2" in text
@@ -234,6 +237,9 @@ def test_starter_is_the_summarize_spec(csv):
     t = validate_score_table(pd.read_csv(csv).assign(prompt="none")).drop(columns="prompt")
     raw = yaml.safe_load(starter_yaml(t, scores="scores.csv"))
     implied = default_spec(t, scores="scores.csv")
+    # ... and the subgroups block for the subgroup columns it declares
+    assert raw["subgroups"] and raw["blocks"] == [*implied["blocks"], "subgroups"]
+    raw["blocks"] = implied["blocks"]
     assert {k: raw[k] for k in implied if k in raw} == {k: v for k, v in implied.items() if k in raw}
     assert implied["spectrum"] == [] and "spectrum" not in raw
 

@@ -20,6 +20,7 @@ from sklearn.metrics import roc_auc_score
 
 import medaudit
 import medaudit.exceptions
+from medaudit.blocks.claims import ClaimsConfig, claim_key
 from medaudit.blocks.context import cell_rng
 from medaudit.cli.main import main
 from medaudit.io.output import write_csv
@@ -65,6 +66,11 @@ def audited(newcomer):
     return root, df, spec, out
 
 
+def _key(cid):
+    """The key part of a declared claim's cells: what the claim states, hashed."""
+    return claim_key(ClaimsConfig.model_validate(CLAIMS).declared[int(cid[1:]) - 1])
+
+
 def _claim(matrix, cid, change="at E"):
     r = matrix[(matrix["claim_id"] == cid) & (matrix["change"] == change)]
     assert len(r) >= 1, (cid, change)
@@ -84,7 +90,7 @@ def test_declared_claims_come_first_with_verdicts_from_their_own_intervals(audit
     # D01: a's AUROC >= 0.75 on site-1
     y, sa = data("site-1", "a")
     r = _claim(m, "D01").iloc[0]
-    ref = bootstrap_ci(y, sa, metric="roc_auc", n_resamples=B, rng=cell_rng(SEED, "claims", "D01",
+    ref = bootstrap_ci(y, sa, metric="roc_auc", n_resamples=B, rng=cell_rng(SEED, "claims", _key("D01"),
                                                                             "at E", ""))
     assert r["estimate"] == pytest.approx(roc_auc_score(y, sa), abs=1e-12)
     assert (r["ci_low"], r["ci_high"]) == pytest.approx((ref.ci_low, ref.ci_high), abs=1e-12)
@@ -94,7 +100,7 @@ def test_declared_claims_come_first_with_verdicts_from_their_own_intervals(audit
     _, sb = data("site-1", "b")
     r = _claim(m, "D02").iloc[0]
     d = paired_bootstrap(y, {"a": sa, "b": sb}, metrics=["roc_auc"], contrasts=[("a", "b")],
-                         n_resamples=B, rng=cell_rng(SEED, "claims", "D02", "at E", "")
+                         n_resamples=B, rng=cell_rng(SEED, "claims", _key("D02"), "at E", "")
                          ).differences[("a", "b", "roc_auc")]
     assert r["estimate"] == pytest.approx(roc_auc_score(y, sa) - roc_auc_score(y, sb), abs=1e-12)
     assert (r["ci_low"], r["ci_high"]) == pytest.approx((d.ci_low, d.ci_high), abs=1e-12)
@@ -109,7 +115,7 @@ def test_declared_claims_come_first_with_verdicts_from_their_own_intervals(audit
     assert got["specificity"][0] == pytest.approx((s2[y2 == 0] < 0.45).mean(), abs=1e-12)
     ref = paired_bootstrap(y2, {"a": s2}, metrics=[("sensitivity", {"threshold": 0.45}),
                                                    ("specificity", {"threshold": 0.45})],
-                           n_resamples=B, rng=cell_rng(SEED, "claims", "D03", "at E", ""))
+                           n_resamples=B, rng=cell_rng(SEED, "claims", _key("D03"), "at E", ""))
     parts = []
     for rate, level in (("sensitivity", 0.7), ("specificity", 0.6)):
         b = ref.marginal[("a", f"{rate}[threshold=0.45]")]
@@ -195,6 +201,12 @@ def test_python_api_refuses_bad_options_in_one_line(newcomer):
     assert "\n" not in str(e.value)
     with pytest.raises(medaudit.exceptions.MedauditError, match="DataFrame"):
         medaudit.audit(42)
+    # a table given twice in one call is refused, never one of them picked silently
+    with pytest.raises(medaudit.exceptions.MedauditError, match="the data is given twice"):
+        medaudit.audit(df, scores="elsewhere.csv")
+    dup = pd.concat([df, df[["score"]]], axis=1)  # two columns named 'score'
+    with pytest.raises(medaudit.exceptions.SchemaError, match=r"\['score'\] appear more than once"):
+        medaudit.audit(dup, n_resamples=20)
 
 
 def test_claims_as_python_objects_give_the_same_rows_as_mappings(newcomer):

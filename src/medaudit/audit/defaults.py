@@ -424,20 +424,25 @@ def starter_yaml(table: pd.DataFrame, *, scores: str, source: str | None = None,
                     ("n_resamples", "bootstrap replicates B of every interval"),
                     ("confidence_level", "interval level")):
         key(k, what, fields[k].default)
+    # subgroup columns the spec accepts are written with the block that reads them
+    sub_lines = _subgroups_line(spec, facts, fields)
     blocks = spec["blocks"]
+    if spec.get("subgroups") and "subgroups" not in blocks:
+        blocks.append("subgroups")
     from medaudit.blocks import BLOCKS
 
     others = [f"{n} ({b.title})" for n, b in BLOCKS.items()
               if n not in blocks and tuple(b.requires) == ("scores",)]
     key("blocks", "the analyses to run, in this order: discrimination and operating points always, "
         "prompts with two or more prompts, spectrum with negative groups, retained with training "
-        "seeds. The others that read a score table:\n" + "\n".join(f"  {o}" for o in others))
+        "seeds, subgroups with subgroup columns. The others that read a score table:\n"
+        + "\n".join(f"  {o}" for o in others))
     if spec["spectrum"]:
         key("spectrum", "negative spectrum: positives against each named negative group "
             "(from the negative_group column)")
     elif any(len(c.negative_groups) == 1 for c in audited):
         out.append("# spectrum: a cohort needs two or more negative groups to compare them")
-    out += _subgroups_line(spec, facts, fields)
+    out += sub_lines
     if len(audited) >= 2:
         src, rest = audited[0].name, [c.name for c in audited[1:]]
         out += [*_comment("transport: thresholds chosen on one cohort, carried unchanged to the "

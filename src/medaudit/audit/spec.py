@@ -287,7 +287,7 @@ def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: st
     for name in SCORE_BLOCKS:
         errs += BLOCKS[name].check(spec.block_config(name), table, declared)
     if errs:
-        raise SchemaError(f"{source}: the spec names things the score table lacks:\n"
+        raise SchemaError(f"{source}: the spec does not fit the score table:\n"
                           + "\n".join(errs))
     # every declared cohort needs both classes, and every declared group must be non-empty
     for c in spec.cohorts:

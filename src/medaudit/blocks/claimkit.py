@@ -174,6 +174,36 @@ def verdict_ceiling(verdict: str, ceiling: float, level: float) -> str:
     return verdict
 
 
+#: the verdicts an interval decides
+DECIDED = frozenset({"holds", "does not hold", "reversed"})
+
+
+def verdict_untrusted(verdict: str, qualification: str, *, small: bool, n_degenerate: Any,
+                      n_resamples: Any) -> tuple[str, str]:
+    """(verdict, qualification) of a cell whose interval is not trusted to decide a claim.
+
+    A percentile interval of a small subgroup (a handful of images, all resampled from the
+    same few positives) is too narrow, and one that left replicates out because a class was
+    absent from them is conditional on the draws that had both: the interval is reported,
+    and the verdict goes no further than "unresolved", with the reason.
+
+    Examples
+    --------
+    >>> verdict_untrusted("holds", "", small=True, n_degenerate=0, n_resamples=200)
+    ('unresolved', 'holds by its interval, judged unresolved: too few images')
+    >>> verdict_untrusted("unresolved", "x", small=True, n_degenerate=3, n_resamples=200)
+    ('unresolved', 'x')
+    """
+    why = ["too few images"] if small else []
+    n_deg = to_float(n_degenerate)
+    if math.isfinite(n_deg) and n_deg > 0:
+        why.append(f"{int(n_deg)} of {int(to_float(n_resamples))} replicates undefined")
+    if not why or verdict not in DECIDED:
+        return verdict, qualification
+    extra = f"{verdict} by its interval, judged unresolved: {' and '.join(why)}"
+    return "unresolved", "; ".join(p for p in (qualification, extra) if p)
+
+
 def pair_rows(df: pd.DataFrame, a: str, b: str, criterion: str) -> pd.DataFrame:
     """Rows of ``df`` comparing models ``a`` and ``b`` (either order) on ``criterion``."""
     if df.empty:

@@ -54,9 +54,11 @@ rule's rate on the same cohort because of how it was chosen: the rate is marked 
 construction" and left out of the verdict, and a claim with nothing else to judge has
 the verdict "by construction", which the headline does not count as holding.
 
-Cells.  One paired bootstrap per claim × change, keyed ``(claims, claim id, change,
-changed to)``: a claim's numbers depend on the run seed and its own key only, not on
-which other claims are declared.  Multiplicity: each claim is judged by its own interval
+Cells.  One paired bootstrap per claim × change, keyed ``(claims, sha256 of what the
+claim states, change, changed to)``: a claim's numbers depend on the run seed and on what
+it states only -- not on its id, its wording, or which other claims are declared.  A
+small subgroup, or an interval that left replicates out (a class absent from them), is
+reported but judged no further than "unresolved".  Multiplicity: each claim is judged by its own interval
 at the run's level; no adjustment across claims or changes (``multiplicity``).
 """
 
@@ -83,10 +85,10 @@ from medaudit.blocks.rows import spec_row
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
 from medaudit.io.specfile import fraction
 from medaudit.stats import threshold_transport
-from medaudit.stats.metric_ids import depends_on_prevalence, higher_is_better, metric_spec
+from medaudit.stats.metric_ids import depends_on_prevalence, higher_is_better, metric_range, metric_spec
 from medaudit.stats.soft import soft_ceiling
 
-__all__ = ["Claims", "ClaimsConfig", "LevelClaim", "ComparisonClaim", "OperatingPointClaim",
+__all__ = ["Claims", "claim_key", "ClaimsConfig", "LevelClaim", "ComparisonClaim", "OperatingPointClaim",
            "RankingClaim", "ThresholdFrom", "DeclaredClaim", "AXIS_NAMES", "GENERATE",
            "TransportCell", "run_transport"]
 
@@ -132,6 +134,16 @@ class _Claim(BlockConfig):
     negatives: str = "all"
     #: the changes of E to assess (default: every change that can affect the claim)
     changes: list[Axis] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans(cls, v: Any) -> Any:
+        # YAML reads `at_least: yes` as True, which a float field would take as 1.0
+        if isinstance(v, Mapping):
+            for key in _NUMBERS:
+                if isinstance(v.get(key), bool):
+                    raise ValueError(f"`{key}:` is a number; got {v[key]!r} (a yes/no value)")
+        return v
 
     def models(self) -> list[str]:
         raise NotImplementedError
@@ -187,6 +199,12 @@ class LevelClaim(_MetricClaim):
         for v in (self.at_least, self.at_most):
             if v is not None and not math.isfinite(float(v)):
                 raise ValueError(f"the claimed level must be a finite number; got {v!r}")
+        spec = metric_spec(self.metric, self.options)
+        lo, hi = metric_range(spec.name)
+        if not lo <= self.level <= hi:
+            key = "at_least" if self.at_least is not None else "at_most"
+            raise ValueError(f"`{key}: {self.level:g}` lies outside the values {spec.id} can take "
+                             f"([{lo:g}, {hi:g}]); the claim could never be judged")
         return self
 
     def models(self) -> list[str]:
@@ -219,6 +237,11 @@ class ComparisonClaim(_MetricClaim):
                              "or a score instead")
         if not math.isfinite(self.margin):
             raise ValueError("margin must be a finite number")
+        lo, hi = metric_range(metric_spec(self.metric, self.options).name)
+        if self.margin >= hi - lo:
+            raise ValueError(f"margin {self.margin:g} is not below the range of {self.metric} "
+                             f"([{lo:g}, {hi:g}]): every model would be non-inferior to every "
+                             "other; give a margin on the metric's scale (e.g. 0.05)")
         return self
 
     def models(self) -> list[str]:
@@ -309,6 +332,10 @@ class OperatingPointClaim(_Claim):
                                            ("specificity", self.specificity_at_least))
                 if v is not None]
 
+
+#: the numeric keys of a declared claim (refused as yes/no values)
+_NUMBERS = ("at_least", "at_most", "margin", "prevalence", "threshold", "sensitivity_at_least",
+            "specificity_at_least")
 
 _KEYS = (("at_least", "level"), ("at_most", "level"), ("than", "comparison"), ("order", "ranking"),
          ("sensitivity_at_least", "operating_point"), ("specificity_at_least", "operating_point"))
@@ -437,6 +464,8 @@ class _Eval:
     soft: bool = False
     #: an operating-point claim's threshold is chosen on this cohort (None: the claim's source)
     threshold_on: str | None = None
+    #: why a change the claim asks for cannot be made here ('' : it can)
+    reason: str = ""
 
 
 # ----------------------------------------------------------------------------- the block
@@ -463,14 +492,16 @@ class Claims(Block):
 
     def provenance(self, ctx: AuditContext, config: ClaimsConfig) -> dict[str, Any]:
         return {"declared": len(config.declared),
-                "cells": "one paired bootstrap per claim × change, key (claims, id, change, "
-                         "changed to)"}
+                "cells": "one paired bootstrap per claim × change, key (claims, sha256 of what "
+                         "the claim states, change, changed to)"}
 
     def check(self, config: ClaimsConfig, table: pd.DataFrame, cohorts: Sequence[str]) -> list[str]:
         from medaudit.blocks.checks import unknown
 
         models = sorted(table["model"].unique())
         prompts = sorted(table["prompt"].unique())
+        score = pd.to_numeric(table["score"], errors="coerce")
+        probabilities = bool(len(score)) and bool(((score >= 0) & (score <= 1)).all())
         errs: list[str] = []
         for i, c in enumerate(config.declared):
             where = f"claims.declared[{i}] ({c.id})"
@@ -484,6 +515,24 @@ class Claims(Block):
                 errs += unknown("prompt", [c.prompt], prompts, where)
             if isinstance(c, OperatingPointClaim) and isinstance(c.threshold, ThresholdFrom):
                 errs += unknown("cohort", [c.threshold.source], cohorts, f"{where} threshold.source")
+            if c.negatives != "all":
+                groups = sorted({str(g) for g in table.get("negative_group", pd.Series(dtype=object))
+                                 if isinstance(g, str) and g})
+                if not groups:
+                    errs.append(f"  - {where}: `negatives: {c.negatives}` names a negative group, "
+                                "but the table has no `negative_group` column; remove it (all "
+                                "negatives) or add the column")
+                else:
+                    errs += unknown("negative group", [c.negatives], groups, f"{where} negatives")
+            if isinstance(c, OperatingPointClaim) and isinstance(c.threshold, (int, float)) \
+                    and probabilities and not 0.0 <= c.threshold <= 1.0:
+                # on probabilities such a τ calls every image one class: a slip of scale
+                # (a threshold on logits), not a claim; a τ outside this table's range but
+                # on the scale is judged (a site whose scores all lie above it, say)
+                errs.append(f"  - {where}: threshold {c.threshold:g} lies outside [0, 1], but the "
+                            "scores are probabilities: every image would be called "
+                            f"{'negative' if c.threshold > 1 else 'positive'}; give the threshold "
+                            "as a probability (or declare `score_scale: logits`)")
         return errs
 
     def run(self, ctx: AuditContext, config: ClaimsConfig) -> BlockResult:
@@ -579,7 +628,37 @@ def _evaluations(ctx: AuditContext, claim: _Claim, config: ClaimsConfig) -> list
             for level in _levels(ctx, cohort, col):
                 out.append(dataclasses.replace(at_e, change="subgroup", changed_to=f"{col} = {level}",
                                                subgroup=(col, level)))
+    # a change the claim asks for by name that this audit cannot make is said, not dropped:
+    # a claim that looks robust only because nothing was changed would mislead
+    made = {ev.change for ev in out}
+    for axis in dict.fromkeys(claim.changes or ()):
+        kinds = set(ck.COHORT_KINDS) if axis == "cohort" else {axis}
+        if not made & kinds:
+            out.append(dataclasses.replace(at_e, change=axis, changed_to="",
+                                           reason=_cannot(ctx, claim, axis)))
     return out
+
+
+def _cannot(ctx: AuditContext, claim: _Claim, axis: str) -> str:
+    """Why ``axis``, asked for in the claim's ``changes:``, cannot be changed in this audit."""
+    is_metric = isinstance(claim, _MetricClaim)
+    name = metric_spec(claim.metric, claim.options).name if is_metric else ""  # type: ignore
+    reasons = {
+        "prompt": "the claim's models have no other prompt on its cohort",
+        "negatives": "its cohort has fewer than two named negative groups (`negative_group`)",
+        "prevalence": (f"{name or 'an operating point'} does not depend on prevalence"
+                       if not (is_metric and depends_on_prevalence(name)) else
+                       "no other prevalence: list target values in `claims.prevalences`"),
+        "threshold": "the claim's threshold is not chosen on another cohort",
+        "reference": ("no soft labels (`label_soft`) on its cohort" if is_metric and name in _SOFT
+                      else "the metric has no soft-label form (AUROC and AP have)"),
+        "subgroup": "no subgroup columns are declared (`subgroups:`)",
+    }
+    if axis in ck.COHORT_KINDS or axis == "cohort":
+        if len(ctx.cohorts) == 1:
+            return "the audit has one cohort"
+        return f"the audit has no other cohort of kind {axis}"
+    return reasons.get(axis, f"{axis} cannot be changed in this audit")
 
 
 def _levels(ctx: AuditContext, cohort: str, column: str) -> list[str]:
@@ -702,6 +781,8 @@ def _claim_rows(ctx: AuditContext, claim: _Claim, config: ClaimsConfig) -> list[
 def _prepare(ctx: AuditContext, claim: _Claim, ev: _Eval, config: ClaimsConfig
              ) -> BootstrapCell | TransportCell | str:
     """The cell that judges ``claim`` under ``ev``, or the reason it cannot be judged."""
+    if ev.reason:
+        return ev.reason
     models = claim.models()
     if not _has(ctx, ev.cohort, models, ev.prompt):
         missing = [m for m in models if not _has(ctx, ev.cohort, [m], ev.prompt)]
@@ -716,7 +797,7 @@ def _prepare(ctx: AuditContext, claim: _Claim, ev: _Eval, config: ClaimsConfig
     if n_pos == 0 or n_neg == 0:
         return f"metric undefined: no {'positives' if n_pos == 0 else 'negatives'} in this stratum"
     scores = {m: w.scores[f"{m}|{ev.prompt}"][keep] for m in models}
-    key = (NAME, claim.id, ev.change, ev.changed_to)
+    key = (NAME, claim_key(claim), ev.change, ev.changed_to)
     design = ctx.cohort_design(ev.cohort)
     if isinstance(claim, OperatingPointClaim):
         t = claim.threshold
@@ -757,6 +838,24 @@ def _prepare(ctx: AuditContext, claim: _Claim, ev: _Eval, config: ClaimsConfig
                          design=design, contrasts=pairs)
 
 
+def claim_key(claim: _Claim) -> str:
+    """What a claim states, hashed: the key part of its cells, so that its interval depends
+    on the claim and the run seed only -- not on its id, its wording, the name of its
+    cohort or the other claims.
+
+    A cell of the claim under a change is keyed ``("claims", claim_key(claim), change,
+    changed_to)`` (:func:`~medaudit.blocks.context.cell_rng`).
+    """
+    import hashlib
+    import json
+
+    # the cohort is where the claim is judged, not what it states: a renamed cohort (a site
+    # called otherwise) keeps its draws
+    stated = claim.model_dump(mode="json", exclude={"id", "text", "changes", "cohort"})
+    text = json.dumps(stated, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 def _pairs(claim: _Claim) -> tuple[tuple[str, str], ...]:
     if isinstance(claim, ComparisonClaim):
         return ((claim.model, claim.than),)
@@ -767,12 +866,24 @@ def _pairs(claim: _Claim) -> tuple[tuple[str, str], ...]:
 
 def _judge(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any,
            base: dict[str, Any], config: ClaimsConfig) -> dict[str, Any]:
-    seed, B = ctx.seed, ctx.resampling.n_resamples
-    notes = [exposure_note(ctx, claim.models(), ev.cohort)]
+    small = None
     if ev.subgroup is not None:
         n = int(cell.label.size if isinstance(cell, BootstrapCell) else cell.y_target.size)
         if n < config.min_group_size:
-            notes.append(f"small group (n={n} < {config.min_group_size})")
+            small = n
+    row = _judge_cell(ctx, claim, ev, cell, res, base, small, config.min_group_size)
+    row["verdict"], row["qualification"] = ck.verdict_untrusted(
+        row["verdict"], row["qualification"], small=small is not None,
+        n_degenerate=row.get("n_degenerate"), n_resamples=row.get("n_resamples"))
+    return row
+
+
+def _judge_cell(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any,
+                base: dict[str, Any], small: int | None, min_group_size: int) -> dict[str, Any]:
+    seed, B = ctx.seed, ctx.resampling.n_resamples
+    notes = [exposure_note(ctx, claim.models(), ev.cohort)]
+    if small is not None:
+        notes.append(f"small group (n={small} < {min_group_size})")
     if isinstance(claim, OperatingPointClaim):
         return _judge_operating_point(claim, ev, cell, res, base, notes, seed, B)
     assert isinstance(claim, _MetricClaim)

@@ -418,9 +418,13 @@ def _reliability_claims(results: Mapping[str, BlockResult], study: Study) -> lis
             if sub is not None and r["prompt"] == study.primary_prompt:
                 lv = subgroup_rows(sub.tables, model=m, cohort=cohort, criterion="roc_auc")
                 for _, o in (lv[lv["group"] != ALL] if len(lv) else lv).iterrows():
-                    rows.append(_level_cell(claim, level, "subgroup",
-                                            f"{o['subgroup']} = {o['group']}", o,
-                                            source="subgroups.metrics"))
+                    cell = _level_cell(claim, level, "subgroup", f"{o['subgroup']} = {o['group']}",
+                                       o, source="subgroups.metrics")
+                    cell["verdict"], cell["qualification"] = ck.verdict_untrusted(
+                        cell["verdict"], cell["qualification"],
+                        small="small group" in str(o.get("qualification", "")),
+                        n_degenerate=o.get("n_degenerate"), n_resamples=o.get("n_resamples"))
+                    rows.append(cell)
             soft = metrics[(metrics["cohort"] == cohort) & (metrics["model"] == m)
                            & (metrics["prompt"] == r["prompt"])
                            & (metrics["negatives"] == r["negatives"])

@@ -317,8 +317,16 @@ def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstr
                 note = join(*(f"small group: {lv} (n={res.by_group[(m, lv, mid)].n})" for lv in used
                               if res.by_group[(m, lv, mid)].n < min_size),
                             f"left out (metric undefined): {', '.join(left_out)}" if left_out else "")
-                summary.append(_row(ctx, m, cohort, column, method, r, seed, note,
-                                    criterion=f"{mid}_{stat}", n_groups=len(used)))
+                row = _row(ctx, m, cohort, column, method, r, seed, note,
+                           criterion=f"{mid}_{stat}", n_groups=len(used))
+                if method == "between_groups" and len(used) < 2:
+                    # fairlearn's difference() of one group is 0 (and its ratio 1), which reads
+                    # as "no disparity"; with one group there is no contrast to report
+                    row.update(estimate=np.nan, ci_low=np.nan, ci_high=np.nan,
+                               qualification=join(row["qualification"], f"{len(used)} level(s) "
+                                                  "with the metric defined: no between-group "
+                                                  "contrast"))
+                summary.append(row)
     return metrics, contrasts, summary
 
 

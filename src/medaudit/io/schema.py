@@ -71,6 +71,10 @@ def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str
     One message for every long table medaudit reads (score tables, judgment tables,
     scoring manifests): ``"<source>: missing column(s) [...]; a <what> needs [...]"``.
     """
+    dup = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
+    if dup:  # pandas would hand a frame where one column is expected
+        raise SchemaError(f"{source}: column(s) {dup} appear more than once; give each column "
+                          f"of the {noun} one name.")
     missing = [c for c in required if c not in table.columns]
     if missing:
         extra = f" (optional: {list(optional)})" if optional else ""

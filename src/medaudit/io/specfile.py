@@ -80,7 +80,15 @@ def read_yaml_mapping(path: str | Path, *, what: str) -> dict[str, Any]:
     """
     from medaudit.io.yaml import load_yaml
 
+    if Path(path).suffix.lower() in _TABLE_SUFFIXES and Path(path).is_file():
+        # the commonest first step: the predictions file given where the spec goes
+        hint = (f"write a spec for it with `medaudit init {path}` and pass that spec"
+                if what == "audit spec" else f"pass the {what} (a YAML file) instead")
+        raise SchemaError(f"{str(path)!r} looks like a score table, not a YAML {what}; {hint}.")
     return load_yaml(path, what=what)
+
+
+_TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".xlsx")
 
 
 def validate_model(raw: dict[str, Any], model: type[BaseModel], *, source: str, what: str) -> Any:

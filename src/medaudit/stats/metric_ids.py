@@ -20,7 +20,7 @@ from medaudit.exceptions import MedauditError
 from medaudit.stats._metricspec import REGISTRY, MetricSpec, parse_metrics
 
 __all__ = ["parse_metric_id", "metric_spec", "higher_is_better", "depends_on_prevalence",
-           "needs_probabilities", "LOWER_IS_BETTER", "METRIC_NAMES"]
+           "needs_probabilities", "metric_range", "LOWER_IS_BETTER", "METRIC_NAMES", "ALIASES"]
 
 #: every metric the engine computes
 METRIC_NAMES = tuple(REGISTRY)
@@ -29,6 +29,23 @@ LOWER_IS_BETTER = frozenset({"brier_score", "log_loss", "ece", "aurc", "selectiv
                              "ece_equal_mass", "debiased_l2_ce"})
 # cut-point coordinates are thresholds and rates chosen by a rule, not a quality to rank
 _NO_DIRECTION = frozenset({"cutpoint_threshold"})
+
+#: names people write for a metric (the report's words, other tools' names), lower case:
+#: refused with the id to write instead, never read silently as another metric
+ALIASES = {"auroc": "roc_auc", "auc": "roc_auc", "roc": "roc_auc", "rocauc": "roc_auc",
+           "roc_auc_score": "roc_auc", "c_statistic": "roc_auc", "c_index": "roc_auc",
+           "ap": "average_precision", "auprc": "average_precision", "pr_auc": "average_precision",
+           "average_precision_score": "average_precision", "brier": "brier_score",
+           "brier_score_loss": "brier_score", "logloss": "log_loss", "cross_entropy": "log_loss",
+           "se": "sensitivity", "sens": "sensitivity", "recall": "sensitivity", "tpr": "sensitivity",
+           "sp": "specificity", "spec": "specificity", "tnr": "specificity",
+           "precision": "ppv", "s_auroc": "soft_roc_auc", "s_ap": "soft_average_precision",
+           "partial_auc": "pauc", "f1_score": "f1", "balanced_accuracy_score": "balanced_accuracy"}
+#: metrics whose values lie outside [0, 1] (losses, likelihood ratios, thresholds, the
+#: debiased calibration error, which can fall below 0); every other one lies in [0, 1]
+_UNBOUNDED = {"log_loss": (0.0, math.inf), "lr_positive": (0.0, math.inf),
+              "lr_negative": (0.0, math.inf), "cutpoint_threshold": (-math.inf, math.inf),
+              "debiased_l2_ce": (-math.inf, math.inf)}
 
 _ID = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[(.*)\])?\s*$", re.S)
 
@@ -89,7 +106,28 @@ def parse_metric_id(text: str) -> MetricSpec:
 
 
 def metric_spec(name: str, options: Mapping[str, Any] | None = None) -> MetricSpec:
-    """A validated :class:`MetricSpec` from a name (or an id) and options."""
+    """A validated :class:`MetricSpec` from a name (or an id) and options.
+
+    A name from :data:`ALIASES` (``AUROC``, ``auc``, ``brier``) is refused with the id to
+    write instead: ids are what every table prints, so a claim and its rows agree.
+
+    Examples
+    --------
+    >>> metric_spec("ece", {"n_bins": 10}).id
+    'ece[n_bins=10]'
+    >>> metric_spec("AUROC")
+    Traceback (most recent call last):
+    ...
+    medaudit.exceptions.MedauditError: metric 'AUROC' is written 'roc_auc' in medaudit (the id every table prints); write metric: roc_auc.
+    """  # noqa: E501
+    if not isinstance(name, str):
+        raise MedauditError(f"a metric id is text such as 'roc_auc' or 'ece[n_bins=10]'; got {name!r}.")
+    base = name.split("[", 1)[0].strip()
+    alias = ALIASES.get(base.lower().replace("-", "_").replace(" ", "_"))
+    if base not in REGISTRY and (alias is not None or base.lower() in REGISTRY):
+        want = alias or base.lower()
+        raise MedauditError(f"metric {name[:80]!r} is written {want!r} in medaudit (the id every "
+                            f"table prints); write metric: {want}.")
     if "[" in name:
         spec = parse_metric_id(name)
         if options:
@@ -112,6 +150,18 @@ def depends_on_prevalence(name: str) -> bool:
     """Whether metric ``name`` takes a target prevalence (its value changes with π)."""
     base = name.split("[", 1)[0]
     return base in REGISTRY and "prevalence" in REGISTRY[base][2]
+
+
+def metric_range(name: str) -> tuple[float, float]:
+    """The interval the values of metric ``name`` lie in: (0, 1) for rates, areas and
+    calibration errors; wider for losses, likelihood ratios and thresholds.
+
+    Examples
+    --------
+    >>> metric_range("roc_auc"), metric_range("log_loss")
+    ((0.0, 1.0), (0.0, inf))
+    """
+    return _UNBOUNDED.get(name.split("[", 1)[0], (0.0, 1.0))
 
 
 def needs_probabilities(name: str) -> bool:
