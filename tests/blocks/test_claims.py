@@ -23,6 +23,7 @@ from medaudit.audit.spec import AuditSpec
 from medaudit.blocks import claims as CL
 from medaudit.blocks.claims import claim_key
 from medaudit.blocks.context import cell_rng
+from medaudit.exceptions import SchemaError
 from medaudit.io.schema import validate_score_table
 from medaudit.stats import bootstrap_ci, paired_bootstrap, threshold_transport
 from tests import _oracles as oracle
@@ -461,3 +462,39 @@ def test_generated_claims_are_off_once_claims_are_declared_and_back_on_request()
     none = audit(AuditSpec.model_validate(base)).claims
     assert {"ranking", "reliability"} <= set(none["kind"]) and "declared" not in set(none["origin"])
     assert math.isfinite(only.iloc[0]["estimate"])
+
+
+@pytest.mark.parametrize("claims, want", [
+    ([{"model": "a", "sensitivity_at_least": 0.5, "threshold": {"source": "x", "rul": "youden"}}],
+     "claims.declared.0.threshold.rul: unknown key; did you mean 'rule'?"),
+    ([{"model": "a", "than": "b", "marginn": 0.1}],
+     "claims.declared.0.marginn: unknown key; did you mean 'margin'?"),
+    ([{"model": "a", "sensitivity_at_least": 0.5, "threshold": "high"}],
+     "claims.declared.0.threshold: Input should be a valid number"),
+    ("abc", "`claims:` is a list of claims, or a mapping with `declared:`"),
+    ({"declared": {"model": "a", "at_least": 0.5}}, "`declared:` is a list of claims"),
+])
+def test_spec_messages_name_the_key_as_written(claims, want):
+    """Key paths as the user wrote them: no union tags (`operating_point`, `rule`), and a
+    "did you mean" from the keys of the claim kind that was written."""
+    from medaudit.io.specfile import validate_model
+
+    with pytest.raises(SchemaError) as e:
+        validate_model({"name": "t", "scores": "x.csv", "claims": claims}, AuditSpec,
+                       source="s.yaml", what="audit spec")
+    text = str(e.value)
+    assert want in text, text
+    assert "operating_point." not in text and ".rule.rule" not in text and "~" not in text
+
+
+def test_claims_written_with_nothing_under_them_are_no_claims():
+    assert AuditSpec.model_validate({"name": "t", "scores": "x.csv", "claims": None}).claims.declared == []
+
+
+def test_claim_text_states_the_options_once():
+    c = CL.ClaimsConfig.model_validate([
+        {"model": "a", "metric": "sensitivity_at_specificity", "options": {"min_specificity": 0.9},
+         "at_least": 0.8},
+        {"model": "a", "metric": "ppv[threshold=0.3]", "at_least": 0.1}])
+    assert [CL._text(x) for x in c.declared] == ["a: Se at Sp [min_specificity=0.9] ≥ 0.8",
+                                                 "a: ppv[threshold=0.3] ≥ 0.1"]

@@ -74,7 +74,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, field_validator, model_validator
 
 from medaudit.blocks import claimkit as ck
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
@@ -83,7 +83,7 @@ from medaudit.blocks.context import AuditContext, Resampling, Study, cell_rng
 from medaudit.blocks.notes import degenerate_note, exposure_note, join
 from medaudit.blocks.rows import spec_row
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
-from medaudit.io.specfile import fraction
+from medaudit.io.specfile import TAG_MARK, fraction, tag
 from medaudit.stats import threshold_transport
 from medaudit.stats.metric_ids import depends_on_prevalence, higher_is_better, metric_range, metric_spec
 from medaudit.stats.soft import soft_ceiling
@@ -110,7 +110,8 @@ GENERATE: dict[str, tuple[str, ...]] = {
 _SOFT = {"roc_auc": "soft_roc_auc", "average_precision": "soft_average_precision"}
 _WORDS = {"roc_auc": "AUROC", "average_precision": "AP", "brier_score": "Brier score",
           "log_loss": "log loss", "ece": "ECE", "aurc": "AURC", "pauc": "partial AUROC",
-          "sensitivity": "Se", "specificity": "Sp"}
+          "sensitivity": "Se", "specificity": "Sp", "sensitivity_at_specificity": "Se at Sp",
+          "specificity_at_sensitivity": "Sp at Se"}
 _RATE = {"sensitivity": "Se", "specificity": "Sp"}
 
 Axis = Literal["cohort", "institution", "task", "finding", "prompt", "negatives", "prevalence",
@@ -293,6 +294,16 @@ class ThresholdFrom(BlockConfig):
         return self
 
 
+def _threshold_kind(v: Any) -> str:
+    return TAG_MARK + ("rule" if isinstance(v, (Mapping, ThresholdFrom)) else "number")
+
+
+#: a threshold is a number or a rule; the discriminator reports the errors of the one that
+#: was written, not of both forms
+Threshold = Annotated[Annotated[float, tag("number")] | Annotated[ThresholdFrom, tag("rule", ThresholdFrom)],
+                      Discriminator(_threshold_kind)]
+
+
 class OperatingPointClaim(_Claim):
     """``Se ≥ x`` and/or ``Sp ≥ y`` at a threshold, or ``Se ≥ x at Sp ≥ y``."""
 
@@ -305,7 +316,7 @@ class OperatingPointClaim(_Claim):
     #: the claimed specificity at the threshold (without a threshold: the Sp the Se is read at)
     specificity_at_least: float | None = None
     #: a number, a rule on a source cohort, or none ("Se ≥ x at Sp ≥ y")
-    threshold: float | ThresholdFrom | None = None
+    threshold: Threshold | None = None
 
     @model_validator(mode="after")
     def _rates(self) -> OperatingPointClaim:
@@ -342,23 +353,23 @@ _KEYS = (("at_least", "level"), ("at_most", "level"), ("than", "comparison"), ("
 
 
 def _kind(v: Any) -> str | None:
-    """The kind of a declared claim: its ``kind``, else what its keys say."""
+    """The kind of a declared claim (as its union tag): its ``kind``, else what its keys say."""
     if isinstance(v, _Claim):
-        return v.kind  # type: ignore[attr-defined]
+        return TAG_MARK + v.kind  # type: ignore[attr-defined]
     if not isinstance(v, Mapping):
         return None
     if "kind" in v:
-        return str(v["kind"]).replace(" ", "_").replace("-", "_")
+        return TAG_MARK + str(v["kind"]).replace(" ", "_").replace("-", "_")
     for key, kind in _KEYS:
         if key in v:
-            return kind
+            return TAG_MARK + kind
     return None
 
 
-DeclaredClaim = Annotated[Annotated[LevelClaim, Tag("level")]
-                          | Annotated[ComparisonClaim, Tag("comparison")]
-                          | Annotated[OperatingPointClaim, Tag("operating_point")]
-                          | Annotated[RankingClaim, Tag("ranking")],
+DeclaredClaim = Annotated[Annotated[LevelClaim, tag("level", LevelClaim)]
+                          | Annotated[ComparisonClaim, tag("comparison", ComparisonClaim)]
+                          | Annotated[OperatingPointClaim, tag("operating_point", OperatingPointClaim)]
+                          | Annotated[RankingClaim, tag("ranking", RankingClaim)],
                           Discriminator(_kind, custom_error_type="claim_kind",
                                         custom_error_message="a declared claim needs `kind:` "
                                         "(level, comparison, operating_point or ranking) or the "
@@ -385,7 +396,17 @@ class ClaimsConfig(BlockConfig):
     @model_validator(mode="before")
     @classmethod
     def _list_form(cls, v: Any) -> Any:
-        return {"declared": v} if isinstance(v, list) else v
+        if v is None:  # `claims:` with nothing under it
+            return {}
+        if isinstance(v, list):
+            return {"declared": v}
+        if not isinstance(v, Mapping):
+            raise ValueError(f"`claims:` is a list of claims, or a mapping with `declared:` (that "
+                             f"list) and `generate:`; got {type(v).__name__} {str(v)[:40]!r}")
+        if isinstance(v.get("declared"), Mapping):
+            raise ValueError("`declared:` is a list of claims, one entry per claim (each line "
+                             "starting with '- '); got a mapping")
+        return v
 
     @field_validator("auroc_at_least")
     @classmethod
@@ -699,8 +720,10 @@ def _text(claim: _Claim) -> str:
             return f"{claim.model}: {rates} at τ chosen on {t.source} by {rule}"
         return f"{claim.model}: {rates} at τ = {t:g}"
     spec = claim.spec()
-    words = _WORDS.get(spec.name, spec.id)
-    if spec.options:
+    words = _WORDS.get(spec.name)
+    if words is None:  # no word for it: the id, which states its options
+        words = spec.id
+    elif spec.options:
         words = f"{words} [{', '.join(f'{k}={v}' for k, v in sorted(spec.options.items()))}]"
     if isinstance(claim, LevelClaim):
         op = "≥" if claim.at_least is not None else "≤"

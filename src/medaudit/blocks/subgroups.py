@@ -81,13 +81,14 @@ from typing import Annotated, Any, Union
 
 import numpy as np
 import pandas as pd
-from pydantic import AfterValidator, Discriminator, Field, Tag
+from pydantic import AfterValidator, Discriminator, Field
 
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
 from medaudit.blocks.context import AuditContext, Resampling, cell_rng
 from medaudit.blocks.notes import degenerate_cells_note, degenerate_note, exposure_note, join
 from medaudit.blocks.rows import interval, spec_row, verdict
 from medaudit.exceptions import DegenerateDataWarning, SchemaError
+from medaudit.io.specfile import TAG_MARK, tag
 from medaudit.io.tables import ids_as_text
 from medaudit.stats import adjust_pvalues, bootstrap_pvalue, subgroup_bootstrap
 from medaudit.stats.subgroups import SUMMARIES, SubgroupBootstrapResult
@@ -143,12 +144,13 @@ class SubgroupsConfig(BlockConfig):
 
 def _form(v: Any) -> str:
     """Which form of the section ``v`` is (so a mistake is reported against that form only)."""
-    return "options" if isinstance(v, (Mapping, SubgroupsConfig)) else "columns"
+    return TAG_MARK + ("options" if isinstance(v, (Mapping, SubgroupsConfig)) else "columns")
 
 
 #: the ``subgroups:`` section: a list of column names, or the options mapping
-Section = Annotated[Union[Annotated[Columns, Tag("columns")],  # noqa: UP007 - a tagged union
-                          Annotated[SubgroupsConfig, Tag("options")]], Discriminator(_form)]
+Section = Annotated[Union[Annotated[Columns, tag("columns")],  # noqa: UP007 - a tagged union
+                          Annotated[SubgroupsConfig, tag("options", SubgroupsConfig)]],
+                    Discriminator(_form)]
 
 
 def _config(config: Any) -> SubgroupsConfig:

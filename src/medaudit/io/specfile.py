@@ -43,6 +43,29 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
+#: tags of tagged unions start with this mark, so that messages can leave them out of the
+#: key path (pydantic puts the tag in an error's location: ``claims.declared.0.level.at_least``)
+TAG_MARK = "~"
+_TAGGED: dict[str, type[BaseModel]] = {}
+
+
+def tag(name: str, model: Any = None) -> Any:
+    """The pydantic ``Tag`` of a union member ``name`` (marked, see :data:`TAG_MARK`).
+
+    A ``model`` is remembered, so that an unknown key inside that member gets its
+    "did you mean" from the member's own keys.
+    """
+    from pydantic import Tag
+
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        _TAGGED[TAG_MARK + name] = model
+    return Tag(TAG_MARK + name)
+
+
+def _is_tag(part: Any) -> bool:
+    return isinstance(part, str) and part.startswith(TAG_MARK)
+
+
 def format_validation_error(exc: ValidationError, source: str, *, root: type[BaseModel],
                             what: str = "audit spec") -> str:
     """One line per pydantic error, naming the key path; unknown keys get a "did you mean".
@@ -53,11 +76,14 @@ def format_validation_error(exc: ValidationError, source: str, *, root: type[Bas
     lines = []
     for err in exc.errors():
         # a model-level check (a combination of sections) has no key path
-        loc = ".".join(str(x) for x in err["loc"]) or "(whole spec)"
+        loc = ".".join(str(x) for x in err["loc"] if not _is_tag(x)) or "(whole spec)"
         msg = err["msg"].removeprefix("Value error, ") if err["type"] == "value_error" else err["msg"]
         if err["type"] == "extra_forbidden":
             parent: Any = root
             for part in err["loc"][:-1]:
+                if _is_tag(part):  # the member of a tagged union the entry was read as
+                    parent = _TAGGED.get(part, parent)
+                    continue
                 if not isinstance(part, str):  # a list index: the entry is the same model
                     continue
                 fld = getattr(parent, "model_fields", {}).get(part)
