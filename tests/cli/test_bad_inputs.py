@@ -127,3 +127,26 @@ def test_a_score_table_given_as_the_spec_points_at_medaudit_init(tmp_path, capsy
     line = _one_line(err)
     assert "looks like a score table" in line and f"medaudit init {table}" in line
     assert not out.exists()
+
+
+def test_a_table_with_prompts_and_a_spec_without_primary_prompt(tmp_path, capsys):
+    import pandas as pd
+
+    rows = [{"image_id": f"i{i}", "cohort": "c", "model": "a", "prompt": p, "score": (i % 7) / 7,
+             "label": i % 2} for i in range(40) for p in ("p1", "p2")]
+    pd.DataFrame(rows).to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "spec.yaml").write_text("scores: s.csv\nn_resamples: 20\n")
+    rc, err = _run(["audit", tmp_path / "spec.yaml", "--out", tmp_path / "out"], capsys)
+    assert rc == 2
+    line = _one_line(err)
+    assert "the table has a prompt column" in line and "`primary_prompt: p1`" in line
+    assert "unknown prompt 'none'" not in line
+    # a claim naming no cohort when the cohorts come from the table: the table's, not the spec's
+    rows = [{**r, "cohort": c} for r in rows if r["prompt"] == "p1" for c in ("c1", "c2")]
+    pd.DataFrame(rows).to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "spec.yaml").write_text("scores: s.csv\nn_resamples: 20\nprimary_prompt: p1\n"
+                                        "claims: [{model: a, at_least: 0.5, cohort: c3}]\n")
+    rc, err = _run(["audit", tmp_path / "spec.yaml", "--out", tmp_path / "out"], capsys)
+    line = _one_line(err)
+    assert rc == 2 and "unknown cohort 'c3'" in line and "the table has ['c1', 'c2']" in line
+    assert "`cohorts:` declares" not in line

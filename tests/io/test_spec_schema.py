@@ -121,8 +121,9 @@ def test_spec_names_checked_against_table(table, changes, message):
 
 def test_cohort_without_both_classes(table):
     t = table[~((table.cohort == "montgomery") & (table.label == 1))]
-    with pytest.raises(SchemaError, match="cohort 'montgomery' has only label 0"):
+    with pytest.raises(SchemaError, match="cohort 'montgomery' has only label 0") as e:
         check_spec_against_table(_spec(), t, source="t")
+    assert "leave it out of `cohorts:` to audit the others" in str(e.value)  # and what to do
 
 
 # --------------------------------------------------------------------- score table

@@ -228,7 +228,8 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
     if "seed" in t.columns:
         seed_scores = t
         t = ensemble_seeds(t)
-    check_spec_against_table(spec, t, source=source)
+    check_spec_against_table(spec, t, source=source,
+                             cohorts_from_table="cohorts_inferred" in inputs)
     if extra := unknown_columns(t, source=source):  # kept, never silently ignored: listed
         inputs["unknown_columns"] = extra
     return Loaded(make_context(spec, scores=t, seed_scores=seed_scores, annotations=annotations,

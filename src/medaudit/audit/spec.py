@@ -25,6 +25,7 @@ from medaudit.blocks.block import INPUTS
 from medaudit.blocks.checks import DeclaredCohorts, unknown
 from medaudit.blocks.context import CohortSpec, Resampling, Study
 from medaudit.exceptions import SchemaError
+from medaudit.io.messages import quote
 from medaudit.io.limits import NPermutations, NResamples, Seed, validate_n_resamples
 from medaudit.io.limits import check_spec_limits as _check_spec_limits
 from medaudit.io.modelcard import ModelCard
@@ -274,16 +275,29 @@ def load_spec(path: str | Path) -> tuple[AuditSpec, Path]:
     return load_yaml_model(path, AuditSpec, what="audit spec")
 
 
-def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: str) -> None:
-    """Raise :class:`SchemaError` listing every name in the spec that the table lacks."""
+def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: str,
+                             cohorts_from_table: bool = False) -> None:
+    """Raise :class:`SchemaError` listing every name in the spec that the table lacks.
+
+    ``cohorts_from_table``: the spec's cohorts were read from the table (the user declared
+    none), so messages name them as the table's.
+    """
     cohorts = set(table["cohort"].unique())
     models = set(table["model"].unique())
     prompts = set(table["prompt"].unique())
     errs: list[str] = []
     errs += unknown("cohort", spec.cohorts, cohorts, "cohorts")
-    errs += unknown("prompt", [spec.primary_prompt], prompts, "primary_prompt")
+    if "primary_prompt" not in spec.model_fields_set and spec.primary_prompt not in prompts:
+        # the default prompt of a table without prompts, read against one that has them
+        errs.append(f"  - primary_prompt: the table has a prompt column ({quote(sorted(prompts))}); "
+                    f"name the prompt the claims are made at, e.g. `primary_prompt: "
+                    f"{sorted(prompts)[0]}`")
+    else:
+        errs += unknown("prompt", [spec.primary_prompt], prompts, "primary_prompt")
     errs += unknown("model", [c.name for c in spec.models], models, "models")
-    declared = DeclaredCohorts(spec.cohorts, in_table=cohorts)
+    # cohorts the spec does not declare were read from the table: name them as the table's
+    declared = (sorted(spec.cohorts) if cohorts_from_table
+                else DeclaredCohorts(spec.cohorts, in_table=cohorts))
     for name in SCORE_BLOCKS:
         errs += BLOCKS[name].check(spec.block_config(name), table, declared)
     if errs:
@@ -293,5 +307,11 @@ def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: st
     for c in spec.cohorts:
         g = table[table["cohort"] == c]
         if g["label"].nunique() < 2:
+            others = [o for o in spec.cohorts if o != c]
+            fix = (f"leave it out of `cohorts:` to audit the others ({quote(others)})" if others
+                   else "add the images of the other class")
+            if others and cohorts_from_table:
+                fix = (f"declare `cohorts:` with the others ({quote(others)}) to audit them "
+                       "without it")
             raise SchemaError(f"{source}: cohort {c!r} has only label {int(g['label'].iloc[0])}; "
-                              "every audited cohort needs positives and negatives.")
+                              f"every audited cohort needs positives and negatives: {fix}.")
