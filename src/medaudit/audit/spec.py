@@ -25,9 +25,9 @@ from medaudit.blocks.block import INPUTS
 from medaudit.blocks.checks import DeclaredCohorts, unknown
 from medaudit.blocks.context import CohortSpec, Resampling, Study
 from medaudit.exceptions import SchemaError
-from medaudit.io.messages import quote
 from medaudit.io.limits import NPermutations, NResamples, Seed, validate_n_resamples
 from medaudit.io.limits import check_spec_limits as _check_spec_limits
+from medaudit.io.messages import quote
 from medaudit.io.modelcard import ModelCard
 from medaudit.io.specfile import Strict, fraction, load_yaml_model
 from medaudit.labels.spec import AnnotationsSpec
