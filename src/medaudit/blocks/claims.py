@@ -56,10 +56,11 @@ the verdict "by construction", which the headline does not count as holding.
 
 Cells.  One paired bootstrap per claim × change, keyed ``(claims, sha256 of what the
 claim states, change, changed to)``: a claim's numbers depend on the run seed and on what
-it states only -- not on its id, its wording, or which other claims are declared.  A
-small subgroup, or an interval that left replicates out (a class absent from them), is
-reported but judged no further than "unresolved".  Multiplicity: each claim is judged by its own interval
-at the run's level; no adjustment across claims or changes (``multiplicity``).
+it states only -- not on its id, its wording, its cohort's name, or which other claims
+are declared.  A small subgroup, or an interval that left replicates out (a class absent
+from them), is reported but judged no further than "unresolved".  Multiplicity: each
+claim is judged by its own interval at the run's level; no adjustment across claims or
+changes (``multiplicity``).
 """
 
 from __future__ import annotations
