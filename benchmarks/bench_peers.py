@@ -4,7 +4,8 @@
 Problem: n = 100,000 cases (30 % positive, binormal scores), B = 2,000 within-label
 replicates.  Targets (issue 17): the partial-AUC interval and the ROC and precision-recall
 bands each within 2x the wall time of the plain AUROC percentile interval on the same data,
-measured in the same run (best of three runs each, to damp the noise of a shared machine).
+measured in the same run (medians of three interleaved rounds: every method runs once per
+round, in an order that rotates from round to round, so a change of load hits them all).
 
 Peers measured in the same run: scikit-learn's ``roc_auc_score(max_fpr=)`` and
 ``roc_curve`` + ``np.interp`` in a loop over replicates (what a user writes without an
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -36,13 +38,17 @@ from medaudit.stats import (  # noqa: E402
 )
 
 
-def _best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+def _interleaved(fns: list, repeat: int) -> list[float]:
+    """Median seconds of each of ``fns`` over ``repeat`` rounds, the order rotating per round."""
+    times: list[list[float]] = [[] for _ in fns]
+    for r in range(repeat):
+        order = list(range(len(fns)))
+        order = order[r % len(order):] + order[:r % len(order)]
+        for i in order:
+            t = time.perf_counter()
+            fns[i]()
+            times[i].append(time.perf_counter() - t)
+    return [statistics.median(t) for t in times]
 
 
 def _peer(y, s, n_rep: int, fn) -> float:
@@ -85,7 +91,8 @@ def main(argv: list[str]) -> None:
         ("PR band, interpolated precision: `precision_recall_band(method='interpolated')`",
          lambda: precision_recall_band(y, s, method="interpolated", **kw)),
     ]
-    times = [(label, _best(fn, repeat)) for label, fn in rows]
+    times = list(zip([label for label, _ in rows], _interleaved([fn for _, fn in rows], repeat),
+                     strict=True))
     base = times[0][1]
 
     from sklearn.metrics import roc_auc_score, roc_curve
@@ -102,7 +109,7 @@ def main(argv: list[str]) -> None:
 
     print(f"Machine: {platform.machine()}, Python {platform.python_version()}, "
           f"numpy {np.__version__}; n = {n:,} (30 % positive), B = {b:,} within-label "
-          f"replicates, best of {repeat}.\n")
+          f"replicates, medians of {repeat} interleaved rounds.\n")
     print("| approach | wall time | / plain AUROC |")
     print("|---|---|---|")
     for label, t in times:
