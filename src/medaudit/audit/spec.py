@@ -142,7 +142,9 @@ class _AuditSpecBase(Strict):
     scores: str | None = None  # path (relative to the spec file) to CSV/Parquet
     simulate: Literal["paper000"] | None = None  # the embedded simulated study instead
     scores_wide: list[WideScoresSpec] | None = None  # wide prediction files instead
-    simulate_scale: float = Field(1.0, gt=0.0, le=1.0)  # shrink the simulated study (quick runs)
+    #: shrink the simulated study (quick runs); above 1 (at most 64) it is enlarged, which
+    #: only benchmarks want: it needs `allow_large: true`
+    simulate_scale: float = Field(1.0, gt=0.0, le=64.0)
     score_scale: Literal["probabilities", "logits"] = "probabilities"
     models: list[ModelCard] = Field(default_factory=list)
     #: default: every cohort of the score table, role primary, in sorted order
@@ -190,6 +192,10 @@ class _AuditSpecBase(Strict):
                                  "but the spec gives none (`scores:`, `scores_wide:` or "
                                  "`simulate:`); add one or remove the section(s)")
         _check_spec_limits(self)
+        if self.simulate_scale > 1.0 and not self.allow_large:
+            raise ValueError(f"simulate_scale: {self.simulate_scale:g} enlarges the simulated study "
+                             "(scale above 1: a benchmark's size); give at most 1, or set "
+                             "`allow_large: true`")
         for b in BLOCKS.values():  # a block's own B meets the same rule as the run's
             own = getattr(getattr(self, b.key()), "n_resamples", None)
             if own is not None:
