@@ -77,7 +77,7 @@ def work_of(fn: Callable[[Any], Any], item: Any) -> float:
     """Estimated cost of ``fn(item)``: the item's ``work`` attribute when it has one, else
     the elements of its arrays (fields, mappings and tuples, a few levels deep) times its
     number of resamples (the item's own ``n_resamples``, else that of the ``resampling``
-    the function is bound to, else 1).
+    the function is bound to, else 1) times its ``work_factor`` (default 1).
 
     Only the order of magnitude matters: it decides whether a map pays for the pool and
     which cells are sent first (the largest), never what a cell computes.
@@ -89,7 +89,8 @@ def work_of(fn: Callable[[Any], Any], item: Any) -> float:
     if not b:
         res = fn.keywords.get("resampling") if isinstance(fn, functools.partial) else None
         b = getattr(res, "n_resamples", None) or 1
-    return float(_elements(item)) * float(b)
+    # a cell that does several resamplings of its arrays says how many (``work_factor``)
+    return float(_elements(item)) * float(b) * float(getattr(item, "work_factor", 1.0))
 
 
 class _Quiet:

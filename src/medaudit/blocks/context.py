@@ -221,31 +221,65 @@ class AuditContext:
         ck = (cohort, tuple(keys))
         if ck in self._cache:
             return self._cache[ck]
-        sub = self.scores[self.scores["cohort"] == cohort]
-        frames = {}
+        rows = self._cohort_rows(cohort)
+        ids_of, scores_of = {}, {}
         for m, p in keys:
-            g = sub[(sub["model"] == m) & (sub["prompt"] == p)]
-            if g.empty:
+            at = rows.groups.get((m, p))
+            if at is None:
                 raise SchemaError(f"cohort {cohort!r} has no scores for model {m!r}, prompt {p!r}.")
-            frames[(m, p)] = g.set_index("image_id")["score"]
-        ids = sorted(set().union(*[set(f.index) for f in frames.values()]))
+            ids_of[(m, p)], scores_of[(m, p)] = rows.image_id[at], rows.score[at]
+        # the image ids in sorted order (numpy sorts text with Python's comparison, the order
+        # sorted() gives); a (model, prompt) has each image once (the score table's key)
+        ids = np.unique(np.concatenate(list(ids_of.values())))
         problems = []
-        for k, f in frames.items():
-            missing = sorted(set(ids) - set(f.index))
-            if missing:
+        for k, got in ids_of.items():
+            if got.size != ids.size:
+                missing = sorted(set(ids.tolist()) - set(got.tolist()))
                 problems.append(f"  - model {k[0]!r}, prompt {k[1]!r} lacks {len(missing)} image(s): "
                                 f"{missing[:5]}{' ...' if len(missing) > 5 else ''}")
         if problems:
             raise SchemaError(f"paired analysis on cohort {cohort!r} needs identical image sets; "
                               "mismatches:\n" + "\n".join(problems))
-        meta = sub.drop_duplicates("image_id").set_index("image_id").loc[ids]
-        grp = (meta["negative_group"].to_numpy(dtype=object) if "negative_group" in meta.columns
-               else np.full(len(ids), "", dtype=object))
-        w = Wide(cohort=cohort, image_id=np.asarray(ids, dtype=object),
-                 label=meta["label"].to_numpy(dtype=np.float64), negative_group=grp,
-                 scores={f"{m}|{p}": frames[(m, p)].loc[ids].to_numpy(dtype=np.float64)
+        meta = rows.first[np.searchsorted(rows.uniq, ids)]  # each image's first row
+        w = Wide(cohort=cohort, image_id=ids.astype(object),
+                 label=rows.label[meta], negative_group=rows.negative_group[meta],
+                 scores={f"{m}|{p}": scores_of[(m, p)][np.argsort(ids_of[(m, p)], kind="stable")]
                          for m, p in keys},
-                 label_soft=(meta["label_soft"].to_numpy(dtype=np.float64)
-                             if "label_soft" in meta.columns else None))
+                 label_soft=None if rows.label_soft is None else rows.label_soft[meta])
         self._cache[ck] = w
         return w
+
+    def _cohort_rows(self, cohort: str) -> _CohortRows:
+        """One cohort's rows as arrays, grouped by (model, prompt) once (cached)."""
+        key = ("rows", cohort)
+        if key not in self._cache:
+            sub = self.scores[self.scores["cohort"] == cohort]
+            image_id = sub["image_id"].to_numpy(dtype=object)
+            uniq, first = np.unique(image_id, return_index=True)
+            self._cache[key] = _CohortRows(
+                image_id=image_id, score=sub["score"].to_numpy(dtype=np.float64),
+                groups={(str(m), str(p)): np.asarray(v) for (m, p), v in
+                        sub.groupby(["model", "prompt"], sort=False, observed=True).indices.items()},
+                uniq=uniq, first=first, label=sub["label"].to_numpy(dtype=np.float64),
+                negative_group=(sub["negative_group"].to_numpy(dtype=object)
+                                if "negative_group" in sub.columns
+                                else np.full(len(sub), "", dtype=object)),
+                label_soft=(sub["label_soft"].to_numpy(dtype=np.float64)
+                            if "label_soft" in sub.columns else None))
+        return self._cache[key]
+
+
+@dataclass(frozen=True)
+class _CohortRows:
+    """A cohort's score rows as arrays (row order of the table) for :meth:`AuditContext.wide`."""
+
+    image_id: np.ndarray
+    score: np.ndarray
+    #: (model, prompt) -> the positions of its rows
+    groups: dict
+    #: the sorted distinct image ids and the position of each one's first row
+    uniq: np.ndarray
+    first: np.ndarray
+    label: np.ndarray
+    negative_group: np.ndarray
+    label_soft: np.ndarray | None

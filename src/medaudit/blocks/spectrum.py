@@ -171,6 +171,10 @@ class SharedPositiveCell:
     soft_positives: np.ndarray | None = None
     soft_negatives: Mapping[str, np.ndarray] | None = None
 
+    #: three passes over the cell's arrays per replicate: the shared-positive draw, the
+    #: B-ORD marginals and the permutation tests (for the local pool's work estimate)
+    work_factor = 3.0
+
 
 # Each cell draws only from cell_rng(seed, *key, ...) with the keys the block has always used.
 def run_shared_positive(cell: SharedPositiveCell, resampling: Resampling
