@@ -1,7 +1,7 @@
 """Benchmark the execution backends on the simulated paper-000 audit: in process, the local pool, Ray.
 
 For each size (``--scales``, multiples of the example's images; ``simulate_scale`` is set
-directly, so sizes above the user cap of 1 are allowed here) the same audit runs
+with `allow_large`, so sizes above the user cap of 1 are allowed here) the same audit runs
 
 * in process (``execution: {num_workers: 1}``),
 * on the local pool (``num_workers: 2``; cells dispatched to two forked workers, large cells
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> dict:
             tmp = Path(tmp_s)
             for scale in (float(s) for s in args.scales.split(",")):
                 spec, base = load_spec(SPEC)
-                spec = spec.model_copy(update={"simulate_scale": scale, "n_resamples": args.b})
+                spec = spec.model_copy(update={"simulate_scale": scale, "n_resamples": args.b,
+                                               "allow_large": True})
                 # a discarded run first: lazy imports and caches are not charged to anyone
                 _run(spec.model_copy(update={"execution": settings[0][1]}), base,
                      tmp / f"{scale:g}-warm")

@@ -138,8 +138,9 @@ def main(argv: list[str]) -> None:
     print()
     verdict = "PASS" if ratio >= 0.8 else "**FAIL**"
     print(f"Target: medaudit >= 80 % of the bare forward's images/s. Measured: {100 * ratio:.0f} % "
-          f"({verdict}). The difference is mostly decoding and preprocessing ({med['decode']:.2f} s "
-          "alone); on a GPU the forward pass is faster, so that share is larger there.")
+          f"({verdict}). The difference is the text tower on the prompt families' texts, "
+          f"hashing, and decoding with preprocessing ({med['decode']:.2f} s alone); on a GPU the "
+          "image forward pass is faster, so the same overhead is a larger share there.")
 
 
 if __name__ == "__main__":
