@@ -225,7 +225,7 @@ def test_requests_leave_the_paper_tables_unchanged(full):
         pd.testing.assert_frame_equal(base.tables[name], res.tables[name])
     assert set(res.tables) == {"operating_points", "risk_coverage", "threshold_metrics", "cutpoints",
                                "partial_auc", "partial_auc_differences", "roc_curve", "pr_curve",
-                               "roc_band", "calibration", "calibration_curve"}
+                               "roc_band", "pr_band", "calibration", "calibration_curve"}
     assert len(res.notes) > len(base.notes)
 
 
@@ -450,6 +450,38 @@ def test_curves_against_sklearn_and_the_band_function(full):
             assert set(g["design"]) == {_design(c)}
 
 
+def test_pr_band_is_the_band_function_on_its_own_key(full):
+    """Witness: precision_recall_band on the same data and cell key (its own key, so the
+    ROC band's draws did not change when the PR band was added); the full-sample precision
+    at a recall r is the PPV at the highest threshold whose recall reaches r (sklearn)."""
+    from sklearn.metrics import precision_recall_curve
+
+    from medaudit.blocks.context import cell_rng
+    from medaudit.stats import precision_recall_band
+
+    cohorts, ctx, _, res = full
+    band = res.tables["pr_band"]
+    for c, (y, by_model) in cohorts.items():
+        for m, s in by_model.items():
+            b = precision_recall_band(y, s, recalls=np.linspace(0, 1, 21), design=_design(c),
+                                      n_resamples=300, rng=cell_rng(ctx.seed, "operating_points", c,
+                                                                    PROMPT, "pr_band", m))
+            g = band[(band["cohort"] == c) & (band["model"] == m)]
+            np.testing.assert_array_equal(g["recall"], b.recall)
+            for col, v in (("estimate", b.precision), ("ci_low", b.ci_low), ("ci_high", b.ci_high)):
+                np.testing.assert_array_equal(g[col], v)
+            assert set(g["criterion"]) == {"precision_at_recall[method=threshold]"}
+            prec, rec, _ = precision_recall_curve(y, s, drop_intermediate=False)
+            for r, got in zip(g["recall"], g["estimate"], strict=True):
+                # thresholds (ascending) whose recall reaches r; a grid float such as
+                # 0.7000000000000001 stands for 0.7 (the engine's tolerance)
+                ok = rec[:-1] >= r - 1e-9
+                want = prec[:-1][ok][-1] if ok.any() else np.nan
+                assert got == pytest.approx(want, abs=1e-12), (c, m, r)
+            assert (g["ci_low"] <= g["estimate"] + 1e-12).all()
+            assert (g["estimate"] <= g["ci_high"] + 1e-12).all()
+
+
 def test_calibration_tables(full):
     from sklearn.calibration import calibration_curve
     from sklearn.linear_model import LogisticRegression
@@ -506,7 +538,7 @@ def test_requested_tables_are_deterministic(full, hand):
     kw = dict(designs={"two": "within_label"}, exposure={"ma": {"two": "seen in pretraining"}})
     alone_ctx = make_context({"two": cohorts["two"]}, **kw)
     alone = run(OP, alone_ctx, _spec(alone_ctx, FULL))
-    for name in ("threshold_metrics", "cutpoints", "roc_band", "calibration_curve"):
+    for name in ("threshold_metrics", "cutpoints", "roc_band", "pr_band", "calibration_curve"):
         t = res.tables[name]
         pd.testing.assert_frame_equal(t[t["cohort"] == "two"].reset_index(drop=True),
                                       alone.tables[name])

@@ -64,6 +64,7 @@ def test_the_new_tables_and_figures_reach_every_output(audit_dir):
     for name in ("operating_points__threshold_metrics", "operating_points__cutpoints",
                  "operating_points__partial_auc", "operating_points__partial_auc_differences",
                  "operating_points__roc_curve", "operating_points__roc_band",
+                 "operating_points__pr_band",
                  "operating_points__pr_curve", "operating_points__calibration",
                  "operating_points__calibration_curve", "transport__threshold_metrics",
                  "planning__auroc", "planning__se_sp", "planning__paired_auroc"):

@@ -450,6 +450,22 @@ def test_pr_curves_and_threshold_points(curve_tables):
     assert len(marks) == 2 * len(lines)
 
 
+def test_pr_curves_with_their_band(curve_tables):
+    pr, band = curve_tables["pr_curve"], curve_tables["pr_band"]
+    ax = F.plot_pr_curves(pr, band=band)
+    labelled(ax)
+    for a, c in zip(ax.figure.axes, list(dict.fromkeys(pr["cohort"])), strict=True):
+        models = sorted(pr.loc[pr["cohort"] == c, "model"].unique())
+        fills = [p for p in a.collections if isinstance(p, PolyCollection)]
+        assert len(fills) == len(models)  # one band per model
+        b = band[(band["cohort"] == c) & (band["model"] == models[0])]
+        ys = fills[0].get_paths()[0].vertices[:, 1]
+        assert np.nanmax(ys) == pytest.approx(b["ci_high"].astype(float).max())
+        assert np.nanmin(ys) == pytest.approx(b["ci_low"].astype(float).min())
+    fig = F.render_figure("fig14_pr_curves", {"operating_points": curve_tables})
+    assert "operating_points.pr_band" in fig.caption and fig.title.endswith("with bands")
+
+
 def test_calibration_curves_with_bands(curve_tables):
     cc = curve_tables["calibration_curve"]
     ax = F.plot_calibration_curves(cc)

@@ -48,8 +48,9 @@ the tables above)::
   ``A - B`` from the same paired draws, criterion ``pauc_difference[sp=0.9:1]``, ``verdict``).
 * ``curves`` -> tables ``roc_curve`` and ``pr_curve`` (coordinates at every observed
   threshold, point estimates) and ``roc_band`` (sensitivity at ``grid`` specificities from 0
-  to 1 with pointwise percentile bands, pROC's ``ci.se``; design the cohort's).  The
-  precision-recall band (:func:`~medaudit.stats.precision_recall_band`) is not drawn here yet.
+  to 1 with pointwise percentile bands, pROC's ``ci.se``; design the cohort's) and
+  ``pr_band`` (precision at ``grid`` recalls, :func:`~medaudit.stats.precision_recall_band`,
+  read by ``pr_method``: the threshold rule, or interpolated precision).
 * ``calibration`` (probabilities only) -> table ``calibration``: equal-mass ECE
   (``ece_equal_mass[n_bins=10]``) and debiased l2 calibration error
   (``debiased_l2_ce[binning=auto,n_bins=15]``) from the cohort's paired cell, and with
@@ -95,6 +96,7 @@ from medaudit.stats import (
     calibration_slope_intercept,
     calibration_slope_intercept_ci,
     pauc_metric,
+    precision_recall_band,
     precision_recall_curve,
     reliability_curve,
     risk_coverage_curve,
@@ -137,9 +139,12 @@ class PartialAUC(BlockConfig):
 class Curves(BlockConfig):
     """ROC and precision-recall curve tables."""
 
-    #: specificities of the ROC band, evenly spaced from 0 to 1
+    #: specificities of the ROC band (and recalls of the PR band), evenly spaced from 0 to 1
     grid: int = Field(101, ge=2, le=1001)
     band: bool = True
+    #: how the PR band reads precision at a recall: at the highest threshold reaching it
+    #: (``threshold``), or the largest precision over those thresholds (``interpolated``)
+    pr_method: Literal["threshold", "interpolated"] = "threshold"
     #: drop the thresholds scikit-learn's ``drop_intermediate=True`` drops (same curve)
     drop_intermediate: bool = False
 
@@ -216,7 +221,7 @@ class VectorCell:
     curve or a calibration-slope fit, each with its own generator (from ``key``)."""
 
     key: tuple[Any, ...]
-    kind: Literal["cutpoint", "roc_band", "reliability", "slope"]
+    kind: Literal["cutpoint", "roc_band", "pr_band", "reliability", "slope"]
     label: np.ndarray
     score: np.ndarray
     design: str
@@ -235,6 +240,14 @@ def _roc_band(cell: VectorCell, rs: Resampling, rng: np.random.Generator) -> Any
                           specificities=np.linspace(0.0, 1.0, int(cell.options["grid"])),
                           design=cell.design, n_resamples=rs.n_resamples,
                           confidence_level=rs.confidence_level, rng=rng, keep_replicates=False)
+
+
+def _pr_band(cell: VectorCell, rs: Resampling, rng: np.random.Generator) -> Any:
+    return precision_recall_band(cell.label, cell.score,
+                                 recalls=np.linspace(0.0, 1.0, int(cell.options["grid"])),
+                                 method=cell.options["method"], design=cell.design,
+                                 n_resamples=rs.n_resamples, confidence_level=rs.confidence_level,
+                                 rng=rng, keep_replicates=False)
 
 
 def _reliability(cell: VectorCell, rs: Resampling, rng: np.random.Generator) -> Any:
@@ -258,7 +271,8 @@ def _slope(cell: VectorCell, rs: Resampling, rng: np.random.Generator) -> Any:
                                           eps=cell.options.get("eps"))
 
 
-_VECTOR_KINDS = {"cutpoint": _cutpoint, "roc_band": _roc_band, "reliability": _reliability, "slope": _slope}
+_VECTOR_KINDS = {"cutpoint": _cutpoint, "roc_band": _roc_band, "pr_band": _pr_band,
+                 "reliability": _reliability, "slope": _slope}
 
 
 def run_vector(cell: VectorCell, resampling: Resampling) -> Any:
@@ -305,6 +319,8 @@ class OperatingPoints(Block):
                     ("specificity", "estimate", "ci_low", "ci_high", "n_degenerate")),
         TableSchema("pr_curve", "precision-recall coordinates at every observed threshold",
                     ("precision", "recall", "tp", "fp")),
+        TableSchema("pr_band", "precision at fixed recalls with pointwise bands",
+                    ("recall", "estimate", "ci_low", "ci_high", "n_degenerate")),
         TableSchema("calibration", "equal-mass ECE, debiased l2 error, calibration slope and "
                     "intercepts", ("estimate", "ci_low", "ci_high", "qualification")),
         TableSchema("calibration_curve", "reliability curve per bin with bootstrap and "
@@ -532,6 +548,11 @@ def _vector_tables(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibr
                     cells.append(VectorCell(key=(NAME, cohort, prompt, "roc_band", m),
                                            kind="roc_band", label=w.label, score=s, design=design,
                                            options={"grid": curves.grid}))
+                    # its own key: adding the PR band leaves the ROC band's draws as they were
+                    cells.append(VectorCell(key=(NAME, cohort, prompt, "pr_band", m),
+                                           kind="pr_band", label=w.label, score=s, design=design,
+                                           options={"grid": curves.grid,
+                                                    "method": curves.pr_method}))
             if cal is not None:
                 cells.append(VectorCell(key=(NAME, cohort, prompt, "reliability", m),
                                        kind="reliability", label=w.label, score=s, design=design,
@@ -542,8 +563,8 @@ def _vector_tables(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibr
                                            options={"eps": cal.eps}))
     out = {k: pd.concat(v, ignore_index=True) for k, v in frames.items() if v}
     done = ctx.map(functools.partial(run_vector, resampling=ctx.resampling), cells)
-    parts: dict[str, list] = {"cutpoints": [], "roc_band": [], "calibration_curve": [],
-                              "calibration_slope": []}
+    parts: dict[str, list] = {"cutpoints": [], "roc_band": [], "pr_band": [],
+                              "calibration_curve": [], "calibration_slope": []}
     for cell, r in zip(cells, done, strict=True):
         cohort, m = cell.key[1], cell.key[-1]
         e = dict(model=m, prompt=prompt, cohort=cohort, seed=ctx.seed)
@@ -554,6 +575,13 @@ def _vector_tables(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibr
             parts["roc_band"].append(_frame(r.specificity.size, {
                 "specificity": r.specificity, "estimate": r.sensitivity, "ci_low": r.ci_low,
                 "ci_high": r.ci_high}, **e, criterion="sensitivity_at_specificity",
+                design=r.design, n_resamples=r.n_resamples, n_degenerate=r.n_degenerate,
+                n_pos=r.n_pos, n_neg=r.n_neg,
+                qualification=join(qual, degenerate_note(r.n_degenerate, r.n_resamples))))
+        elif cell.kind == "pr_band":
+            parts["pr_band"].append(_frame(r.recall.size, {
+                "recall": r.recall, "estimate": r.precision, "ci_low": r.ci_low,
+                "ci_high": r.ci_high}, **e, criterion=f"precision_at_recall[method={r.method}]",
                 design=r.design, n_resamples=r.n_resamples, n_degenerate=r.n_degenerate,
                 n_pos=r.n_pos, n_neg=r.n_neg,
                 qualification=join(qual, degenerate_note(r.n_degenerate, r.n_resamples))))
@@ -630,8 +658,9 @@ def _notes(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibration | 
     if config.curves_config is not None:
         out.append("roc_curve / pr_curve: coordinates at every observed threshold (s >= t); "
                    "roc_band: sensitivity at fixed specificities, pointwise percentile band "
-                   "(pROC ci.se); this block draws no precision-recall band "
-                   "(medaudit.stats.precision_recall_band computes one).")
+                   "(pROC ci.se); pr_band: precision at fixed recalls, the same kind of band "
+                   "(precision read at the highest threshold reaching the recall, or the "
+                   "largest precision there with pr_method: interpolated).")
     if config.calibration_config is not None:
         out.append("calibration: equal-mass ECE (10 bins) and debiased l2 error (Kumar et al.) from "
                    "the paired cell; slope and intercepts of the logistic recalibration (bootstrap "

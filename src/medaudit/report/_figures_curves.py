@@ -173,12 +173,14 @@ def _roc_legend(styles: dict, models: list[str], ops: pd.DataFrame | None,
 
 # ----------------------------------------------------------------------------- PR
 @_styled
-def plot_pr_curves(table: pd.DataFrame, *, ax: Any = None,
+def plot_pr_curves(table: pd.DataFrame, *, ax: Any = None, band: pd.DataFrame | None = None,
                    threshold_metrics: pd.DataFrame | None = None, cohort: str | None = None) -> Any:
     """Precision-recall curves (``operating_points.pr_curve``), one panel per cohort.
 
-    Dotted line: the cohort's prevalence (a classifier without skill); ``threshold_metrics``
-    adds the (recall, PPV) point of every declared or rule-chosen threshold.
+    ``band`` (``operating_points.pr_band``) is drawn as a shaded pointwise interval of the
+    precision at fixed recalls.  Dotted line: the cohort's prevalence (a classifier without
+    skill); ``threshold_metrics`` adds the (recall, PPV) point of every declared or
+    rule-chosen threshold.
     """
     what = "plot_pr_curves"
     df = _rows(table, ["model", "cohort", "precision", "recall"], what, cohort=cohort)
@@ -190,6 +192,13 @@ def plot_pr_curves(table: pd.DataFrame, *, ax: Any = None,
         c = key[0]
         for m in models:
             gm = g[g["model"] == m]
+            if band is not None and not band.empty:
+                b = band[(band["cohort"].astype(str) == str(c)) & (band["model"] == m)]
+                if len(b):
+                    b = b.sort_values("recall", kind="stable")
+                    a.fill_between(_num_col(b, "recall"), _num_col(b, "ci_low"),
+                                   _num_col(b, "ci_high"), color=styles[m][0], alpha=0.15, lw=0,
+                                   zorder=1, label="_band")
             if len(gm):
                 a.plot(_num_col(gm, "recall"), _num_col(gm, "precision"), color=styles[m][0],
                        lw=1.3, ls=_dash(m, models), drawstyle="steps-post", zorder=2, label=lit(m))

@@ -465,11 +465,15 @@ def _fig14(tables: Tables) -> Built | None:
     if t is None:
         return None
     tm = _table(tables, "operating_points", "threshold_metrics")
-    ax = plot_pr_curves(t, threshold_metrics=tm)
-    return ax, "Precision-recall curves", _caption(
+    band = _table(tables, "operating_points", "pr_band")
+    ax = plot_pr_curves(t, band=band, threshold_metrics=tm)
+    return ax, "Precision-recall curves" + (" with bands" if band is not None else ""), _caption(
         "Precision (PPV) against recall (sensitivity) at every observed threshold of every model "
-        f"at prompt {', '.join(_names(t['prompt']))} (point estimates), from table "
+        f"at prompt {', '.join(_names(t['prompt']))}, from table "
         "operating_points.pr_curve; dotted line: the cohort's prevalence.",
+        _caption("Shaded: pointwise interval of the precision at fixed recalls (table "
+                 "operating_points.pr_band).", _designs(band), _b(band))
+        if band is not None else "",
         _threshold_note(tm, "(recall, PPV at the cohort's prevalence)"))
 
 
