@@ -137,6 +137,8 @@ def test_no_empty_tables_and_the_report_says_why_blocks_did_not_run(audited, tmp
     _, df, _, out = audited
     for f in (out / "tables").glob("*.csv"):
         assert len(pd.read_csv(f)) > 0, f.name
+    # declared claims only: the summary says nothing of generated threshold claims it lacks
+    assert "Generated threshold claims" not in (out / "summary.md").read_text(encoding="utf-8")
     # the minimal spec (every block by default): blocks the table cannot feed say why, and
     # write no table
     folder = medaudit.audit(df, n_resamples=50).write(tmp_path / "minimal")

@@ -85,10 +85,15 @@ def audit_summary(outcome: Any) -> str:
               "interval: holds / reversed / unresolved (interval spans the boundary) / does not "
               "hold / not attainable (the level is above the reference's achievable ceiling) / "
               "not defined; by construction (true because of how E was chosen: not counted as "
-              "holding). Generated threshold claims are judged on the point estimate as in paper "
-              "000 eq. 7 (specificity only for named control groups; the interval is shown for "
-              "context).", ""]
+              "holding).", ""]
     claims = outcome.claims
+    origin = claims["origin"] if "origin" in claims.columns else pd.Series("", index=claims.index)
+    if not claims.empty and ((claims["kind"] == "operating constraint") & (origin != "declared")).any():
+        # said only where such claims are in the matrix (a declared operating point is judged
+        # by its interval, like every declared claim)
+        lines[-2] += (" Generated threshold claims are judged on the point estimate as in paper "
+                      "000 eq. 7 (specificity only for named control groups; the interval is "
+                      "shown for context).")
     if not claims.empty:
         at_e = claims[claims["change"] == "at E"]
         n_built = int(at_e["verdict"].isin(NOT_EVIDENCE).sum())
