@@ -42,6 +42,7 @@ from medaudit.adapters.vlm_parser import (
     parse_report,
 )
 from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.io.schema import text_columns
 
 __all__ = ["FINDINGS", "JUDGMENT_COLUMNS", "ParserConfig", "ParsedReport", "NarrativeParser",
            "parse_report", "evaluable_studies", "binary_verdicts", "BinaryVerdicts",
@@ -218,14 +219,7 @@ def _check_studies(studies: pd.DataFrame, vision: bool) -> pd.DataFrame:
     missing = [c for c in need if c not in studies.columns]
     if missing:
         raise SchemaError(f"studies table lacks column(s) {missing}; it needs {need}.")
-    t = studies.reset_index(drop=True).copy()
-    for c in need:
-        na = t[c].isna().to_numpy()  # NaN must not become the text "nan"
-        t[c] = t[c].astype(str)
-        empty = na | (t[c].str.strip() == "").to_numpy()
-        if empty.any():
-            raise SchemaError(f"studies: column {c!r} is empty at row(s) "
-                              f"{np.flatnonzero(empty)[:5].tolist()}.")
+    t = text_columns(studies, need, source="studies")
     # the JudgmentTable keys a study by study_id alone (one institution, one patient each)
     dup = t.duplicated(["study_id"], keep=False).to_numpy()
     if dup.any():

@@ -36,7 +36,7 @@ from medaudit.adapters.prompts import PAPER000_FAMILIES, PAPER000_VERSION, Promp
 from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.messages import quote
 from medaudit.io.modelcard import ModelCard
-from medaudit.io.schema import require_columns
+from medaudit.io.schema import require_columns, text_columns
 
 __all__ = ["open_rgb", "check_manifest", "unit_rows", "class_prototype", "two_class_score",
            "family_prototypes", "family_average", "read_manifest", "score_manifest", "ScoringResult",
@@ -156,14 +156,7 @@ def check_manifest(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     """Validated copy of a scoring manifest (text keys, label 0/1, one row per cohort image)."""
     require_columns(df, MANIFEST_COLUMNS, source=source, what="scoring manifest",
                     optional=_CARRIED, noun="manifest")
-    t = df.reset_index(drop=True).copy()
-    for c in ("image_id", "path", "cohort"):
-        na = t[c].isna().to_numpy()  # NaN must not become the text "nan"
-        t[c] = t[c].astype(str)
-        empty = na | (t[c].str.strip() == "").to_numpy()
-        if empty.any():
-            raise SchemaError(f"{source}: column {c!r} is empty at row(s) "
-                              f"{np.flatnonzero(empty)[:5].tolist()}.")
+    t = text_columns(df, ("image_id", "path", "cohort"), source=source)
     lab = pd.to_numeric(t["label"], errors="coerce")
     bad = ~lab.isin([0, 1]).to_numpy()
     if bad.any():

@@ -21,6 +21,7 @@ from medaudit.audit.spec import AuditSpec, load_spec
 from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import BlockResult
 from medaudit.blocks.context import AuditContext
+from medaudit.blocks.rows import stamp_seed
 from medaudit.io.limits import check_resampling_budget
 from medaudit.io.output import atomic_directory, atomic_write_bytes
 from medaudit.io.schema import describe
@@ -46,8 +47,11 @@ def run_block(spec: AuditSpec, name: str, ctx: AuditContext) -> BlockResult:
                            provenance={"skipped": reason})
     res = block.run(ctx, config)
     # a table without rows is not written at all (one rule for every block): a header-only
-    # or one-byte CSV tells a reader nothing and some readers cannot open it
-    res = dataclasses.replace(res, tables={k: v for k, v in res.tables.items() if len(v)})
+    # or one-byte CSV tells a reader nothing and some readers cannot open it; the run seed
+    # is stamped here, once, on every row a block left without a seed of its own
+    own_seeds = {t.name for t in block.tables if not t.run_seed}
+    res = dataclasses.replace(res, tables={k: v if k in own_seeds else stamp_seed(v, ctx.seed)
+                                           for k, v in res.tables.items() if len(v)})
     own = block.provenance(ctx, config)
     return dataclasses.replace(res, provenance={**own, **res.provenance}) if own else res
 

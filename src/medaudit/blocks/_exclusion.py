@@ -24,7 +24,7 @@ def exclusion_rows(ctx: AuditContext, entry: Any, prompt: str, cohorts: list[str
     """Table 19 rows of one entry: (rows from the score table, rows only the card has)."""
     a, b = entry.a, entry.b
     card = card_exclusion_counts(ctx.study.card(b))
-    common = dict(model=b, prompt=prompt, criterion="exclusion_counts", seed=ctx.seed, family=None,
+    common = dict(model=b, prompt=prompt, criterion="exclusion_counts", family=None,
                   model_a=a, model_b=b)
     scored: dict[str, dict] = {}
     card_only = []

@@ -56,13 +56,17 @@ class TableSchema:
     ``columns`` are the value columns beyond E and provenance that the table always
     carries when it is not empty (soft-label and optional columns may come on top);
     ``e_columns`` is False for tables whose rows are not results with an E (settings,
-    bookkeeping).
+    bookkeeping).  ``run_seed`` is False for tables whose rows are not drawn from the run
+    seed (counts over the agreement block's repeats, seeded ``first_seed + repeat``): the
+    runner leaves their ``seed`` cells as the block wrote them instead of stamping the run
+    seed (:func:`medaudit.blocks.rows.stamp_seed`).
     """
 
     name: str
     description: str
     columns: tuple[str, ...] = ()
     e_columns: bool = True
+    run_seed: bool = True
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,9 @@ class Block:
     config_key: ClassVar[str | None] = None
     #: the section is a list of entries, each a ``config`` (``spectrum: [...]``)
     many: ClassVar[bool] = False
+    #: a ``many`` block with no entries does not run; the report says this, in words
+    #: (e.g. "no `spectrum:` entries are declared (...)"); None: it runs on none
+    no_entries: ClassVar[str | None] = None
     requires: ClassVar[tuple[str, ...]] = ("scores",)
     tables: ClassVar[tuple[TableSchema, ...]] = ()
     figures: ClassVar[tuple[str, ...]] = ()
@@ -121,7 +128,10 @@ class Block:
 
     def skip(self, ctx: AuditContext, config: Any) -> str | None:
         """Why the block cannot run on these inputs (None: it runs), in words for the report:
-        e.g. "the score table has one prompt" for the prompt contrasts."""
+        e.g. "the score table has one prompt" for the prompt contrasts.  The default: a
+        ``many`` block with no entries, when it declares :attr:`no_entries`."""
+        if self.many and self.no_entries is not None and not config:
+            return self.no_entries
         return None
 
     def wants(self, config: Any) -> frozenset[str]:

@@ -761,12 +761,12 @@ def _base(claim: _Claim, ev: _Eval, ctx: AuditContext) -> dict[str, Any]:
 
 
 def _row(base: dict[str, Any], *, verdict: str, note: str = "", design: str | None = None,
-         n_resamples: int | None = None, seed: int | None = None, estimate: float = math.nan,
+         n_resamples: int | None = None, estimate: float = math.nan,
          ci_low: float = math.nan, ci_high: float = math.nan, **values: Any) -> dict[str, Any]:
     e = {k: base.pop(k) for k in ("model", "prompt", "cohort", "negatives", "prevalence",
                                   "threshold", "criterion")}
     e.update({k: values.pop(k) for k in ("threshold", "criterion") if k in values})
-    return spec_row(**e, design=design, n_resamples=n_resamples, seed=seed, **base,
+    return spec_row(**e, design=design, n_resamples=n_resamples, **base,
                     estimate=estimate, ci_low=ci_low, ci_high=ci_high,
                     ceiling=values.pop("ceiling", math.nan), verdict=verdict,
                     other_criterion=values.pop("other_criterion", None),
@@ -904,12 +904,12 @@ def _judge(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any,
 
 def _judge_cell(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any,
                 base: dict[str, Any], small: int | None, min_group_size: int) -> dict[str, Any]:
-    seed, B = ctx.seed, ctx.resampling.n_resamples
+    B = ctx.resampling.n_resamples
     notes = [exposure_note(ctx, claim.models(), ev.cohort)]
     if small is not None:
         notes.append(f"small group (n={small} < {min_group_size})")
     if isinstance(claim, OperatingPointClaim):
-        return _judge_operating_point(claim, ev, cell, res, base, notes, seed, B)
+        return _judge_operating_point(claim, ev, cell, res, base, notes, B)
     assert isinstance(claim, _MetricClaim)
     spec = claim.spec(ev.prevalence)
     mid = _SOFT[spec.name] if ev.soft else spec.id
@@ -928,7 +928,7 @@ def _judge_cell(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any
                                               if ceiling < claim.level else ""))
         notes.append(degenerate_note(r.n_degenerate, r.n_resamples))
         return _row(base, verdict=v, note=join(*notes), design=r.design, n_resamples=r.n_resamples,
-                    seed=seed, estimate=est, ci_low=lo, ci_high=hi, ceiling=ceiling, n=r.n,
+                    estimate=est, ci_low=lo, ci_high=hi, ceiling=ceiling, n=r.n,
                     n_pos=r.n_pos, n_neg=r.n_neg, n_degenerate=r.n_degenerate,
                     claim_value=claim.level,
                     claim_side="greater" if claim.at_least is not None else "less")
@@ -951,7 +951,7 @@ def _judge_cell(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any
     notes.append("lower is better" if sign < 0 else "")
     notes.append(degenerate_note(d.n_degenerate, d.n_resamples))
     return _row(base, verdict=v, note=join(*notes), design=d.design, n_resamples=d.n_resamples,
-                seed=seed, estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
+                estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
                 model_a=a, model_b=b, n=d.n, n_pos=d.n_pos, n_neg=d.n_neg,
                 n_degenerate=d.n_degenerate, claim_value=-sign * margin + 0.0,
                 claim_side="greater" if sign > 0 else "less")
@@ -992,7 +992,7 @@ def _combine(verdicts: Sequence[str]) -> str:
 
 
 def _judge_operating_point(claim: OperatingPointClaim, ev: _Eval, cell: Any, res: Any,
-                           base: dict[str, Any], notes: list[str], seed: int, B: int
+                           base: dict[str, Any], notes: list[str], B: int
                            ) -> dict[str, Any]:
     t = claim.threshold
     parts: list[tuple[str, float, Any, bool]] = []  # (rate, level, result, by construction)
@@ -1042,7 +1042,7 @@ def _judge_operating_point(claim: OperatingPointClaim, ev: _Eval, cell: Any, res
         extra = {"other_criterion": second[0], "other_estimate": second[2].estimate,
                  "other_ci_low": second[2].ci_low, "other_ci_high": second[2].ci_high}
     r = first[2]
-    return _row(base, verdict=verdict, note=join(*notes), design=design, n_resamples=B, seed=seed,
+    return _row(base, verdict=verdict, note=join(*notes), design=design, n_resamples=B,
                 estimate=r.estimate, ci_low=r.ci_low, ci_high=r.ci_high, threshold=threshold,
                 criterion=crit, n=r.n, n_pos=r.n_pos, n_neg=r.n_neg,
                 n_degenerate=max(x[2].n_degenerate for x in judged), claim_value=first[1],

@@ -148,7 +148,7 @@ def _metric_rows(ctx: AuditContext, cohort: str, prompt: str, models: list[str],
     ceiling = {mid: soft_ceiling(label_soft, metric=mid) for mid in SOFT_METRICS
                if res.soft is not None and label_soft is not None}
     return [spec_row(model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
-                     n_resamples=r.n_resamples, seed=res.seed, **interval(r),
+                     n_resamples=r.n_resamples, **interval(r),
                      **({"ceiling": ceiling.get(mid, math.nan)} if ceiling else {}),
                      qualification=join(exposure_note(ctx, m, cohort),
                                         degenerate_note(r.n_degenerate, r.n_resamples)))
@@ -168,7 +168,7 @@ def _difference_rows(ctx: AuditContext, cohort: str, prompt: str, pairs, res, de
             is_auc = mid == "roc_auc"
             rows.append(spec_row(
                 model=f"{a} - {b}", prompt=prompt, cohort=cohort, criterion=f"{mid}_difference",
-                design=d.design, n_resamples=d.n_resamples, seed=res.seed,
+                design=d.design, n_resamples=d.n_resamples,
                 family=family if is_auc else None, model_a=a, model_b=b, **interval(d),
                 delong_z=dl.statistic if is_auc else np.nan,
                 pvalue=dl.pvalue if is_auc else np.nan,
@@ -255,7 +255,7 @@ def _reliability(ctx: AuditContext, prompt: str, models: list[str]) -> pd.DataFr
             for i in range(rb.bin_index.size):
                 rows.append(spec_row(
                     model=m, prompt=prompt, cohort=cohort, criterion="reliability[n_bins=10]",
-                    design="point_estimate", seed=ctx.seed, bin=int(rb.bin_index[i]),
+                    design="point_estimate", bin=int(rb.bin_index[i]),
                     bin_low=float(rb.bin_low[i]), bin_high=float(rb.bin_high[i]),
                     count=int(rb.count[i]), mean_score=float(rb.mean_score[i]),
                     fraction_positive=float(rb.fraction_positive[i]),

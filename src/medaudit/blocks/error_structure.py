@@ -248,7 +248,7 @@ def _assertion_table(t: pd.DataFrame, ctx: AuditContext, inst: list[str]) -> pd.
         # finding rows carry their deployment's flag: degeneracy is a property of the deployment
         for r in g.itertuples():
             rows.append(spec_row(model=m, prompt=prot, cohort=c, negatives=r.finding,
-                                 criterion="present_rate", seed=ctx.seed, estimate=r.present_rate,
+                                 criterion="present_rate", estimate=r.present_rate,
                                  n=int(r.n), n_present=int(r.n_present),
                                  reference_prevalence=r.reference_prevalence,
                                  accuracy=r.accuracy, degenerate=never or always, kind=kind,
@@ -257,7 +257,7 @@ def _assertion_table(t: pd.DataFrame, ctx: AuditContext, inst: list[str]) -> pd.
         prev = float(g["n_reference_positive"].sum() / n)
         rows.append(spec_row(
             model=m, prompt=prot, cohort=c, negatives="all", criterion="present_rate",
-            seed=ctx.seed, estimate=float(g["n_present"].sum() / n), n=n,
+            estimate=float(g["n_present"].sum() / n), n=n,
             n_present=int(g["n_present"].sum()), reference_prevalence=prev,
             accuracy=float(g["n_correct"].sum() / n), degenerate=never or always, kind=kind,
             present_rate_min=float(rates.min()), present_rate_max=float(rates.max()),
@@ -320,7 +320,7 @@ def _rate_rows(ctx, m, prot, inst, findings, c, reps, degen, level) -> list[dict
                       f"{n_deg} bootstrap replicate(s) with no denominator dropped" if n_deg else "")
             rows.append(spec_row(
                 model=m, prompt=prot, cohort=inst[i], negatives=findings[f], criterion=metric,
-                design=DESIGN, n_resamples=len(r), seed=ctx.seed, family=None,
+                design=DESIGN, n_resamples=len(r), family=None,
                 estimate=float(_div(ev[i, f], n[i, f])), ci_low=lo, ci_high=hi,
                 n_degenerate=n_deg, events=int(ev[i, f]), n=int(n[i, f]), qualification=q))
     return rows
@@ -355,7 +355,7 @@ def _contrast_rows(ctx, m, prot, inst, findings, c, reps, degen, level, pvals, a
             rows.append(spec_row(
                 model=m, prompt=prot, cohort=f"{inst[a]} - {inst[b]}", negatives=findings[f],
                 criterion=f"{metric}_difference", design=DESIGN, n_resamples=len(d),
-                seed=ctx.seed, family=f"bh[{metric}]" if in_fam else "descriptive",
+                family=f"bh[{metric}]" if in_fam else "descriptive",
                 cohort_a=inst[a], cohort_b=inst[b], estimate=est, ci_low=lo, ci_high=hi,
                 n_degenerate=n_deg, events_a=int(ev[a, f]), n_a=int(n[a, f]),
                 events_b=int(ev[b, f]), n_b=int(n[b, f]), pvalue=pvals[key],
@@ -388,7 +388,7 @@ def _cmh_rows(ctx, m, prot, inst, findings, c, es) -> list[dict[str, Any]]:
                          f"higher at {inst[b]}" if orr < 1 else "equal")
             rows.append(spec_row(
                 model=m, prompt=prot, cohort=f"{inst[a]} - {inst[b]}", negatives="all",
-                criterion=f"{metric}_cmh", seed=ctx.seed, family="descriptive",
+                criterion=f"{metric}_cmh", family="descriptive",
                 cohort_a=inst[a], cohort_b=inst[b], statistic=r.statistic, pvalue=r.pvalue,
                 estimate=orr, n_strata=len(fs), n_strata_used=r.details["n_strata_used"],
                 dropped_strata=", ".join(dropped), direction=direction,
@@ -405,7 +405,7 @@ def _jaccard_rows(ctx, prot, sets, family, findings, inst, subset, n_sig) -> lis
             sa, sb = sets.get((metric, a), set()), sets.get((metric, b), set())
             rows.append(spec_row(
                 model=f"{a} & {b}", prompt=prot, cohort="all", negatives="all",
-                criterion=f"jaccard[{metric}_significant]", seed=ctx.seed, family=f"bh[{metric}]",
+                criterion=f"jaccard[{metric}_significant]", family=f"bh[{metric}]",
                 model_a=a, model_b=b, subset=subset, estimate=jaccard(sa, sb),
                 n_intersection=len(sa & sb), n_union=len(sa | sb), n_a=len(sa), n_b=len(sb),
                 n_significant_a=n_sig.get((metric, a), 0), n_significant_b=n_sig.get((metric, b), 0),
@@ -437,7 +437,7 @@ def _concordance(t: pd.DataFrame, ctx: AuditContext, inst: list[str], pair) -> l
             pa, pb = g["prediction_a"].to_numpy(), g["prediction_b"].to_numpy()
             k = cohen_kappa(pa, pb)
             acc_a, acc_b = float(g["correct_a"].mean()), float(g["correct_b"].mean())
-            common = dict(model=m, prompt=f"{a} - {b}", cohort=c, negatives="all", seed=ctx.seed,
+            common = dict(model=m, prompt=f"{a} - {b}", cohort=c, negatives="all",
                           prompt_a=a, prompt_b=b, n=len(g), accuracy_a=acc_a, accuracy_b=acc_b)
             q = "" if np.isfinite(k.estimate) else "kappa undefined (chance agreement 1)"
             rows.append(spec_row(criterion="raw_agreement",
@@ -475,7 +475,7 @@ def _logit_rows(t: pd.DataFrame, ctx: AuditContext, inst: list[str]) -> list[dic
                                    ("roc_auc[correct]", g["correct"].to_numpy(), conf)):
                     est, q = _auroc(y.astype(np.float64), s)
                     rows.append(spec_row(model=m, prompt=prot, cohort=c, negatives=f,
-                                         criterion=crit, seed=ctx.seed, estimate=est, n=len(g),
+                                         criterion=crit, estimate=est, n=len(g),
                                          n_pos=int(y.sum()), n_neg=int(len(g) - y.sum()),
                                          qualification=q))
     return rows
@@ -578,7 +578,7 @@ def _reader_rows(t: pd.DataFrame, ctx: AuditContext, es: ErrorStructureConfig,
 
     r = reader_audit(t, protocol=es.protocol, models=family)
     common = dict(model=", ".join(family), prompt=es.protocol, negatives="all",
-                  design="reader_audit", seed=ctx.seed)
+                  design="reader_audit")
     crit = "cohen_kappa[reader,reference]"
     rows = [spec_row(cohort="all", criterion=crit, estimate=r.kappa, n=r.n_pairs,
                      n_pairs_evaluable=r.n_pairs_evaluable, raw_agreement=r.raw_agreement,

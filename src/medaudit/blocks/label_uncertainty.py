@@ -194,6 +194,46 @@ def _run(ctx: AuditContext, lu: LabelUncertaintyConfig) -> BlockResult:
     ann = ctx.annotation_rules
     if ann is None or ctx.annotations is None:
         raise SchemaError("block 'label_uncertainty' needs `annotations:` in the spec.")
+    prompt, models, cohorts = _selection(ctx, lu)
+    ids = metric_ids(ap_ties=lu.ap_ties, soft_variant=lu.soft_variant, soft_ties=lu.soft_ties,
+                     soft_ap_variant=lu.soft_ap_variant)
+    pairs = ((ids[0], ids[2]), (ids[1], ids[3]))
+    bootstrappable = ann.soft == "mean" and ann.hard != "posterior"
+    T: dict[str, list[dict]] = {k: [] for k in ("metrics", "annotation_intervals", "rank_changes",
+                                               "agreement", "stability", "stability_test")}
+    notes: list[str] = []
+    for cohort in cohorts:
+        ctx.tick(f"{NAME}: case bootstrap {cohort}")
+        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+        if w.label_soft is None:
+            raise SchemaError(f"cohort {cohort!r} has no label_soft; the label_uncertainty block "
+                              "reads soft labels attached from `annotations:`.")
+        scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
+        est = _case_bootstrap(T, notes, ctx, lu, w, cohort, prompt, scores, ids)
+        for o_id, s_id in pairs:
+            _ranking_rows(T, est, models, cohort, prompt, o_id, s_id)
+        if not bootstrappable:
+            notes.append(f"{cohort}: soft labels from {ann.soft} (hard: {ann.hard}) are not "
+                         "annotation-bootstrapped (paper 001 bootstraps mean-vote labels only).")
+            continue
+        ctx.tick(f"{NAME}: annotation bootstrap {cohort}")
+        ab = _annotation_part(T, notes, ctx, lu, w, cohort, prompt, scores, models)
+        T["stability_test"] += [_stability_test_row(ab, lu, cohort, prompt, o_id, s_id,
+                                                    ctx.resampling.confidence_level)
+                                for o_id, s_id in pairs]
+    tests = T["stability_test"]
+    if tests:
+        adj = adjust_pvalues([r["pvalue"] for r in tests], method="holm", alpha=lu.alpha,
+                             family=f"{NAME}|stability tests")
+        for r, pa in zip(tests, adj.pvalues_adjusted, strict=True):
+            r["pvalue_adj"] = float(pa)
+    notes += _method_notes(ctx, lu)
+    frames = {k: pd.DataFrame(v) for k, v in T.items()}
+    return BlockResult(name=NAME, tables=frames, notes=tuple(notes))
+
+
+def _selection(ctx: AuditContext, lu: LabelUncertaintyConfig) -> tuple[str, list[str], list[str]]:
+    """The prompt, models and cohorts the block reads, checked against the study."""
     prompt = lu.prompt or ctx.primary_prompt
     known = ctx.models()
     models = sorted(lu.models) if lu.models else known
@@ -206,119 +246,123 @@ def _run(ctx: AuditContext, lu: LabelUncertaintyConfig) -> BlockResult:
     if bad:
         raise SchemaError(f"label_uncertainty.cohorts names {bad}, not among the spec's cohorts "
                           f"{ctx.cohorts}.")
-    ids = metric_ids(ap_ties=lu.ap_ties, soft_variant=lu.soft_variant, soft_ties=lu.soft_ties,
-                     soft_ap_variant=lu.soft_ap_variant)
-    pairs = ((ids[0], ids[2]), (ids[1], ids[3]))
+    return prompt, models, cohorts
+
+
+def _case_bootstrap(T: dict[str, list[dict]], notes: list[str], ctx: AuditContext,
+                    lu: LabelUncertaintyConfig, w: Any, cohort: str, prompt: str,
+                    scores: dict[str, np.ndarray], ids: tuple[str, ...]
+                    ) -> dict[str, np.ndarray]:
+    """The case bootstrap of one cohort: its ``metrics`` rows; the estimates by metric id."""
+    models = list(scores)
+    if lu.soft_ties == "stable" and (tied := tied_items(scores)):
+        notes.append(f"{cohort}: tied scores ({_counts(tied)} items in tied blocks) are taken "
+                     "in image_id order by the stable soft metrics, so their values depend on "
+                     "that order; label_uncertainty.soft_ties: grouped makes them tie-aware.")
     hard_specs, soft_specs = _metric_specs(lu)
+    # one generator key for both calls: under the ordinary design hard and soft metrics
+    # see the very same resampled images
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        res = {}
+        for y, specs in ((w.label, hard_specs), (w.label_soft, soft_specs)):
+            r = paired_bootstrap(y, scores, metrics=specs, design=ctx.cohort_design(cohort),
+                                 n_resamples=ctx.resampling.n_resamples,
+                                 confidence_level=ctx.resampling.confidence_level,
+                                 rng=ctx.rng(NAME, cohort, prompt))
+            res.update(r.marginal)
+    est = {mid: np.array([res[(m, mid)].estimate for m in models]) for mid in ids}
+    ranks = {mid: min_rank(est[mid]) for mid in ids}
+    for j, m in enumerate(models):
+        for mid in ids:
+            r = res[(m, mid)]
+            T["metrics"].append(spec_row(
+                model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
+                n_resamples=r.n_resamples, **interval(r), rank=float(ranks[mid][j]),
+                qualification=join(exposure_note(ctx, m, cohort, label="exposure: "),
+                                   f"{r.n_degenerate} of {r.n_resamples} replicates degenerate"
+                                   if r.n_degenerate else "")))
+    return est
+
+
+def _ranking_rows(T: dict[str, list[dict]], est: dict[str, np.ndarray], models: list[str],
+                  cohort: str, prompt: str, o_id: str, s_id: str) -> None:
+    """Pairwise order changes and the ordinary-vs-soft correlation of one metric pair."""
+    for i, a in enumerate(models):
+        for j in range(i + 1, len(models)):
+            b = models[j]
+            oo = _order(est[o_id][i], est[o_id][j])
+            os_ = _order(est[s_id][i], est[s_id][j])
+            T["rank_changes"].append(spec_row(
+                model=f"{a} - {b}", prompt=prompt, cohort=cohort, criterion=s_id,
+                design="point_estimate", ordinary_criterion=o_id,
+                model_a=a, model_b=b, ordinary_a=est[o_id][i], ordinary_b=est[o_id][j],
+                soft_a=est[s_id][i], soft_b=est[s_id][j], order_ordinary=oo,
+                order_soft=os_, changed=oo != os_))
+    r = pearson_r(est[o_id], est[s_id]) if np.isfinite(est[o_id]).all() and np.isfinite(
+        est[s_id]).all() else np.nan
+    T["agreement"].append(spec_row(
+        model="all", prompt=prompt, cohort=cohort, criterion=s_id, design="point_estimate",
+        ordinary_criterion=o_id, n_models=len(models), r=r, r2=r * r,
+        qualification="" if len(models) >= 3 else "fewer than 3 models: R^2 undefined"))
+
+
+def _annotation_part(T: dict[str, list[dict]], notes: list[str], ctx: AuditContext,
+                     lu: LabelUncertaintyConfig, w: Any, cohort: str, prompt: str,
+                     scores: dict[str, np.ndarray], models: list[str]) -> Any:
+    """The annotation bootstrap of one cohort (M1.6): its rows and notes; the result."""
+    ann = ctx.annotation_rules
+    ratings, item, n_unscored, scale = _cohort_annotations(ctx, cohort, w.image_id)
+    if n_unscored:
+        notes.append(f"{cohort}: {n_unscored} annotation row(s) of items without scores in "
+                     "this cohort are not used.")
+    k = np.bincount(item, minlength=w.image_id.size)
+    soft0, hard0 = labels_from_sums(np.bincount(item, weights=ratings, minlength=k.size), k,
+                                    scale=scale, **_rules(ann))
+    n_dis = int(np.sum(hard0 != w.label) + np.sum(~np.isclose(soft0, w.label_soft, rtol=0,
+                                                             atol=1e-12)))
+    if n_dis:
+        notes.append(f"{cohort}: the score table's labels differ from the annotation labels on "
+                     f"{n_dis} item-label(s); `metrics` uses the table's labels, the annotation "
+                     "bootstrap the annotations'.")
+    ab = annotation_bootstrap(ratings, item, scores, scale=scale, **_rules(ann),
+                              ap_ties=lu.ap_ties, soft_variant=lu.soft_variant,
+                              soft_ties=lu.soft_ties, soft_ap_variant=lu.soft_ap_variant,
+                              n_resamples=lu.n_resamples,
+                              rng=ctx.rng(NAME, cohort, prompt, "annotations"), batch=lu.batch)
+    _annotation_rows(T, ctx, ab, cohort, prompt, models, ctx.resampling.confidence_level)
+    excl = int(ab.n_excluded.sum())
+    if excl:
+        notes.append(f"{cohort}: {excl} item-replicate(s) of the annotation bootstrap had an "
+                     "excluded tie (tie: exclude) and were left out of that replicate.")
+    return ab
+
+
+def _stability_test_row(ab: Any, lu: LabelUncertaintyConfig, cohort: str, prompt: str,
+                        o_id: str, s_id: str, level: float) -> dict[str, Any]:
+    """The binomial rank-stability test (M1.8) of one soft/ordinary pair; Holm comes later."""
+    t = rank_stability_test(ab.correlations(s_id, lu.test_correlation),
+                            ab.correlations(o_id, lu.test_correlation), ties=lu.test_ties,
+                            confidence_level=level)
+    return spec_row(
+        model="all", prompt=prompt, cohort=cohort, criterion=s_id,
+        design="annotation_bootstrap", n_resamples=ab.n_resamples,
+        family=f"{NAME}|stability tests", ordinary_criterion=o_id,
+        correlation=lu.test_correlation, ties=lu.test_ties, k=int(t.statistic), n=t.n,
+        n_ties=t.details["n_ties"], n_undefined=t.details["n_undefined"],
+        stability_soft=ab.stability(s_id, lu.test_correlation),
+        stability_ordinary=ab.stability(o_id, lu.test_correlation), pvalue=t.pvalue,
+        pvalue_adj=np.nan, alpha=lu.alpha,
+        significant=bool(t.pvalue < lu.alpha) if np.isfinite(t.pvalue) else None,
+        verdict=("soft more stable" if np.isfinite(t.pvalue) and t.pvalue < lu.alpha
+                 else "not shown" if np.isfinite(t.pvalue) else "not defined"),
+        qualification="" if t.n else "no untied, defined replicate")
+
+
+def _method_notes(ctx: AuditContext, lu: LabelUncertaintyConfig) -> list[str]:
+    ann = ctx.annotation_rules
     B, level = ctx.resampling.n_resamples, ctx.resampling.confidence_level
-    bootstrappable = ann.soft == "mean" and ann.hard != "posterior"
-    T: dict[str, list[dict]] = {k: [] for k in ("metrics", "annotation_intervals", "rank_changes",
-                                               "agreement", "stability", "stability_test")}
-    notes: list[str] = []
-    for cohort in cohorts:
-        ctx.tick(f"{NAME}: case bootstrap {cohort}")
-        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
-        if w.label_soft is None:
-            raise SchemaError(f"cohort {cohort!r} has no label_soft; the label_uncertainty block "
-                              "reads soft labels attached from `annotations:`.")
-        scores = {m: w.scores[f"{m}|{prompt}"] for m in models}
-        if lu.soft_ties == "stable" and (tied := tied_items(scores)):
-            notes.append(f"{cohort}: tied scores ({_counts(tied)} items in tied blocks) are taken "
-                         "in image_id order by the stable soft metrics, so their values depend on "
-                         "that order; label_uncertainty.soft_ties: grouped makes them tie-aware.")
-        design = ctx.cohort_design(cohort)
-        # one generator key for both calls: under the ordinary design hard and soft metrics
-        # see the very same resampled images
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DegenerateDataWarning)
-            res = {}
-            for y, specs in ((w.label, hard_specs), (w.label_soft, soft_specs)):
-                r = paired_bootstrap(y, scores, metrics=specs, design=design, n_resamples=B,
-                                     confidence_level=level, rng=ctx.rng(NAME, cohort, prompt))
-                res.update(r.marginal)
-        est = {mid: np.array([res[(m, mid)].estimate for m in models]) for mid in ids}
-        ranks = {mid: min_rank(est[mid]) for mid in ids}
-        for j, m in enumerate(models):
-            for mid in ids:
-                r = res[(m, mid)]
-                T["metrics"].append(spec_row(
-                    model=m, prompt=prompt, cohort=cohort, criterion=mid, design=r.design,
-                    n_resamples=r.n_resamples, seed=ctx.seed, **interval(r),
-                    rank=float(ranks[mid][j]),
-                    qualification=join(
-                        exposure_note(ctx, m, cohort, label="exposure: "),
-                        f"{r.n_degenerate} of {r.n_resamples} replicates degenerate"
-                        if r.n_degenerate else "")))
-        for o_id, s_id in pairs:
-            for i, a in enumerate(models):
-                for j in range(i + 1, len(models)):
-                    b = models[j]
-                    oo = _order(est[o_id][i], est[o_id][j])
-                    os_ = _order(est[s_id][i], est[s_id][j])
-                    T["rank_changes"].append(spec_row(
-                        model=f"{a} - {b}", prompt=prompt, cohort=cohort, criterion=s_id,
-                        design="point_estimate", seed=ctx.seed, ordinary_criterion=o_id,
-                        model_a=a, model_b=b, ordinary_a=est[o_id][i], ordinary_b=est[o_id][j],
-                        soft_a=est[s_id][i], soft_b=est[s_id][j], order_ordinary=oo,
-                        order_soft=os_, changed=oo != os_))
-            r = pearson_r(est[o_id], est[s_id]) if np.isfinite(est[o_id]).all() and np.isfinite(
-                est[s_id]).all() else np.nan
-            T["agreement"].append(spec_row(
-                model="all", prompt=prompt, cohort=cohort, criterion=s_id, design="point_estimate",
-                seed=ctx.seed, ordinary_criterion=o_id, n_models=len(models), r=r, r2=r * r,
-                qualification="" if len(models) >= 3 else "fewer than 3 models: R^2 undefined"))
-        if not bootstrappable:
-            notes.append(f"{cohort}: soft labels from {ann.soft} (hard: {ann.hard}) are not "
-                         "annotation-bootstrapped (paper 001 bootstraps mean-vote labels only).")
-            continue
-        ctx.tick(f"{NAME}: annotation bootstrap {cohort}")
-        ratings, item, n_unscored, scale = _cohort_annotations(ctx, cohort, w.image_id)
-        if n_unscored:
-            notes.append(f"{cohort}: {n_unscored} annotation row(s) of items without scores in "
-                         "this cohort are not used.")
-        k = np.bincount(item, minlength=w.image_id.size)
-        soft0, hard0 = labels_from_sums(np.bincount(item, weights=ratings, minlength=k.size), k,
-                                        scale=scale, **_rules(ann))
-        n_dis = int(np.sum(hard0 != w.label) + np.sum(~np.isclose(soft0, w.label_soft, rtol=0,
-                                                                 atol=1e-12)))
-        if n_dis:
-            notes.append(f"{cohort}: the score table's labels differ from the annotation labels on "
-                         f"{n_dis} item-label(s); `metrics` uses the table's labels, the annotation "
-                         "bootstrap the annotations'.")
-        ab = annotation_bootstrap(ratings, item, scores, scale=scale, **_rules(ann),
-                                  ap_ties=lu.ap_ties, soft_variant=lu.soft_variant,
-                                  soft_ties=lu.soft_ties, soft_ap_variant=lu.soft_ap_variant,
-                                  n_resamples=lu.n_resamples,
-                                  rng=ctx.rng(NAME, cohort, prompt, "annotations"), batch=lu.batch)
-        _annotation_rows(T, ctx, ab, cohort, prompt, models, level)
-        excl = int(ab.n_excluded.sum())
-        if excl:
-            notes.append(f"{cohort}: {excl} item-replicate(s) of the annotation bootstrap had an "
-                         "excluded tie (tie: exclude) and were left out of that replicate.")
-        for o_id, s_id in pairs:
-            t = rank_stability_test(ab.correlations(s_id, lu.test_correlation),
-                                    ab.correlations(o_id, lu.test_correlation), ties=lu.test_ties,
-                                    confidence_level=level)
-            T["stability_test"].append(spec_row(
-                model="all", prompt=prompt, cohort=cohort, criterion=s_id,
-                design="annotation_bootstrap", n_resamples=ab.n_resamples, seed=ctx.seed,
-                family=f"{NAME}|stability tests", ordinary_criterion=o_id,
-                correlation=lu.test_correlation, ties=lu.test_ties, k=int(t.statistic), n=t.n,
-                n_ties=t.details["n_ties"], n_undefined=t.details["n_undefined"],
-                stability_soft=ab.stability(s_id, lu.test_correlation),
-                stability_ordinary=ab.stability(o_id, lu.test_correlation), pvalue=t.pvalue,
-                pvalue_adj=np.nan, alpha=lu.alpha,
-                significant=bool(t.pvalue < lu.alpha) if np.isfinite(t.pvalue) else None,
-                verdict=("soft more stable" if np.isfinite(t.pvalue) and t.pvalue < lu.alpha
-                         else "not shown" if np.isfinite(t.pvalue) else "not defined"),
-                qualification="" if t.n else "no untied, defined replicate"))
-    tests = T["stability_test"]
-    if tests:
-        adj = adjust_pvalues([r["pvalue"] for r in tests], method="holm", alpha=lu.alpha,
-                             family=f"{NAME}|stability tests")
-        for r, pa in zip(tests, adj.pvalues_adjusted, strict=True):
-            r["pvalue_adj"] = float(pa)
-    notes += [
+    return [
         f"Case-bootstrap intervals: percentile, level {level}, B = {B}, one paired draw per cohort "
         "(hard and soft metrics from the same generator).",
         f"Annotation bootstrap: B = {lu.n_resamples}; each item's usable ratings resampled with "
@@ -331,8 +375,6 @@ def _run(ctx: AuditContext, lu: LabelUncertaintyConfig) -> BlockResult:
         f"correlations, ties {lu.test_ties}d; significant uses the raw p as the paper; pvalue_adj "
         "is Holm over the block's tests.",
     ]
-    frames = {k: pd.DataFrame(v) for k, v in T.items()}
-    return BlockResult(name=NAME, tables=frames, notes=tuple(notes))
 
 
 def _counts(tied: dict[str, int]) -> str:
@@ -361,7 +403,7 @@ def _annotation_rows(T, ctx, ab, cohort, prompt, models, level) -> None:
             n_deg = int(np.isnan(reps[:, j]).sum())
             T["annotation_intervals"].append(spec_row(
                 model=m, prompt=prompt, cohort=cohort, criterion=mid, design="annotation_bootstrap",
-                n_resamples=ab.n_resamples, seed=ctx.seed, estimate=float(ab.estimate[mid][j]),
+                n_resamples=ab.n_resamples, estimate=float(ab.estimate[mid][j]),
                 ci_low=lo, ci_high=hi, n_degenerate=n_deg, n=ab.n_items, n_pos=n_pos,
                 n_neg=n_used - n_pos,
                 rank=float(ab.rank[mid][j]), mean_rank=float(mean_rank[j]),
@@ -371,7 +413,7 @@ def _annotation_rows(T, ctx, ab, cohort, prompt, models, level) -> None:
             lo, hi = percentile_interval(c, level)
             T["stability"].append(spec_row(
                 model="all", prompt=prompt, cohort=cohort, criterion=mid,
-                design="annotation_bootstrap", n_resamples=ab.n_resamples, seed=ctx.seed,
+                design="annotation_bootstrap", n_resamples=ab.n_resamples,
                 correlation=meth, estimate=ab.stability(mid, meth), ci_low=lo, ci_high=hi,
                 n_valid=int(np.isfinite(c).sum()), n_degenerate=ab.n_degenerate[mid],
                 n_undefined=ab.n_undefined[f"{mid}|{meth}"], n_models=len(models),

@@ -364,7 +364,7 @@ class OperatingPoints(Block):
                     rows.append(spec_row(
                         model=m, prompt=prompt, cohort=cohort,
                         threshold=0.5 if spec_[0] == "selective_risk" else None, criterion=mid,
-                        design=r.design, n_resamples=r.n_resamples, seed=res.seed, **interval(r),
+                        design=r.design, n_resamples=r.n_resamples, **interval(r),
                         qualification=join(exposure_note(ctx, m, cohort),
                                            degenerate_note(r.n_degenerate, r.n_resamples))))
         notes = [
@@ -447,7 +447,7 @@ def _requested(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibratio
 
             def row(r: Any, m: str = m, cohort: str = cohort, **e: Any) -> dict[str, Any]:
                 return spec_row(model=m, prompt=prompt, cohort=cohort, design=r.design,
-                                n_resamples=r.n_resamples, seed=ctx.seed, **e)
+                                n_resamples=r.n_resamples, **e)
 
             rres = ex.rate_results.get(m)
             rids = {} if rres is None else {_Extra.key(n, o): mid for (n, o), mid in zip(
@@ -486,7 +486,7 @@ def _requested(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibratio
                 rows["partial_auc_differences"].append(spec_row(
                     model=f"{a} - {b}", prompt=prompt, cohort=cohort,
                     criterion=_difference_id(mid), design=d.design, n_resamples=d.n_resamples,
-                    seed=res.seed, model_a=a, model_b=b, **interval(d),
+                    model_a=a, model_b=b, **interval(d),
                     verdict=verdict(d.ci_low, d.ci_high, +1),
                     qualification=join(exposure_note(ctx, [a, b], cohort, label="{model}: "),
                                        degenerate_note(d.n_degenerate, d.n_resamples))))
@@ -513,9 +513,20 @@ def _frame(n: int, arrays: dict[str, Any], **kw: Any) -> pd.DataFrame:
 def _vector_tables(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibration | None,
                    wides: dict, extras: dict[str, _Extra]) -> dict[str, pd.DataFrame]:
     """Cut-points, ROC/PR coordinates, ROC bands, reliability curves and calibration slopes."""
-    curves = config.curves_config
-    if curves is None and cal is None and not config.rules:
+    if config.curves_config is None and cal is None and not config.rules:
         return {}
+    cells, frames = _vector_cells(ctx, config, cal, wides, extras)
+    out = {k: pd.concat(v, ignore_index=True) for k, v in frames.items() if v}
+    done = ctx.map(functools.partial(run_vector, resampling=ctx.resampling), cells)
+    out.update(_vector_rows(ctx, cells, done))
+    return out
+
+
+def _vector_cells(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibration | None,
+                  wides: dict, extras: dict[str, _Extra]
+                  ) -> tuple[list[VectorCell], dict[str, list[pd.DataFrame]]]:
+    """The resampled curves as cells, and the point-estimate ROC/PR coordinates as frames."""
+    curves = config.curves_config
     prompt, models = ctx.primary_prompt, ctx.models()
     cells, frames = [], {k: [] for k in ("roc_curve", "pr_curve")}
     for cohort in ctx.cohorts:
@@ -529,7 +540,7 @@ def _vector_tables(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibr
                     f"operating_points.calibration: model {m!r} on cohort {cohort!r} has "
                     "probabilities of exactly 0 or 1, which have no logit; set calibration.eps "
                     "(e.g. 1e-6) to clip them for the slope and intercept fit.")
-            e = dict(model=m, prompt=prompt, cohort=cohort, design="point_estimate", seed=ctx.seed)
+            e = dict(model=m, prompt=prompt, cohort=cohort, design="point_estimate")
             for rule in map(as_rule, config.rules):
                 cells.append(VectorCell(key=(NAME, cohort, prompt, "cutpoint", rule.label, m),
                                         kind="cutpoint", label=w.label, score=s, design=design,
@@ -561,30 +572,27 @@ def _vector_tables(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibr
                     cells.append(VectorCell(key=(NAME, cohort, prompt, "slope", m), kind="slope",
                                            label=w.label, score=s, design=design,
                                            options={"eps": cal.eps}))
-    out = {k: pd.concat(v, ignore_index=True) for k, v in frames.items() if v}
-    done = ctx.map(functools.partial(run_vector, resampling=ctx.resampling), cells)
+    return cells, frames
+
+
+def _vector_rows(ctx: AuditContext, cells: list[VectorCell], done: list[Any]
+                 ) -> dict[str, pd.DataFrame]:
+    """The tables of the finished vector cells, one kind of cell to a table."""
+    prompt = ctx.primary_prompt
     parts: dict[str, list] = {"cutpoints": [], "roc_band": [], "pr_band": [],
                               "calibration_curve": [], "calibration_slope": []}
     for cell, r in zip(cells, done, strict=True):
         cohort, m = cell.key[1], cell.key[-1]
-        e = dict(model=m, prompt=prompt, cohort=cohort, seed=ctx.seed)
+        e = dict(model=m, prompt=prompt, cohort=cohort)
         qual = exposure_note(ctx, m, cohort)
         if cell.kind == "cutpoint":
             parts["cutpoints"] += _cutpoint_rows(r, e, as_rule(CutpointRule(**cell.options)), qual)
         elif cell.kind == "roc_band":
-            parts["roc_band"].append(_frame(r.specificity.size, {
-                "specificity": r.specificity, "estimate": r.sensitivity, "ci_low": r.ci_low,
-                "ci_high": r.ci_high}, **e, criterion="sensitivity_at_specificity",
-                design=r.design, n_resamples=r.n_resamples, n_degenerate=r.n_degenerate,
-                n_pos=r.n_pos, n_neg=r.n_neg,
-                qualification=join(qual, degenerate_note(r.n_degenerate, r.n_resamples))))
+            parts["roc_band"].append(_band_frame(r, "specificity", r.specificity, r.sensitivity,
+                                                 "sensitivity_at_specificity", e, qual))
         elif cell.kind == "pr_band":
-            parts["pr_band"].append(_frame(r.recall.size, {
-                "recall": r.recall, "estimate": r.precision, "ci_low": r.ci_low,
-                "ci_high": r.ci_high}, **e, criterion=f"precision_at_recall[method={r.method}]",
-                design=r.design, n_resamples=r.n_resamples, n_degenerate=r.n_degenerate,
-                n_pos=r.n_pos, n_neg=r.n_neg,
-                qualification=join(qual, degenerate_note(r.n_degenerate, r.n_resamples))))
+            parts["pr_band"].append(_band_frame(r, "recall", r.recall, r.precision,
+                                                f"precision_at_recall[method={r.method}]", e, qual))
         elif cell.kind == "reliability":
             parts["calibration_curve"].append(_frame(r.count.size, {
                 "bin_low": r.bin_low, "bin_high": r.bin_high, "count": r.count,
@@ -596,9 +604,18 @@ def _vector_tables(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibr
                 qualification=qual))
         else:
             parts["calibration_slope"] += _slope_rows(r, e, cell, qual)
-    out.update({k: (pd.DataFrame(v) if k in ("cutpoints", "calibration_slope")
-                    else pd.concat(v, ignore_index=True)) for k, v in parts.items() if v})
-    return out
+    return {k: (pd.DataFrame(v) if k in ("cutpoints", "calibration_slope")
+                else pd.concat(v, ignore_index=True)) for k, v in parts.items() if v}
+
+
+def _band_frame(r: Any, axis: str, at: np.ndarray, estimate: np.ndarray, criterion: str,
+                e: dict[str, Any], qual: str) -> pd.DataFrame:
+    """A pointwise band (ROC or PR) as rows: the grid ``axis``, the estimate and its interval."""
+    return _frame(at.size, {axis: at, "estimate": estimate, "ci_low": r.ci_low,
+                            "ci_high": r.ci_high}, **e, criterion=criterion, design=r.design,
+                  n_resamples=r.n_resamples, n_degenerate=r.n_degenerate, n_pos=r.n_pos,
+                  n_neg=r.n_neg, qualification=join(qual, degenerate_note(r.n_degenerate,
+                                                                          r.n_resamples)))
 
 
 def _cutpoint_rows(r: Any, e: dict[str, Any], rule: CutpointRule, qual: str) -> list[dict[str, Any]]:
@@ -702,6 +719,6 @@ def _risk_coverage(ctx: AuditContext, prompt: str, models: list[str]) -> pd.Data
             for i in keep:
                 rows.append(spec_row(
                     model=m, prompt=prompt, cohort=cohort, threshold=0.5,
-                    criterion="selective_risk", design="point_estimate", seed=ctx.seed,
+                    criterion="selective_risk", design="point_estimate",
                     coverage=float(curve.coverage[i]), k=int(i + 1), estimate=float(curve.risk[i])))
     return pd.DataFrame(rows)

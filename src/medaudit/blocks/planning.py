@@ -190,7 +190,7 @@ class Planning(Block):
             pilot = {"pilot_n_pos": n_pos, "pilot_n_neg": n_neg}
             for m in models:
                 s = w.scores[f"{m}|{prompt}"]
-                base = dict(model=m, prompt=prompt, cohort=cohort, seed=ctx.seed,
+                base = dict(model=m, prompt=prompt, cohort=cohort,
                             design="point_estimate")
                 qual = exposure_note(ctx, m, cohort)
                 for t in config.auroc:
@@ -202,7 +202,7 @@ class Planning(Block):
             for a, b in pairs:
                 rows["paired_auroc"].append(_paired_row(
                     w.label, w.scores[f"{a}|{prompt}"], w.scores[f"{b}|{prompt}"], a, b, prev,
-                    config, dict(prompt=prompt, cohort=cohort, seed=ctx.seed,
+                    config, dict(prompt=prompt, cohort=cohort,
                                  design="point_estimate"), pilot,
                     exposure_note(ctx, [a, b], cohort, label="{model}: ")))
         notes = [f"Sample sizes at alpha {config.alpha:g} ({config.alternative}) and power "

@@ -91,6 +91,8 @@ class Prevalence(Block):
                "differences; ranking reversals (paper 000 Tables 12-13)")
     config = PrevalenceEntry
     many = True
+    no_entries = ("no prevalence grid is declared (`prevalence: [{cohorts: [...], grid: [...], "
+                  "primary: ...}]`)")
     tables = (
         TableSchema("metrics", "one row per cohort x model x pi x metric, with its interval",
                     ("estimate", "ci_low", "ci_high", "n_degenerate", "n", "n_pos", "n_neg", "primary",
@@ -108,11 +110,6 @@ class Prevalence(Block):
         return [e for i, pv in enumerate(config)
                 for e in unknown("cohort", pv.cohorts, cohorts, f"prevalence[{i}].cohorts")]
 
-    def skip(self, ctx: AuditContext, config: list[PrevalenceEntry]) -> str | None:
-        if not config:
-            return ("no prevalence grid is declared (`prevalence: [{cohorts: [...], grid: [...], "
-                    "primary: ...}]`)")
-        return None
 
     def run(self, ctx: AuditContext, config: list[PrevalenceEntry]) -> BlockResult:
         if not ctx.probabilities and config:
@@ -161,7 +158,7 @@ def _entry(ctx: AuditContext, entry: PrevalenceEntry, cohorts: list[str], metric
         # metric ids in the order given (e.g. "ece[n_bins=15,prevalence=0.5]")
         mid = dict(zip(cells, res.metric_ids, strict=True))
         base = dict(prompt=prompt, cohort=cohort, design=res.hard.design,
-                    n_resamples=res.hard.n_resamples, seed=res.seed, family=family)
+                    n_resamples=res.hard.n_resamples, family=family)
         for m in models:
             q = exposure_note(ctx, m, cohort, label="")
             for p in grid:
@@ -186,6 +183,6 @@ def _entry(ctx: AuditContext, entry: PrevalenceEntry, cohorts: list[str], metric
             rev_rows.append(spec_row(
                 model=f"{a} - {b}", prompt=prompt, cohort=cohort, prevalence=glabel,
                 criterion="brier_score_difference", design="point_estimate",
-                n_resamples=None, seed=ctx.seed, family=family, model_a=a, model_b=b,
+                n_resamples=None, family=family, model_a=a, model_b=b,
                 order_at_each_pi="|".join(orders), reversed=len(strict) > 1, qualification=q))
     return family

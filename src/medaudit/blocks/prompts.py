@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -149,7 +150,7 @@ def _auroc_matrix(ctx, cells, models, prompts) -> pd.DataFrame:
                     if crit not in v:
                         continue
                     rows.append(spec_row(model=m, prompt=p, cohort=cohort, criterion=crit,
-                                         design=None, n_resamples=None, seed=ctx.seed, family=None,
+                                         design=None, n_resamples=None, family=None,
                                          estimate=v[crit], n=v["n"], n_pos=v["n_pos"],
                                          n_neg=v["n_neg"], qualification=ctx.exposure(m, cohort)))
     return pd.DataFrame(rows)
@@ -183,7 +184,7 @@ def _contrasts(ctx: AuditContext, config: PromptsConfig, models, prompts, test
             rows.append(spec_row(
                 model=m, prompt=f"{p} - {primary}", cohort=cohort,
                 criterion="roc_auc_difference", design="delong_paired", n_resamples=None,
-                seed=ctx.seed, family=BH_FAMILY if in_family else DESCRIPTIVE,
+                family=BH_FAMILY if in_family else DESCRIPTIVE,
                 prompt_a=p, prompt_b=primary, auroc_a=dl.auc_a, auroc_b=dl.auc_b,
                 estimate=dl.estimate, ci_low=dl.ci_low, ci_high=dl.ci_high, z=dl.statistic,
                 pvalue=dl.pvalue, pvalue_adj=math.nan, significant=pd.NA,
@@ -193,16 +194,14 @@ def _contrasts(ctx: AuditContext, config: PromptsConfig, models, prompts, test
         res = next(soft_res).soft
         for p in alts:
             d = res.differences[(p, primary, SOFT_AUC)]
-            rows.append(spec_row(
-                model=m, prompt=f"{p} - {primary}", cohort=cohort,
-                criterion=f"{SOFT_AUC}_difference", design=d.design, n_resamples=d.n_resamples,
-                seed=ctx.seed, family=DESCRIPTIVE, prompt_a=p, prompt_b=primary,
-                auroc_a=res.marginal[(p, SOFT_AUC)].estimate,
-                auroc_b=res.marginal[(primary, SOFT_AUC)].estimate,
-                estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high, z=math.nan,
-                pvalue=math.nan, pvalue_adj=math.nan, significant=pd.NA, **_counts(y),
-                qualification=join(ctx.exposure(m, cohort), _degenerate(d)),
-                n_degenerate=d.n_degenerate))
+            rows.append(_difference_row(
+                m, cohort, p, primary, d, criterion=f"{SOFT_AUC}_difference", family=DESCRIPTIVE,
+                values={"auroc_a": res.marginal[(p, SOFT_AUC)].estimate,
+                        "auroc_b": res.marginal[(primary, SOFT_AUC)].estimate},
+                after={"z": math.nan, "pvalue": math.nan, "pvalue_adj": math.nan,
+                       "significant": pd.NA, **_counts(y),
+                       "qualification": join(ctx.exposure(m, cohort), _degenerate(d)),
+                       "n_degenerate": d.n_degenerate}))
     df = pd.DataFrame(rows)
     note = "no alternative prompt families: no prompt contrasts."
     if not df.empty:  # None for DeLong rows, B for soft bootstrap rows: keep None, not NaN
@@ -233,6 +232,16 @@ def _contrasts(ctx: AuditContext, config: PromptsConfig, models, prompts, test
     return df, note
 
 
+def _difference_row(m: str, cohort: str, a: str, b: str, d: Any, *, criterion: str,
+                    family: str | None, values: dict[str, Any], after: dict[str, Any]
+                    ) -> dict[str, Any]:
+    """A bootstrap row of prompt ``a`` - prompt ``b``: E, the two values, the interval, ``after``."""
+    return spec_row(model=m, prompt=f"{a} - {b}", cohort=cohort, criterion=criterion,
+                    design=d.design, n_resamples=d.n_resamples, family=family, prompt_a=a,
+                    prompt_b=b, **values, estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
+                    **after)
+
+
 def _average(ctx: AuditContext, models, prompts, test, probabilities) -> pd.DataFrame:
     primary = prompts[0]
     metrics = ("roc_auc", "brier_score") if probabilities else ("roc_auc",)
@@ -254,15 +263,12 @@ def _average(ctx: AuditContext, models, prompts, test, probabilities) -> pd.Data
         for r, mid in [(res.hard, mid) for mid in metrics] + ([(res.soft, SOFT_AUC)] if res.soft
                                                              else []):
             d = r.differences[(AVERAGE, primary, mid)]
-            rows.append(spec_row(
-                model=m, prompt=f"{AVERAGE} - {primary}", cohort=cohort,
-                criterion=f"{mid}_difference", design=d.design, n_resamples=d.n_resamples,
-                seed=res.seed, family=None, prompt_a=AVERAGE, prompt_b=primary,
-                value_a=r.marginal[(AVERAGE, mid)].estimate,
-                value_b=r.marginal[(primary, mid)].estimate,
-                estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
-                n_degenerate=d.n_degenerate, **_counts(w.label),
-                qualification=join(ctx.exposure(m, cohort), _degenerate(d))))
+            rows.append(_difference_row(
+                m, cohort, AVERAGE, primary, d, criterion=f"{mid}_difference", family=None,
+                values={"value_a": r.marginal[(AVERAGE, mid)].estimate,
+                        "value_b": r.marginal[(primary, mid)].estimate},
+                after={"n_degenerate": d.n_degenerate, **_counts(w.label),
+                       "qualification": join(ctx.exposure(m, cohort), _degenerate(d))}))
     return pd.DataFrame(rows)
 
 
@@ -290,7 +296,7 @@ def _model_differences(ctx: AuditContext, models, prompts, test) -> pd.DataFrame
                     d = r.differences[(f"{a}|{p}", f"{b}|{p}", mid)]
                     rows.append(spec_row(
                         model=f"{a} - {b}", prompt=p, cohort=cohort, criterion=f"{mid}_difference",
-                        design=d.design, n_resamples=d.n_resamples, seed=res.seed, family=None,
+                        design=d.design, n_resamples=d.n_resamples, family=None,
                         model_a=a, model_b=b, auroc_a=r.marginal[(f"{a}|{p}", mid)].estimate,
                         auroc_b=r.marginal[(f"{b}|{p}", mid)].estimate,
                         estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
@@ -324,7 +330,7 @@ def _decomposition(ctx: AuditContext, cells, models, prompts, cohorts, probabili
         for term in DECOMPOSITION_TERMS:
             rows.append(spec_row(
                 model=", ".join(models), prompt=", ".join(prompts), cohort=", ".join(cohorts),
-                criterion=crit, design=None, n_resamples=None, seed=ctx.seed, family=None,
+                criterion=crit, design=None, n_resamples=None, family=None,
                 term=term, ss=dec.ss[term], df=dec.df[term],
                 share_percent=dec.share_percent[term], ss_total=dec.ss_total,
                 qualification=exposure))

@@ -211,7 +211,7 @@ def _comparison_row(ctx: AuditContext, entry: RetainedEntry, cohort: str, prompt
     mean, sd, n_seeds = seed_delta if seed_delta is not None else (math.nan, math.nan, 0)
     return spec_row(
         model=f"{b} - {a}", prompt=prompt, cohort=cohort, criterion=f"{mid}_difference",
-        design=d.design, n_resamples=d.n_resamples, seed=ctx.seed, family=None,
+        design=d.design, n_resamples=d.n_resamples, family=None,
         model_a=a, model_b=b,
         auroc_a=boot.marginal[("a", mid)].estimate,
         auroc_b=boot.marginal[("b", mid)].estimate,
@@ -300,7 +300,7 @@ def _model_seed_rows(ctx: AuditContext, model: str, cohort: str, prompt: str,
     n, n_pos = int(y.size), int(y.sum())
     counts = dict(n=n, n_pos=n_pos, n_neg=n - n_pos)
     expo = ctx.exposure(model, cohort)
-    common = dict(model=model, prompt=prompt, cohort=cohort, seed=ctx.seed, family=None)
+    common = dict(model=model, prompt=prompt, cohort=cohort, family=None)
     tests, ci = result
     rows, aucs = [], []
     for s, dl in zip(cell.model_seeds, tests, strict=True):
@@ -350,7 +350,7 @@ def _seed_delta_rows(ctx: AuditContext, entry: RetainedEntry, cohort: str, promp
                           "no seed-paired changes.")
     n, n_pos = len(ids), int(y.sum())
     common = dict(model=f"{b} - {a}", prompt=prompt, cohort=cohort, criterion="roc_auc_difference",
-                  seed=ctx.seed, family=None, model_a=a, model_b=b, n=n, n_pos=n_pos,
+                  family=None, model_a=a, model_b=b, n=n, n_pos=n_pos,
                   n_neg=n - n_pos, n_retained=n)
     expo = _exposure(ctx, cohort, a, b)
     rows, summary = [], {}
@@ -449,7 +449,7 @@ def _composition_row(ctx: AuditContext, entry: RetainedEntry, cohort: str, promp
                  f"{n_deg} degenerate bootstrap replicate(s)" if n_deg else "")
     return spec_row(
         model=a, prompt=prompt, cohort=cohort, criterion="roc_auc_difference",
-        design=COMPOSITION_DESIGN, n_resamples=res["n_resamples"], seed=ctx.seed, family=None,
+        design=COMPOSITION_DESIGN, n_resamples=res["n_resamples"], family=None,
         contrast="retained - all", targets_from=b,
         auroc_all=res["auroc_all"], auroc_all_ci_low=res["ci_all"][0],
         auroc_all_ci_high=res["ci_all"][1], auroc_retained=res["auroc_retained"],

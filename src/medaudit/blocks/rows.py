@@ -5,6 +5,11 @@ Every row a block writes starts with E = (m, p, C, N, π, τ, r) in the columns
 provenance ``design, n_resamples, seed, family`` (:data:`E_COLUMNS`,
 :data:`PROVENANCE_COLUMNS`); :func:`spec_row` builds one, :func:`interval` gives the
 columns of an interval, and :func:`verdict` is the one rule for reading a difference.
+
+Blocks leave ``seed`` empty: the runner (``audit.run.run_block``) writes the run seed into
+every empty ``seed`` cell of every table (:func:`stamp_seed`), so no block can forget it or
+stamp another number.  A row drawn from a seed of its own (the agreement block's shots,
+``first_seed + repeat``) passes it, and the runner keeps it.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-__all__ = ["E_COLUMNS", "PROVENANCE_COLUMNS", "spec_row", "interval", "verdict"]
+__all__ = ["E_COLUMNS", "PROVENANCE_COLUMNS", "spec_row", "interval", "verdict", "stamp_seed"]
 
 E_COLUMNS = ("model", "prompt", "cohort", "negatives", "prevalence", "threshold", "criterion")
 PROVENANCE_COLUMNS = ("design", "n_resamples", "seed", "family")
@@ -23,7 +29,11 @@ def spec_row(*, model: str, prompt: str, cohort: str, negatives: str = "all",
              prevalence: Any = "observed", threshold: Any = None, criterion: str,
              design: str | None = None, n_resamples: int | None = None, seed: int | None = None,
              family: str | None = None, **values: Any) -> dict[str, Any]:
-    """One tidy result row: E, then provenance, then the values."""
+    """One tidy result row: E, then provenance, then the values.
+
+    ``seed`` stays None unless the row was drawn from a seed other than the run's: the
+    runner fills the run seed in (:func:`stamp_seed`).
+    """
     return {"model": model, "prompt": prompt, "cohort": cohort, "negatives": negatives,
             "prevalence": prevalence, "threshold": threshold, "criterion": criterion,
             "design": design, "n_resamples": n_resamples, "seed": seed, "family": family,
@@ -54,3 +64,18 @@ def verdict(ci_low: float, ci_high: float, direction: int) -> str:
     if ci_high < 0:
         return "b_better" if direction > 0 else "a_better"
     return "unresolved"
+
+
+def stamp_seed(table: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """``table`` with the run ``seed`` in every empty cell of its ``seed`` column.
+
+    A table without a ``seed`` column (settings, bookkeeping) is returned as it is; a
+    seed a block wrote itself is kept.  The column becomes integer when no cell is left
+    empty, as it is when every row is stamped.
+    """
+    if "seed" not in table.columns or not table["seed"].isna().any():
+        return table
+    out = table.copy()
+    filled = out["seed"].astype(object).where(out["seed"].notna(), seed)
+    out["seed"] = filled.astype("int64")
+    return out

@@ -253,6 +253,8 @@ class Spectrum(Block):
                "test + Holm (paper 000 Tables 9-11)")
     config = SpectrumEntry
     many = True
+    no_entries = ("no `spectrum:` entries are declared (a cohort and its named negative groups, "
+                  "from the `negative_group` column)")
     tables = (
         TableSchema("groups", "per entry x model x group: AUROC(P, G) and AURC on P ∪ G",
                     ("entry", "group", "estimate", "ci_low", "ci_high", "n_degenerate", "n", "n_pos",
@@ -284,11 +286,6 @@ class Spectrum(Block):
                 errs.append(f"  - spectrum[{i}]: the table has no 'negative_group' column")
         return errs
 
-    def skip(self, ctx: AuditContext, config: list[SpectrumEntry]) -> str | None:
-        if not config:
-            return ("no `spectrum:` entries are declared (a cohort and its named negative groups, "
-                    "from the `negative_group` column)")
-        return None
 
     def run(self, ctx: AuditContext, config: list[SpectrumEntry]) -> BlockResult:
         """Negative-spectrum tables ``groups``, ``contrasts`` and ``model_differences``."""
@@ -395,13 +392,13 @@ def _group_rows(ctx: AuditContext, i: int, entry: SpectrumEntry, w, pos, masks, 
                 prev = entry.prevalence if mid.startswith("brier_score") else "observed"
                 group_rows.append(spec_row(
                     model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence=prev,
-                    criterion=mid, design=r.design, n_resamples=n_res, seed=ctx.seed,
+                    criterion=mid, design=r.design, n_resamples=n_res,
                     family=None, entry=i, group=g, **_interval(r), qualification=qual))
             for mid in SOFT_METRICS if smarg is not None else ():
                 r = smarg[(g, mid)]
                 group_rows.append(spec_row(
                     model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence="observed",
-                    criterion=mid, design=r.design, n_resamples=n_res, seed=ctx.seed,
+                    criterion=mid, design=r.design, n_resamples=n_res,
                     family=None, entry=i, group=g, **_interval(r, pos.sum(), sizes[g]),
                     qualification=qual))
         for a, b, kind in pairs:
@@ -409,7 +406,7 @@ def _group_rows(ctx: AuditContext, i: int, entry: SpectrumEntry, w, pos, masks, 
             row = spec_row(
                 model=m, prompt=prompt, cohort=cohort, negatives=f"{a} - {b}",
                 criterion="roc_auc_difference", design=d.design, n_resamples=n_res,
-                seed=ctx.seed, family=DESCRIPTIVE_FAMILY, entry=i, group_a=a, group_b=b,
+                family=DESCRIPTIVE_FAMILY, entry=i, group_a=a, group_b=b,
                 contrast=kind, auroc_a=sp.marginal[(a, "roc_auc")].estimate,
                 auroc_b=sp.marginal[(b, "roc_auc")].estimate,
                 **{**_interval(d), "n": int(pos.sum()) + sizes[a] + sizes[b],
@@ -450,7 +447,7 @@ def _model_difference_rows(ctx: AuditContext, i: int, entry: SpectrumEntry, w, p
                     rows.append(spec_row(
                         model=f"{a} - {b}", prompt=prompt, cohort=cohort, negatives=g,
                         criterion=f"{mid}_difference", design=d.design,
-                        n_resamples=ctx.resampling.n_resamples, seed=res.seed, family=None,
+                        n_resamples=ctx.resampling.n_resamples, family=None,
                         entry=i, group=g, model_a=a, model_b=b,
                         auroc_a=r.marginal[(a, mid)].estimate, auroc_b=r.marginal[(b, mid)].estimate,
                         **_interval(d, *cnt), verdict=verdict(d.ci_low, d.ci_high, +1),

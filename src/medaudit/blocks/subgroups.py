@@ -258,12 +258,12 @@ def _contrast_note(r: Any, stat: str, notes: dict[str, str], *levels: str) -> st
     return join(*(f"{lv}: {notes[lv]}" for lv in levels if notes[lv]), ratio)
 
 
-def _row(ctx: AuditContext, model: str, cohort: str, column: str, group: str, r, seed: int,
+def _row(ctx: AuditContext, model: str, cohort: str, column: str, group: str, r,
          note: str, **values: Any) -> dict[str, Any]:
     deg = degenerate_note(r.n_degenerate, r.n_resamples) if np.isfinite(r.estimate) else ""
     return spec_row(model=model, prompt=ctx.primary_prompt, cohort=cohort,
                     criterion=values.pop("criterion"), design=r.design,
-                    n_resamples=r.n_resamples, seed=seed, family=values.pop("family", None),
+                    n_resamples=r.n_resamples, family=values.pop("family", None),
                     subgroup=column, group=group, **values, **interval(r),
                     qualification=join(exposure_note(ctx, model, cohort), note, deg))
 
@@ -271,24 +271,24 @@ def _row(ctx: AuditContext, model: str, cohort: str, column: str, group: str, r,
 def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstrapResult,
                models: list[str], min_size: int) -> tuple[list[dict], list[dict], list[dict]]:
     """The metrics, contrasts and summary rows of one cohort x column."""
-    seed, levels = ctx.seed, res.levels
+    levels = res.levels
     metric_ids = list(res.options["metrics"])
     metrics, contrasts, summary = [], [], []
     for m in models:
         for mid in metric_ids:
             r_all = res.overall[(m, mid)]
-            metrics.append(_row(ctx, m, cohort, column, ALL, r_all, seed, "", criterion=mid))
+            metrics.append(_row(ctx, m, cohort, column, ALL, r_all, "", criterion=mid))
             notes = {}
             for lv in levels:
                 r = res.by_group[(m, lv, mid)]
                 notes[lv] = _group_note(r.n, r.n_pos, r.n_neg, r.estimate, min_size)
-                metrics.append(_row(ctx, m, cohort, column, lv, r, seed, notes[lv], criterion=mid))
+                metrics.append(_row(ctx, m, cohort, column, lv, r, notes[lv], criterion=mid))
             direction = DIRECTION[mid]
             for lv in levels:
                 for stat, sep in (("difference", " - "), ("ratio", " / ")):
                     r = res.to_overall[(m, lv, mid, stat)]
                     contrasts.append(_row(
-                        ctx, m, cohort, column, f"{lv}{sep}all", r, seed,
+                        ctx, m, cohort, column, f"{lv}{sep}all", r,
                         _contrast_note(r, stat, notes, lv),
                         criterion=f"{mid}_{stat}", contrast="to_overall", group_a=lv, group_b=ALL,
                         verdict=verdict(r.ci_low, r.ci_high, direction) if stat == "difference"
@@ -300,7 +300,7 @@ def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstr
                     for stat, sep in (("difference", " - "), ("ratio", " / ")):
                         r = res.between[(m, a, b, mid, stat)]
                         is_diff = stat == "difference"
-                        row = _row(ctx, m, cohort, column, f"{a}{sep}{b}", r, seed,
+                        row = _row(ctx, m, cohort, column, f"{a}{sep}{b}", r,
                                    _contrast_note(r, stat, notes, a, b), criterion=f"{mid}_{stat}",
                                    family=family if is_diff else None, contrast="between_groups",
                                    group_a=a, group_b=b,
@@ -319,7 +319,7 @@ def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstr
                 note = join(*(f"small group: {lv} (n={res.by_group[(m, lv, mid)].n})" for lv in used
                               if res.by_group[(m, lv, mid)].n < min_size),
                             f"left out (metric undefined): {', '.join(left_out)}" if left_out else "")
-                row = _row(ctx, m, cohort, column, method, r, seed, note,
+                row = _row(ctx, m, cohort, column, method, r, note,
                            criterion=f"{mid}_{stat}", n_groups=len(used))
                 if method == "between_groups" and len(used) < 2:
                     # fairlearn's difference() of one group is 0 (and its ratio 1), which reads

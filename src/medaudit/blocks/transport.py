@@ -188,6 +188,7 @@ class Transport(Block):
                "named control group (paper 000 Tables 14-17); on request every rate at tau")
     config = TransportEntry
     many = True
+    no_entries = "no `transport:` entries are declared (a source cohort, its targets and rules)"
     tables = (
         TableSchema("thresholds", "one row per entry x rule x model: tau on the source",
                     ("source_sensitivity", "source_specificity", "rule", "target_value")),
@@ -211,10 +212,6 @@ class Transport(Block):
                 for e in unknown("cohort", [tr.source, *tr.targets, *tr.fixed_targets], cohorts,
                                  f"transport[{i}]")]
 
-    def skip(self, ctx: AuditContext, config: list[TransportEntry]) -> str | None:
-        if not config:
-            return "no `transport:` entries are declared (a source cohort, its targets and rules)"
-        return None
 
     def run(self, ctx: AuditContext, config: list[TransportEntry]) -> BlockResult:
         thr_rows: list[dict[str, Any]] = []
@@ -307,7 +304,7 @@ def _entry(ctx: AuditContext, entry: TransportEntry, targets: list[str], grid: d
                     thr_rows.append(spec_row(
                         model=m, prompt=prompt, cohort=entry.source, threshold=r.threshold,
                         criterion=crit, design="point_estimate", n_resamples=None,
-                        seed=ctx.seed, source_sensitivity=r.source_sensitivity,
+                        source_sensitivity=r.source_sensitivity,
                         source_specificity=r.source_specificity, rule=rule,
                         target_value=x, n=int(ys.size), n_pos=float(ys.sum()),
                         n_neg=float(ys.size - ys.sum()),
@@ -322,7 +319,7 @@ def _entry(ctx: AuditContext, entry: TransportEntry, targets: list[str], grid: d
                     tr_rows.append(spec_row(
                         model=m, prompt=prompt, cohort=t, threshold=r.threshold,
                         criterion=what, design=b.design, n_resamples=b.n_resamples,
-                        seed=ctx.seed, **interval(b), retained=bool(retained), rule=rule,
+                        **interval(b), retained=bool(retained), rule=rule,
                         source=entry.source, target_value=x, qualification=qual))
                 pos = w.scores[k][w.label == 1]
                 for g in groups:
@@ -335,7 +332,7 @@ def _entry(ctx: AuditContext, entry: TransportEntry, targets: list[str], grid: d
                     ng_rows.append(spec_row(
                         model=m, prompt=prompt, cohort=t, negatives=g, threshold=r.threshold,
                         criterion="specificity", design="point_estimate", n_resamples=None,
-                        seed=ctx.seed, estimate=op.specificity, n_true_negative=n_tn,
+                        estimate=op.specificity, n_true_negative=n_tn,
                         n_pos=float(pos.size), n_neg=int(neg.size),
                         fraction=f"{n_tn}/{neg.size}", rule=rule, source=entry.source,
                         target_value=x, qualification=join(useless, qual)))
@@ -372,7 +369,7 @@ def _rates_at_tau(ctx: AuditContext, entry: TransportEntry, at: AtThreshold, rul
             design = f"threshold_fixed[{r.design.removesuffix('+paired')}]"
             return spec_row(model=m, prompt=prompt, cohort=t, prevalence=prevalence, threshold=tau,
                             criterion=criterion, design=design, n_resamples=r.n_resamples,
-                            seed=ctx.seed, rule=rule, source=entry.source, target_value=x, **v,
+                            rule=rule, source=entry.source, target_value=x, **v,
                             qualification=join(qual, undefined, degenerate))
 
         rows += rate_rows(wides[t].label, wides[t].scores[f"{m}|{prompt}"], tau, at.prevalence,
@@ -396,7 +393,7 @@ def _retention(ctx: AuditContext, transport: pd.DataFrame, thresholds: pd.DataFr
             model="all", prompt=ctx.primary_prompt, cohort=source, threshold=None,
             criterion=_rule_criterion(thresholds, source, rule, x), design="point_estimate",
             n_resamples=None,
-            seed=ctx.seed, rule=rule, source=source, target_value=x,
+            rule=rule, source=source, target_value=x,
             targets="|".join(dict.fromkeys(g["cohort"])), n_retained=n_ret, n_total=n_tot,
             estimate=n_ret / n_tot, fraction=f"{n_ret}/{n_tot}"))
     return pd.DataFrame(ret_rows)

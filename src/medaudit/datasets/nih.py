@@ -25,6 +25,20 @@ NIH_FOUR_FINDINGS = ("Fracture", "Pneumothorax", "Airspace opacity", "Nodule/mas
 _NIH = "nih_cxr14_google_expert_readers"
 
 
+def _readers_csv(root: str | Path | None, name: str, findings: Sequence[str],
+                 allowed: Sequence[str], keys: list[str]) -> tuple[Path, Path, pd.DataFrame]:
+    """The dataset root, the per-reader CSV ``labels/<name>`` and its text, columns checked."""
+    root = _root(root, _NIH)
+    bad = [f for f in findings if f not in allowed]
+    if bad or not findings:
+        raise MedauditError(f"findings must be a non-empty subset of {tuple(allowed)}; got {bad}.")
+    path = root / "labels" / name
+    df = _read_csv(path)
+    if missing := [c for c in [*keys, *findings] if c not in df.columns]:
+        raise SchemaError(f"{path}: missing column(s) {missing}.")
+    return root, path, df
+
+
 def read_nih_readers(root: str | Path | None = None, *, findings: Sequence[str] = NIH_FINDINGS
                      ) -> LoadedAnnotations:
     """The 5 radiologists' reads of the 810 PA images, one cohort per finding.
@@ -33,16 +47,9 @@ def read_nih_readers(root: str | Path | None = None, *, findings: Sequence[str] 
     ``patient_id`` travels along (folds and clusters must respect patients).  Any other
     value is an error naming the file, line and column.
     """
-    root = _root(root, _NIH)
-    bad = [f for f in findings if f not in NIH_FINDINGS]
-    if bad or not findings:
-        raise MedauditError(f"findings must be a non-empty subset of {NIH_FINDINGS}; got {bad or []}.")
-    path = root / "labels" / "all_findings_expert_labels" / \
-        "all_findings_expert_labels_test_individual_readers.csv"
-    df = _read_csv(path)
-    need = ["Image ID", "Patient ID", "Reader ID", *findings]
-    if missing := [c for c in need if c not in df.columns]:
-        raise SchemaError(f"{path}: missing column(s) {missing}.")
+    root, path, df = _readers_csv(
+        root, "all_findings_expert_labels/all_findings_expert_labels_test_individual_readers.csv",
+        findings, NIH_FINDINGS, ["Image ID", "Patient ID", "Reader ID"])
     for c in ("Image ID", "Reader ID"):
         empty = (df[c].str.strip() == "").to_numpy()
         if empty.any():
@@ -92,16 +99,9 @@ def read_nih_four_findings(root: str | Path | None = None, *,
     """
     if hedge not in ("exclude", "negative", "positive", "half"):
         raise MedauditError(f"hedge must be 'exclude', 'negative', 'positive' or 'half'; got {hedge!r}.")
-    root = _root(root, _NIH)
-    bad = [f for f in findings if f not in NIH_FOUR_FINDINGS]
-    if bad or not findings:
-        raise MedauditError(f"findings must be a non-empty subset of {NIH_FOUR_FINDINGS}; got {bad}.")
-    path = root / "labels" / "four_findings_expert_labels" / \
-        "four_findings_expert_labels_individual_readers.csv"
-    df = _read_csv(path)
-    need = ["Image ID", "Patient ID", "Reader ID", "Set ID", *findings]
-    if missing := [c for c in need if c not in df.columns]:
-        raise SchemaError(f"{path}: missing column(s) {missing}.")
+    root, path, df = _readers_csv(
+        root, "four_findings_expert_labels/four_findings_expert_labels_individual_readers.csv",
+        findings, NIH_FOUR_FINDINGS, ["Image ID", "Patient ID", "Reader ID", "Set ID"])
     line = np.arange(len(df)) + 2
     if set_id != "all":
         sel = (df["Set ID"].str.strip() == set_id).to_numpy()

@@ -30,7 +30,7 @@ from medaudit.exceptions import SchemaError
 from medaudit.io.messages import quote
 
 __all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "validate_score_table", "require_columns", "row_list",
-           "unknown_columns"]
+           "unknown_columns", "text_columns"]
 
 SCORE_COLUMNS = ("image_id", "cohort", "model", "prompt", "score", "label")
 OPTIONAL_COLUMNS = ("label_soft", "negative_group", "patient_id", "split", "seed")
@@ -45,6 +45,23 @@ def row_list(mask: np.ndarray, limit: int = 5) -> str:
 
 
 _rows = row_list
+
+
+def text_columns(table: pd.DataFrame, columns: Sequence[str], *, source: str) -> pd.DataFrame:
+    """``table`` (a copy, index reset) with ``columns`` as text; an empty cell is an error.
+
+    A missing value must not become the text ``"nan"``, and a blank key names nothing, so
+    both raise :class:`SchemaError` naming the column and the first rows (0-based).
+    """
+    t = table.reset_index(drop=True).copy()
+    for c in columns:
+        na = t[c].isna().to_numpy()
+        t[c] = t[c].astype(str)
+        empty = na | (t[c].str.strip() == "").to_numpy()
+        if empty.any():
+            raise SchemaError(f"{source}: column {c!r} is empty at row(s) "
+                              f"{np.flatnonzero(empty)[:5].tolist()}.")
+    return t
 
 
 def _places(mask: np.ndarray, first_line: int | None, limit: int = 5) -> str:

@@ -125,13 +125,7 @@ def plot_roc_curves(table: pd.DataFrame, *, ax: Any = None, band: pd.DataFrame |
         for m in models:
             col = styles[m][0]
             gm = g[g["model"] == m]
-            if band is not None and not band.empty:
-                b = band[(band["cohort"].astype(str) == str(c)) & (band["model"] == m)]
-                if len(b):
-                    b = b.sort_values("specificity", ascending=False, kind="stable")
-                    a.fill_between(1.0 - _num_col(b, "specificity"), _num_col(b, "ci_low"),
-                                   _num_col(b, "ci_high"), color=col, alpha=0.15, lw=0,
-                                   zorder=1, label="_band")
+            _fill_band(a, band, c, m, "specificity", col, flip=True)
             if len(gm):
                 a.plot(1.0 - _num_col(gm, "specificity"), _num_col(gm, "sensitivity"), color=col,
                        lw=1.3, ls=_dash(m, models), zorder=2, label=lit(m))
@@ -156,6 +150,20 @@ def plot_roc_curves(table: pd.DataFrame, *, ax: Any = None, band: pd.DataFrame |
     return _panels(df, ["cohort"], ax, draw, title="ROC curves"
                    + (" with pointwise bands" if band is not None and not band.empty else ""),
                    ncols=3, size=(3.1, 3.1), legend_w=2.3, what=what)
+
+
+def _fill_band(a: Any, band: pd.DataFrame | None, cohort: Any, model: str, axis: str,
+               color: Any, *, flip: bool) -> None:
+    """Shade one model's pointwise band over ``axis`` (1 - ``axis`` on x when ``flip``)."""
+    if band is None or band.empty:
+        return
+    b = band[(band["cohort"].astype(str) == str(cohort)) & (band["model"] == model)]
+    if not len(b):
+        return
+    b = b.sort_values(axis, ascending=not flip, kind="stable")
+    x = _num_col(b, axis)
+    a.fill_between(1.0 - x if flip else x, _num_col(b, "ci_low"), _num_col(b, "ci_high"),
+                   color=color, alpha=0.15, lw=0, zorder=1, label="_band")
 
 
 def _roc_legend(styles: dict, models: list[str], ops: pd.DataFrame | None,
@@ -192,13 +200,7 @@ def plot_pr_curves(table: pd.DataFrame, *, ax: Any = None, band: pd.DataFrame | 
         c = key[0]
         for m in models:
             gm = g[g["model"] == m]
-            if band is not None and not band.empty:
-                b = band[(band["cohort"].astype(str) == str(c)) & (band["model"] == m)]
-                if len(b):
-                    b = b.sort_values("recall", kind="stable")
-                    a.fill_between(_num_col(b, "recall"), _num_col(b, "ci_low"),
-                                   _num_col(b, "ci_high"), color=styles[m][0], alpha=0.15, lw=0,
-                                   zorder=1, label="_band")
+            _fill_band(a, band, c, m, "recall", styles[m][0], flip=False)
             if len(gm):
                 a.plot(_num_col(gm, "recall"), _num_col(gm, "precision"), color=styles[m][0],
                        lw=1.3, ls=_dash(m, models), drawstyle="steps-post", zorder=2, label=lit(m))
