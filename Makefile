@@ -25,7 +25,7 @@ demo: $(VENV)/.audit
 	$(VENV)/bin/medaudit audit examples/paper000_simulated.yaml --out $(OUT) --overwrite
 
 test: $(VENV)/.test
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25 -n logical --dist worksteal
 
 bench: $(VENV)/.test
 	$(PY) benchmarks/bench_core.py

@@ -97,6 +97,12 @@ class CommandParser(argparse.ArgumentParser):
                      "lists every option\n")
 
 
+def output_flags(parser: argparse.ArgumentParser) -> None:
+    """``--quiet`` and ``--verbose``, worded alike on every command."""
+    parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+    parser.add_argument("--verbose", action="store_true", help="log progress to stderr")
+
+
 def examples(*lines: tuple[str, str]) -> str:
     """An ``examples:`` epilog: each command line with what it does."""
     width = max(len(cmd) for cmd, _ in lines) + 2

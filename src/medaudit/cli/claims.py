@@ -50,7 +50,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit claims export`` to the sub-command parser ``sub``."""
-    from medaudit.cli._help import CommandParser, examples
+    from medaudit.cli._help import CommandParser, examples, output_flags
 
     p = sub.add_parser(
         "claims", help="export the claims of a finished audit as a versioned claims file",
@@ -75,6 +75,5 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="claims file to write (default: DIR.claims.json beside the audit folder; "
                         "never inside it)")
     e.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    e.add_argument("--quiet", action="store_true", help="print nothing on success")
-    e.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    output_flags(e)
     e.set_defaults(func=_cmd_export)

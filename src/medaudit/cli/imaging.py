@@ -96,11 +96,7 @@ def _cmd_overlap(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``dicom convert``, ``manifest`` and ``overlap`` to the ``medaudit`` parser."""
-    def flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--quiet", action="store_true", help="print nothing on success")
-        p.add_argument("--verbose", action="store_true", help="log progress to stderr")
-
-    from medaudit.cli._help import examples
+    from medaudit.cli._help import examples, output_flags
 
     d = sub.add_parser(
         "dicom", help="DICOM conversion",
@@ -119,7 +115,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         ("medaudit dicom convert scan.dcm pngs/", "one file")))
     c.add_argument("input", metavar="IN", help="folder of DICOM files (or one file)")
     c.add_argument("output", metavar="OUT", help="output folder (mirrors IN; reruns skip finished files)")
-    flags(c)
+    output_flags(c)
     c.set_defaults(func=_cmd_dicom_convert)
 
     m = sub.add_parser(
@@ -139,7 +135,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--no-require-files", action="store_true", help="do not require image files to exist")
     m.add_argument("--n-studies", type=int, default=None, help="paper 002 corpora: studies to sample")
     m.add_argument("--seed", type=int, default=None, help="paper 002 corpora: sampling seed (default 42)")
-    flags(m)
+    output_flags(m)
     m.set_defaults(func=_cmd_manifest)
 
     o = sub.add_parser(
@@ -154,5 +150,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--max-distance", type=int, default=4, help="largest Hamming distance (default 4)")
     o.add_argument("--group-by", default="dataset", help="column whose values must differ (default dataset)")
     o.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    flags(o)
+    output_flags(o)
     o.set_defaults(func=_cmd_overlap)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from medaudit import __version__
-from medaudit.cli._help import CommandParser, examples
+from medaudit.cli._help import CommandParser, examples, output_flags
 from medaudit.exceptions import MedauditError
 
 log = logging.getLogger("medaudit")
@@ -189,8 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="permutations of the spectrum tests (default: the spec's, 10000)")
         sp.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
         sp.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
-        sp.add_argument("--quiet", action="store_true", help="print nothing on success")
-        sp.add_argument("--verbose", action="store_true", help="log progress to stderr")
+        output_flags(sp)
 
     a = sub.add_parser(
         "audit", help="run the audit described by a YAML spec",
@@ -205,8 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--out", required=True, help="output directory (written atomically)")
     a.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     a.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
-    a.add_argument("--quiet", action="store_true", help="print nothing on success")
-    a.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    output_flags(a)
     a.set_defaults(func=_cmd_audit)
     r = sub.add_parser(
         "report", help="re-render report.html of a finished audit from results.json",
@@ -218,8 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None,
                    help="write the self-contained page here instead of DIR/report.html (and "
                         "leave DIR/figures untouched)")
-    r.add_argument("--quiet", action="store_true", help="print nothing on success")
-    r.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    output_flags(r)
     r.set_defaults(func=_cmd_report)
     d = sub.add_parser(
         "demo", help="audit the embedded simulated paper-000 study (as `make demo`)",

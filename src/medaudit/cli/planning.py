@@ -83,7 +83,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit plan`` to the sub-command parser ``sub``."""
-    from medaudit.cli._help import examples
+    from medaudit.cli._help import examples, output_flags
 
     p = sub.add_parser(
         "plan", help="cases needed to resolve each unresolved claim of a finished audit",
@@ -99,6 +99,5 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "0.8; 0.5 asks for the expected interval to just exclude it)")
     p.add_argument("--out", default=None, help="write the table here (.csv full precision, .md "
                                                "Markdown) instead of printing Markdown")
-    p.add_argument("--quiet", action="store_true", help="print nothing on success")
-    p.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    output_flags(p)
     p.set_defaults(func=_cmd_plan)

@@ -40,7 +40,7 @@ def _cmd_port(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit port`` to the sub-command parser ``sub``."""
-    from medaudit.cli._help import examples
+    from medaudit.cli._help import examples, output_flags
     from medaudit.cli.main import OVERWRITE_HELP
 
     p = sub.add_parser(
@@ -70,6 +70,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-resamples", type=int, default=None,
                    help="bootstrap replicates B (default: the local spec's)")
     p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
-    p.add_argument("--quiet", action="store_true", help="print nothing on success")
-    p.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    output_flags(p)
     p.set_defaults(func=_cmd_port)

@@ -156,7 +156,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit score`` to the ``medaudit`` parser."""
-    from medaudit.cli._help import examples
+    from medaudit.cli._help import examples, output_flags
 
     s = sub.add_parser(
         "score", help="zero-shot TB scores of a manifest's images (paper 000 M0.4-M0.6)",
@@ -180,6 +180,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--families", nargs="+", default=None,
                    help="prompt families (default: clinical photo report presence normal)")
     s.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    s.add_argument("--quiet", action="store_true", help="print nothing on success")
-    s.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    output_flags(s)
     s.set_defaults(func=_cmd_score)
