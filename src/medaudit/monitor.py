@@ -254,7 +254,9 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     drifted: set[str] = set()
     for c in doc["claims"]:
         d, origin = restate(c, cohort=site, present=present, primary_prompt=loc.primary_prompt,
-                            negative_groups=groups, n_pos=n_pos, n_neg=n_neg)
+                            negative_groups=groups, n_pos=n_pos, n_neg=n_neg,
+                            local_scale=loc.spec.score_scale,
+                            source_scale=(doc.get("source") or {}).get("score_scale"))
         row = source_row(c, site=site, origin=origin, confidence_level=level,
                          changes=f"cohort {c['E'].get('cohort')} → {site} (the site), every period"
                                  + (f"; threshold: {origin}" if origin else ""))

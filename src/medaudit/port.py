@@ -198,7 +198,8 @@ def _generated(c: Mapping[str, Any]) -> dict[str, Any] | str:
 
 def restate(c: Mapping[str, Any], *, cohort: str, present: Mapping[str, set[str]],
             primary_prompt: str, negative_groups: set[str], n_pos: int, n_neg: int,
-            prevalence: float | None = None, thresholds: str = "source"
+            prevalence: float | None = None, thresholds: str = "source",
+            source_scale: str | None = "probabilities", local_scale: str = "probabilities"
             ) -> tuple[dict[str, Any] | str, str]:
     """A source claim as a declared claim on the local cohort, and the threshold's origin.
 
@@ -207,7 +208,9 @@ def restate(c: Mapping[str, Any], *, cohort: str, present: Mapping[str, set[str]
     (the claim at its E only), the cohort replaced by the site's, the source prompt and
     negatives kept, a threshold as the source's number (``thresholds="local"``: chosen
     again on the site by the declared rule) and a π-dependent metric at ``prevalence``
-    (None: the site's observed).
+    (None: the site's observed).  A fixed source τ is carried to the site's score scale
+    (``source_scale`` -> ``local_scale``: logit or expit; None: the claims file does not say,
+    and τ is read on the local scale, which the origin says).
     """
     from pydantic import TypeAdapter, ValidationError
 
@@ -250,6 +253,12 @@ def restate(c: Mapping[str, Any], *, cohort: str, present: Mapping[str, set[str]
             origin = "source τ, fixed"
             if thresholds == "local":
                 origin += " (a number in the source claim: no rule to choose it again)"
+        if not isinstance(d.get("threshold"), Mapping) and d.get("threshold") is not None:
+            tau, why = _on_local_scale(float(d["threshold"]), source_scale, local_scale)
+            if tau is None:
+                return why, ""
+            d["threshold"] = tau
+            origin = f"{origin}; {why}" if why else origin
     elif "metric" in d:
         try:
             name = metric_spec(d["metric"], d.get("options") or {}).name
@@ -262,6 +271,24 @@ def restate(c: Mapping[str, Any], *, cohort: str, present: Mapping[str, set[str]
     except ValidationError as exc:
         return f"the claim cannot be re-stated here: {exc.errors()[0]['msg']}", ""
     return d, origin
+
+
+def _on_local_scale(tau: float, source: str | None, local: str) -> tuple[float | None, str]:
+    """A source threshold as a number on the site's score scale, and what was done, in words.
+
+    ``(None, reason)`` when it cannot be carried (a probability outside (0, 1) has no logit).
+    """
+    if source is None:
+        return tau, (f"the claims file does not record its score scale: τ read on the local "
+                     f"{local}")
+    if source == local:
+        return tau, ""
+    if source == "probabilities":  # to logits
+        if not 0.0 < tau < 1.0:
+            return None, (f"the source τ = {tau:g} is a probability with no logit, and the local "
+                          "scores are logits")
+        return math.log(tau / (1.0 - tau)), f"τ = {tau:g} on probabilities, logit(τ) on the local logits"
+    return 1.0 / (1.0 + math.exp(-tau)), f"τ = {tau:g} on logits, expit(τ) on the local probabilities"
 
 
 # ----------------------------------------------------------------------------- the result
@@ -459,7 +486,8 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
         restated[c["id"]] = restate(c, cohort=site, present=present,
                                     primary_prompt=loc.primary_prompt, negative_groups=groups,
                                     n_pos=n_pos, n_neg=n_neg, prevalence=prevalence,
-                                    thresholds=thresholds)
+                                    thresholds=thresholds, local_scale=loc.spec.score_scale,
+                                    source_scale=(doc.get("source") or {}).get("score_scale"))
     declared = [d for d, _ in restated.values() if not isinstance(d, str)]
     raw = {**loc.raw, "claims": {"declared": declared, "generate": ["none"]}}
     where = str(loc.spec_path) if loc.spec_path is not None else "the local data options"

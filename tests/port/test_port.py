@@ -281,3 +281,29 @@ def test_operating_point_shows_both_constraints(ported, site_table):
     got = {r["criterion"]: r["local_estimate"], r["other_criterion"]: r["other_estimate"]}
     assert got == {"sensitivity": np.mean(s[y == 1] >= 0.1), "specificity": np.mean(s[y == 0] < 0.1)}
     assert r["other_ci_low"] <= r["other_estimate"] <= r["other_ci_high"]
+
+
+def test_source_tau_is_carried_to_a_site_whose_scores_are_logits(claims_file, site_table,  # noqa: F811
+                                                                 tmp_path):
+    """The claims file records its score scale; a site scoring in logits gets logit(τ), so the
+    local Se at the source's probability τ = 0.2 is the same count as on probabilities (a probe
+    found τ = 0.5 applied to logits as if it were a logit)."""
+    doc = read_claims_file(claims_file)
+    assert doc["source"]["score_scale"] == "probabilities"
+    t = site_table.copy()
+    t["score"] = np.log(t["score"] / (1 - t["score"]))
+    spec = {"name": "logit-site", "primary_prompt": "clinical", "score_scale": "logits",
+            "cohorts": {"montgomery": {"role": "primary"}}, "seed": 7, "n_resamples": 100}
+    r = medaudit.port(claims_file, t, spec=spec).claims.set_index("claim_id")
+    y, s = _scores(site_table, "sim-biomedclip")
+    assert r.loc["D06", "threshold"] == pytest.approx(math.log(0.2 / 0.8), abs=1e-15)
+    assert r.loc["D06", "local_estimate"] == np.mean(s[y == 1] >= 0.2)
+    assert "logit(τ) on the local logits" in r.loc["D06", "threshold_origin"]
+    # a file written before the scale was recorded: read on the local scale, and said so
+    old = json.loads(claims_file.read_text(encoding="utf-8"))
+    del old["source"]["score_scale"]
+    path = tmp_path / "old.claims.json"
+    path.write_text(json.dumps(seal_claims(old)), encoding="utf-8")
+    r_old = medaudit.port(path, t, spec=spec).claims.set_index("claim_id")
+    assert r_old.loc["D06", "threshold"] == 0.2
+    assert "does not record its score scale" in r_old.loc["D06", "threshold_origin"]

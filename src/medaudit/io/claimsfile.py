@@ -113,7 +113,11 @@ CLAIMS_SCHEMA: dict[str, Any] = {
                            "items": {"type": "string", "pattern": "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+$"},
                            "description": "the source tables (block.table) the claims were read "
                                           "from"},
-                "cohorts": {"type": "object", "description": "class counts of each cohort"}}},
+                "cohorts": {"type": "object", "description": "class counts of each cohort"},
+                "score_scale": {"enum": ["probabilities", "logits"],
+                                "description": "the scale of the audit's scores, on which every "
+                                               "threshold of the file is a number (absent in "
+                                               "files written before it was recorded)"}}},
         "content_hash": {**_HASH, "description": "SHA-256 of the canonical JSON of the source "
                                                  "tables the claims were read from"},
         "claims": {"type": "array", "items": {"$ref": "#/$defs/claim"}},
@@ -417,7 +421,10 @@ def export_claims(audit_dir: str | os.PathLike[str]) -> dict[str, Any]:
                    "confidence_level": float(prov.get("confidence_level", 0.95)),
                    "tables": names,
                    "cohorts": {str(k): {kk: vv for kk, vv in v.items() if kk in ("n", "n_pos", "n_neg")}
-                               for k, v in (prov.get("cohorts") or {}).items() if isinstance(v, dict)}},
+                               for k, v in (prov.get("cohorts") or {}).items() if isinstance(v, dict)},
+                   # a threshold is a number on this scale: a site with the other scale
+                   # converts it (port) instead of reading 0.5 as a logit
+                   "score_scale": str(spec.get("score_scale") or "probabilities")},
         "content_hash": {"algorithm": "sha256",
                          "of": "canonical JSON of the source tables {block.table: records}",
                          "value": sha256_of(tables)},
