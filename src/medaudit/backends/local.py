@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -120,8 +121,11 @@ def _watch_parent(parent: int) -> None:
 
     A killed audit (``kill -9``) cannot stop its workers, and they would wait for work
     forever (each holds the task queue open itself); a daemon thread checks twice a
-    second that the parent is still there.
+    second that the parent is still there.  Ctrl-C (SIGINT, sent to the whole process
+    group by a terminal) is left to the parent, which stops the pool and says so in one
+    line: a worker would print a traceback of its own.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
@@ -243,6 +247,10 @@ class LocalBackend:
                                     "pool died (killed, or out of memory); nothing was written. "
                                     "Rerun with execution: {num_workers: 1} to run in process."
                                     ) from exc
+            except KeyboardInterrupt:
+                # the running cells are abandoned, not waited for: the run is being stopped
+                self._discard(terminate=True)
+                raise
             except BaseException:
                 for g in futures.values():
                     g.cancel()
@@ -262,9 +270,12 @@ class LocalBackend:
                 initializer=_watch_parent, initargs=(os.getpid(),))
         return self._pool
 
-    def _discard(self) -> None:
+    def _discard(self, *, terminate: bool = False) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
+            if terminate:  # stop the workers now (their cells' results are not wanted)
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    proc.terminate()
             pool.shutdown(wait=False, cancel_futures=True)
 
     def describe(self) -> dict[str, Any]:

@@ -300,7 +300,7 @@ def _show_warning(message: Any, category: type, filename: str, lineno: int, file
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 2 bad input).
+    """Run the command line; returns the exit code (0 ok, 2 bad input, 130 interrupted).
 
     Every error is one line on stderr, ``medaudit: error: ...`` (a message that lists several
     problems joins them with ``/``), and every warning one line, ``medaudit: warning: ...``
@@ -322,6 +322,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"medaudit: error: {one_line(str(exc), limit=4000)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # outputs are written atomically, so an interrupted command leaves no half-written
+        # output; an audit's finished blocks are kept for the rerun to resume from
+        print("medaudit: interrupted (Ctrl-C); no output was half-written. Run the same "
+              "command again to resume (audit) or redo it.", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover
