@@ -346,3 +346,18 @@ def test_simulated_study_smoke(ctx):
     assert ((auc.loc[ok, "ci_low"] <= auc.loc[ok, "estimate"] + 1e-12)
             & (auc.loc[ok, "estimate"] <= auc.loc[ok, "ci_high"] + 1e-12)).all()
     assert res.name == "discrimination" and res.notes
+
+
+def test_an_undefined_auroc_is_not_defined_not_does_not_hold():
+    """A reliability claim's cell on a group without positives (AUROC NaN, no interval) is
+    "not defined": NaN >= level is False, which used to read "does not hold"."""
+    from medaudit.blocks.discrimination import _level_cell
+
+    claim = {"claim_id": "L01", "claim": "m AUROC ≥ 0.9"}
+    nan = float("nan")
+    cell = _level_cell(claim, 0.9, "subgroup", "sex = (missing)",
+                       {"estimate": nan, "ci_low": nan, "ci_high": nan, "qualification": ""})
+    assert cell["verdict"] == "not defined"
+    point = _level_cell(claim, 0.9, "C", "d", {"estimate": 0.95, "ci_low": nan, "ci_high": nan,
+                                                "qualification": ""})
+    assert point["verdict"] == "holds" and "point estimate, no interval" in point["qualification"]

@@ -339,6 +339,19 @@ def test_plan_claims_by_hand():
                                                             math.ceil(f * 140) - 140)
 
 
+def test_an_interval_that_decides_but_is_not_trusted_gets_no_number():
+    """An unresolved claim whose interval already excludes the claimed value (its verdict
+    was capped: one positive, replicates without a class) is not "+0 cases would show it"."""
+    rows = [{"claim_id": "L01", "claim": "m1 AUROC ≥ 0.7", "kind": "reliability",
+             "change": "at E", "changed_to": "", "model": "m1", "cohort": "c",
+             "criterion": "roc_auc", "estimate": 1.0, "ci_low": 1.0, "ci_high": 1.0,
+             "verdict": "unresolved", "source_table": "discrimination.metrics"}]
+    r = P.plan_claims(_claims(rows), _results(), Study(auroc_at_least=0.7), power=None).iloc[0]
+    assert r["status"] == "interval not trusted" and "'holds'" in r["note"]
+    assert math.isnan(r["additional_pos"]) and math.isnan(r["additional_neg"])
+    assert r["resolves_to"] is None
+
+
 def test_plan_claims_institution_and_exact_rates():
     from statsmodels.stats.proportion import proportion_confint
 

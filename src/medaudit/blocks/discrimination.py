@@ -365,8 +365,11 @@ def _level_cell(claim: dict[str, Any], level: float, change: str, to: str, row: 
         lo, hi = row.get("ci_low", math.nan), row.get("ci_high", math.nan)
         out.update(estimate=row["estimate"], ci_low=lo, ci_high=hi,
                    qualification=ck.qualify_sorted(note, row.get("qualification", "")))
-        if isinstance(lo, float) and math.isnan(lo):  # a point estimate only
-            out["verdict"] = "holds" if row["estimate"] >= level else "does not hold"
+        est = pd.to_numeric(row["estimate"], errors="coerce")
+        if not np.isfinite(est):  # undefined (e.g. a subgroup without positives): no verdict
+            out["verdict"] = "not defined"
+        elif isinstance(lo, float) and math.isnan(lo):  # a point estimate only
+            out["verdict"] = "holds" if est >= level else "does not hold"
             out["qualification"] = ck.qualify_sorted(out["qualification"],
                                                      "point estimate, no interval")
         else:

@@ -450,6 +450,15 @@ def _resolve(r: pd.Series, results: Mapping[str, BlockResult], study: Study, pow
         out.update(additional_pos=math.nan, additional_neg=math.nan,
                    note="the estimate equals the claimed value: no sample size resolves it at "
                         "this effect")
+    elif res.status in ("holds", "does not hold"):
+        # the interval already decides; the verdict is unresolved only because that interval
+        # is not trusted (too few images, replicates without a class: claimkit.verdict_untrusted),
+        # which narrowing it cannot mend: no half-width number, rather than "+0 would show it"
+        out.update(status="interval not trusted", resolves_to=None, additional_pos=math.nan,
+                   additional_neg=math.nan,
+                   note=f"the interval already says {res.status!r} but is not trusted here "
+                        "(too few images or replicates without a class); the half-width rule "
+                        "gives no number")
     if crit in ("sensitivity", "specificity") and 0.0 <= est <= 1.0:
         nobs = n_pos if crit == "sensitivity" else n_neg
         exact = cases_to_resolve_proportion(round(est * nobs), round(nobs), claim_value=value,
