@@ -568,7 +568,10 @@ class Claims(Block):
         notes.append(f"Intervals: percentile, level {ctx.resampling.confidence_level}, "
                      f"B = {ctx.resampling.n_resamples}; one paired bootstrap per claim × change "
                      "with the cohort's design; each claim judged by its own interval (no "
-                     "adjustment across claims).")
+                     "adjustment across claims).  A claim's draw is keyed by what it states, "
+                     "not shared with the other blocks, so its interval can differ from the "
+                     "same metric's interval in another table by Monte-Carlo error (both are "
+                     "percentile intervals of B replicates; a larger B narrows the gap).")
         notes.append("Operating-point claims with two constraints are judged together: they hold "
                      "when both lower ends meet their levels (an intersection–union test).")
         return BlockResult(name=NAME, tables={"claims": pd.DataFrame(rows)}, notes=tuple(notes))
