@@ -891,3 +891,39 @@ def test_ci_runs_make_test_when_chromium_is_present(tmp_path):
                          env={"PATH": str(stubs)}, timeout=60)
     assert res.returncode == 0, res.stderr
     assert log.read_text().splitlines() == ["make test"]
+
+
+@pytest.mark.parametrize("key,read_as", [("no", "False"), ("off", "False"), ("null", "None"),
+                                         ("007", "7"), ("1_000", "1000"), ("0x10", "16")])
+def test_an_unquoted_key_that_yaml_changes_is_refused_with_its_line(key, read_as):
+    """YAML 1.1 turns these keys into another value; the user's text would be lost and the
+    validation error would name a key that is not in the file (probe: cohorts.0.[key])."""
+    from medaudit.io.yaml import YAMLFileError, load_yaml_text
+
+    text = f"n_resamples: 50\ncohorts:\n  site1: {{}}\n  {key}: {{}}\n"
+    with pytest.raises(YAMLFileError) as e:
+        load_yaml_text(text, source="s.yaml")
+    msg = str(e.value)
+    assert msg.startswith("s.yaml:4:3:") and f"read by YAML as {read_as}" in msg
+    assert f"quote it ('{key}': ...)" in msg
+    # quoted, or a key whose text is its value, reads as before
+    assert load_yaml_text(text.replace(f"  {key}:", f"  '{key}':"), source="s.yaml")[
+        "cohorts"] == {"site1": {}, key: {}}
+    assert load_yaml_text("grid:\n  7: a\n  0.5: b\n", source="s.yaml") == {"grid": {7: "a", 0.5: "b"}}
+
+
+def test_a_text_field_given_no_or_null_says_how_yaml_read_it(tmp_path, capsys):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("simulate: paper000\nname: no\n")
+    assert main(["audit", str(spec), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "name: Input should be a valid string (YAML read the value as False" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_misspelt_choice_gets_a_did_you_mean(tmp_path, capsys):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("simulate: paper000\nblocks: [discrimnation]\n")
+    assert main(["audit", str(spec), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "blocks.0: 'discrimnation' is not allowed; did you mean 'discrimination'?" in err

@@ -98,9 +98,10 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def output_flags(parser: argparse.ArgumentParser) -> None:
-    """``--quiet`` and ``--verbose``, worded alike on every command."""
-    parser.add_argument("--quiet", action="store_true", help="print nothing on success")
-    parser.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    """``--quiet`` and ``--verbose``, worded alike on every command (one or the other)."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--quiet", action="store_true", help="print nothing on success")
+    g.add_argument("--verbose", action="store_true", help="log progress to stderr")
 
 
 def examples(*lines: tuple[str, str]) -> str:

@@ -96,11 +96,11 @@ def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
         n_figs = len(list((out / "figures").glob("*.png"))) if (out / "figures").exists() else 0
         print(f"wrote {out}/\n"
               f"  report.html        the self-contained report (open it in a browser)\n"
-              f"  summary.md         portability matrix of {n_claims} claims, in Markdown\n"
+              f"  summary.md         portability matrix of {_count(n_claims, 'claim')}, in Markdown\n"
               f"  portability.csv    the matrix in long form (also .parquet)\n"
               f"  results.json       every number at full precision with its provenance\n"
-              f"  tables/            {n_tables} block tables, CSV and Parquet\n"
-              f"  figures/           {n_figs} figures, PNG and SVG")
+              f"  tables/            {_count(n_tables, 'block table')}, CSV and Parquet\n"
+              f"  figures/           {_count(n_figs, 'figure')}, PNG and SVG")
     return 0
 
 
@@ -297,6 +297,11 @@ def _show_warning(message: Any, category: type, filename: str, lineno: int, file
     from medaudit.io.messages import one_line
 
     print(f"medaudit: warning: {one_line(str(message), limit=2000)}", file=sys.stderr, flush=True)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 figure``, ``2 figures``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

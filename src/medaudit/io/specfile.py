@@ -8,6 +8,7 @@ gets the same "did you mean" for unknown keys and the same one-line-per-error re
 from __future__ import annotations
 
 import difflib
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from medaudit.exceptions import SchemaError
+from medaudit.io.messages import quote
 
 __all__ = ["Strict", "fraction", "format_validation_error", "load_yaml_model", "read_yaml_mapping",
            "validate_model"]
@@ -90,6 +92,17 @@ def format_validation_error(exc: ValidationError, source: str, *, root: type[Bas
                 parent = _model_in(getattr(fld, "annotation", None)) or parent
             close = difflib.get_close_matches(str(err["loc"][-1]), list(parent.model_fields), n=1)
             msg = "unknown key" + (f"; did you mean {close[0]!r}?" if close else "")
+        elif err["type"] == "literal_error" and isinstance(err.get("input"), str):
+            # the allowed values are quoted in the message: offer the closest one
+            allowed = re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", "")))
+            close = difflib.get_close_matches(err["input"], allowed, n=1)
+            if close:
+                msg = f"{quote(err['input'])} is not allowed; did you mean {close[0]!r}? ({msg})"
+        elif err["type"] == "string_type" and (err.get("input") is None
+                                               or isinstance(err.get("input"), (bool, int, float))):
+            # YAML read an unquoted no / yes / null / 007 as a boolean, None or a number
+            msg += (f" (YAML read the value as {err.get('input')!r}; if you meant text, quote it, "
+                    "e.g. 'no')")
         lines.append((loc, msg))
     if len(lines) == 1:  # the common case: one problem, one line
         loc, msg = lines[0]

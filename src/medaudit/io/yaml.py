@@ -20,7 +20,9 @@ It differs from ``yaml.safe_load`` in what it refuses, each with one line
   ``SafeLoader``);
 * **encoding**: the bytes must be UTF-8 (a byte-order mark is allowed); otherwise the error
   names the byte offset, line and column of the first undecodable byte;
-* **paths**: a folder, a FIFO or a symbolic-link loop is refused by name before it is opened.
+* **paths**: a folder, a FIFO or a symbolic-link loop is refused by name before it is opened;
+* **keys that YAML changes**: an unquoted key read as something other than its own text
+  (``no`` as false, ``null`` as None, ``007`` as 7) is refused, with the advice to quote it.
 
 Dates are *not* converted: ``2024-01-01`` stays the text ``'2024-01-01'`` (PyYAML would make a
 ``datetime.date``, which a text field then refuses, and an impossible date such as
@@ -120,6 +122,14 @@ def _check_node(loader: _Loader, node: yaml.Node, depth: int, source: str) -> No
             if key_node.tag not in _ALLOWED_TAGS:
                 continue  # refused with its tag when the key node itself is checked
             key = loader.construct_object(key_node)
+            if key_node.style is None and not isinstance(key, str) and (
+                    isinstance(key, bool) or key is None or str(key) != key_node.value):
+                # YAML 1.1 reads the unquoted keys no, off, null, 007 or 1e3 as false, None,
+                # 7 or 1000.0: the text the user wrote is lost and the error that follows
+                # ("cohorts.0.[key]") names a key that is not in the file
+                raise _fail(source, key_node.start_mark,
+                            f"the key {key_node.value} is read by YAML as {key!r}, not as the text "
+                            f"{quote(key_node.value)}; quote it ({quote(key_node.value)}: ...).")
             try:
                 first = seen.get(key)
             except TypeError:  # unhashable: cannot happen for plain scalars, refuse anyway
