@@ -119,6 +119,8 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     raw.pop("claims", None)
     raw["blocks"] = list(blocks)
     where = str(spec) if isinstance(spec, (str, os.PathLike)) else "the local data options"
+    if options:  # a bad value may be an option given here, not a key of the spec file
+        where += f" with the options {', '.join(f'{k}={v!r}' for k, v in options.items())}"
     s = validate_model(raw, AuditSpec, source=where, what="audit spec")
     spec_path = Path(spec) if isinstance(spec, (str, os.PathLike)) else None
     scores, inputs, s = load_scores(s, base, table=table)
