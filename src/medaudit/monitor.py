@@ -37,13 +37,24 @@ def read_period_files(paths: Sequence[str | os.PathLike[str]], *, period: str = 
                       ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """One score table per period: the files concatenated, each row's period its file's stem.
 
-    Returns the table and the files' provenance (path, period, SHA-256).  Two files with the
-    same stem, or a table that already has a ``period`` column, are refused with one line.
+    Returns the table and the files' provenance (path, period, SHA-256).  Refused with one
+    line: two files with the same stem, a table that already has a ``period`` column, and a
+    file without rows or without the columns every period needs (``image_id``, ``model``,
+    ``score``, ``label``), which would otherwise add nothing and be dropped unseen.  The
+    table's messages name each row's file and line (:func:`medaudit.io.schema.stack_files`).
     """
     from medaudit.exceptions import MedauditError
     from medaudit.io import file_sha256
+    from medaudit.io.schema import (
+        FILLED_COLUMNS,
+        OPTIONAL_COLUMNS,
+        SCORE_COLUMNS,
+        require_columns,
+        stack_files,
+    )
     from medaudit.io.tables import read_table
 
+    needed = [c for c in SCORE_COLUMNS if c not in FILLED_COLUMNS]
     frames, record, seen = [], [], set()
     for raw in paths:
         path = Path(raw)
@@ -56,11 +67,15 @@ def read_period_files(paths: Sequence[str | os.PathLike[str]], *, period: str = 
         if period in t.columns:
             raise MedauditError(f"{path}: has a {period!r} column already; give one table with that "
                                 "column, or one file per period without it.")
+        require_columns(t, needed, source=str(path), what="period file",
+                        optional=[*FILLED_COLUMNS, *OPTIONAL_COLUMNS], noun="period file")
         frames.append(t.assign(**{period: name}))
         record.append({"path": str(path), "period": name, "sha256": file_sha256(path)})
     if not frames:
         raise MedauditError("no period files given; name one file per period.")
-    return pd.concat(frames, ignore_index=True), record
+    names = [r["path"] for r in record]
+    source = f"period files {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+    return stack_files(frames, names, source=source), record
 
 
 @dataclass(frozen=True, eq=False)

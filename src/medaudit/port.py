@@ -126,17 +126,24 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     scores, inputs, s = load_scores(s, base, table=table)
     unlabelled = None
     if keep_unlabelled and "label" in scores.columns:
-        lab = pd.to_numeric(scores["label"], errors="coerce")
-        late = scores["label"].isna() | (scores["label"].astype(str).str.strip() == "")
-        unlabelled = scores[late].copy()
-        scores = scores[~late].assign(label=lab[~late]).reset_index(drop=True)
-        table = scores  # the labelled rows, validated below as a table in memory
+        from medaudit.audit.context import _source
+        from medaudit.io.schema import take_rows
+
+        late = (scores["label"].isna() | (scores["label"].astype(str).str.strip() == "")).to_numpy()
+        # the labelled rows are validated below as a table in memory: they keep their labels
+        # as written and their file and line, so a bad label is named as the user wrote it
+        scores.attrs.setdefault("source", _source(s, inputs))
+        unlabelled = take_rows(scores, late)
+        scores = take_rows(scores, ~late)
+        table = scores
     if "label" in scores.columns and "cohort" in scores.columns:
         named = list(s.cohorts) or sorted(scores["cohort"].dropna().astype(str).unique())
-        classes = scores.groupby(scores["cohort"].astype(str))["label"].nunique()
+        lab = pd.to_numeric(scores["label"], errors="coerce")
+        classes = lab.groupby(scores["cohort"].astype(str)).nunique()
         if any(classes.get(c, 0) < 2 for c in named):
             # a one-class cohort cannot be audited, but its claims are answered: "not
             # assessable here" with the reason (the table as read, with its class counts)
+            scores = scores.assign(label=lab)
             if "prompt" not in scores.columns:
                 scores = scores.assign(prompt=s.primary_prompt)
             return LocalData(raw=raw, base=base, table=table, spec_path=spec_path, scores=scores,

@@ -182,3 +182,29 @@ def test_late_labels_count_for_drift_only(claims_file, tmp_path):  # noqa: F811
     dr = _csv(out, "drift")
     allrow = dr[(dr["period"] == PERIODS[-1]) & (dr["subset"] == "all")]
     assert int(allrow["n"].iloc[0]) == 200
+
+
+def test_period_files_name_the_file_line_and_raw_value(claims_file, tmp_path, capsys):  # noqa: F811
+    """A bad label names its period file, the file line (header = line 1) and the value as written;
+    a period file with no rows is refused rather than dropped."""
+    df = _batches().drop(columns="period")
+    files = []
+    for per in PERIODS[:2]:
+        f = tmp_path / f"{per}.csv"
+        df[df["image_id"].str.startswith(per)].to_csv(f, index=False)
+        files.append(f)
+    text = files[1].read_text(encoding="utf-8").splitlines()
+    text[4] = text[4].rsplit(",", 1)[0] + ",yes"  # line 5
+    files[1].write_text("\n".join(text) + "\n", encoding="utf-8")
+    (tmp_path / "s.yaml").write_text("primary_prompt: clinical\n", encoding="utf-8")
+    args = ["monitor", str(claims_file), str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o"),
+            "--period-files"]
+    assert main([*args, *map(str, files)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"({files[1]} line 5 has 'yes')" in err, err
+    empty = tmp_path / "2026-03.csv"
+    empty.write_text(text[0] + "\n", encoding="utf-8")
+    assert main([*args, str(files[0]), str(empty)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"medaudit: error: {empty}: the period file has no rows.", err
+    assert not (tmp_path / "o").exists()

@@ -202,7 +202,9 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
                                    judgment_variants=variants), inputs, spec)
     table, score_inputs, spec = load_scores(spec, base_dir, table=table)
     inputs.update(score_inputs)
-    source = _source(spec, score_inputs)
+    # a table stacked from several files (monitor's period files) names itself
+    source = table.attrs.get("source") or _source(spec, score_inputs)
+    unknown_columns(table, source=source)  # before filling: 'Cohort' beside no cohort is refused
     if "prompt" not in table.columns:  # a model without prompts: every row at the primary one
         table = table.assign(prompt=spec.primary_prompt)
         inputs["prompt_column"] = f"absent: every row read at prompt {spec.primary_prompt!r}"

@@ -2,7 +2,7 @@
 
 What the table itself says is enough to audit it: every cohort (role ``primary``), the
 primary prompt (the only one, or the first in sorted order), the score scale (logits
-when a score lies outside [0, 1]), one negative-spectrum entry per cohort whose
+when a score is negative, :func:`infer_score_scale`), one negative-spectrum entry per cohort whose
 negatives name two or more groups, and the blocks those inputs allow
 (:func:`default_spec`).  The result is an ordinary spec, so ``summarize`` runs the one
 audit pipeline with its one validator and one provenance record.
@@ -83,8 +83,9 @@ def checked_table(table: pd.DataFrame, *, source: str, score_scale: str | None =
     without it); the score scale is ``score_scale`` or, when None, the one the scores imply
     (:func:`infer_score_scale`).  Errors name ``source`` and the 1-based line of a CSV.
     """
-    from medaudit.io.schema import validate_score_table
+    from medaudit.io.schema import unknown_columns, validate_score_table
 
+    unknown_columns(table, source=source)  # before the prompt is filled: 'Prompt' is refused
     raw = table if "prompt" in table.columns else table.assign(prompt="none")
     inferred = infer_score_scale(raw) if "score" in raw.columns else "probabilities"  # else: named below
     probabilities = (score_scale or inferred) == "probabilities"
@@ -155,7 +156,7 @@ class TableFacts:
     #: training seeds in the ``seed`` column (empty: one score per model and image)
     seeds: tuple[int, ...]
     soft_labels: bool
-    #: "logits" when a score lies outside [0, 1]
+    #: "logits" when a score is negative (:func:`infer_score_scale`)
     score_scale: str
     score_min: float
     score_max: float
@@ -168,10 +169,22 @@ class TableFacts:
 
 
 def infer_score_scale(table: pd.DataFrame) -> str:
-    """``"logits"`` when a finite score lies outside [0, 1], else ``"probabilities"``."""
+    """``"logits"`` when a finite score is negative, else ``"probabilities"``.
+
+    A probability is never negative, and a table of logits almost always has some (a negative
+    logit is a probability below 0.5).  Scores that are all non-negative but reach above 1
+    (percentages from 0 to 100, counts) are not taken for logits: they are left to the
+    ScoreTable check, which refuses them as ``medaudit audit`` does, so nothing reads
+    percentages as logits unless told to (``--score-scale logits``).
+
+    Examples
+    --------
+    >>> infer_score_scale(pd.DataFrame({"score": [-1.5, 2.0]})), infer_score_scale(pd.DataFrame({"score": [8.5, 96.0]}))
+    ('logits', 'probabilities')
+    """  # noqa: E501
     s = pd.to_numeric(table["score"], errors="coerce").to_numpy(dtype=np.float64)
     finite = s[np.isfinite(s)]
-    return "logits" if finite.size and (finite.min() < 0 or finite.max() > 1) else "probabilities"
+    return "logits" if finite.size and finite.min() < 0 else "probabilities"
 
 
 def describe_table(table: pd.DataFrame) -> TableFacts:

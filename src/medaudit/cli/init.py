@@ -72,7 +72,11 @@ def run_init(scores: str | os.PathLike[str], *, out: str | os.PathLike[str] = "s
         raise MedauditError(f"--out {str(out)!r} is not a YAML file name; give one ending in .yaml "
                             "(e.g. spec.yaml).")
     table = read_table(scores)
-    valid = checked_table(table, source=str(scores))  # described as it is: prompts or none
+    # described as it is: prompts or none; init has no scale flag, so scores it does not take
+    # for logits (none negative) but outside [0, 1] are refused with what to do instead
+    valid = checked_table(table, source=str(scores), logits_hint=(
+        "Write the spec's `score_scale: logits` by hand (or run `medaudit summarize "
+        "--score-scale logits`)"))
     command = f"medaudit audit {shlex.quote(str(out))} --out {shlex.quote(out.stem + '-audit')}"
     text = starter_yaml(valid, scores=_relative(scores, out.parent), source=str(scores),
                         name=scores.stem, command=command)

@@ -233,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         "summarize", help="audit a long score table (CSV/Parquet) with the default spec its "
                           "columns imply",
         description="Audit a long score table with the spec its columns imply: every cohort, the\n"
-                    "primary prompt, the score scale (logits when a score lies outside [0, 1], or\n"
+                    "primary prompt, the score scale (logits when a score is negative, or\n"
                     "--score-scale), negative-spectrum entries where negatives name two or more\n"
                     "groups. `medaudit init` writes the same spec as a file you can edit.",
         epilog=examples(("medaudit summarize scores.csv --out audit/", "audit every cohort of the table"),

@@ -14,13 +14,30 @@ optional column the table lacks (``label_sfot`` beside no ``label_soft``) is an 
 a warning, "did you mean 'label_soft'?".  An error rather than a warning because the mistake
 does not fail anything later: the soft-label analysis would silently not run.  Close means a
 case-insensitive :func:`difflib.get_close_matches` ratio of at least 0.8; rename the column
-(to the schema's name, or to something clearly different) to proceed.
+(to the schema's name, or to something clearly different) to proceed.  ``cohort`` and
+``prompt`` count as optional here (:data:`FILLED_COLUMNS`): a table without them is read as one
+cohort or one prompt, so ``Cohort`` beside no ``cohort`` would silently pool every site.
+
+Where a row came from
+---------------------
+Messages name a row as the user can find it: ``line 5`` of a CSV (``attrs["first_line"]``, set
+by :func:`medaudit.io.tables.read_table`), ``jan.csv line 5`` of a table stacked from several
+files (:func:`stack_files`), else ``row 5`` of a table built in memory.  A table cut down to
+some of its rows keeps those places with :func:`take_rows` (``attrs["origin"]``).
+
+Names
+-----
+The text keys a report prints and compares (``model``, ``prompt``, ``cohort``,
+``negative_group``) may not start or end with whitespace: ``"site1 "`` and ``"site1"`` would be
+two cohorts that print alike.  No text column may hold a control character (a newline, a tab):
+it would break the report's tables and the one-line messages.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,12 +46,19 @@ import pandas as pd
 from medaudit.exceptions import SchemaError
 from medaudit.io.messages import quote
 
-__all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "validate_score_table", "require_columns", "row_list",
-           "unknown_columns", "text_columns"]
+__all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "FILLED_COLUMNS", "validate_score_table",
+           "require_columns", "row_list", "unknown_columns", "text_columns", "take_rows", "stack_files",
+           "RowOrigin"]
 
 SCORE_COLUMNS = ("image_id", "cohort", "model", "prompt", "score", "label")
 OPTIONAL_COLUMNS = ("label_soft", "negative_group", "patient_id", "split", "seed")
+#: required columns a reader fills in when the table lacks them (one cohort, one prompt)
+FILLED_COLUMNS = ("cohort", "prompt")
 _TEXT = ("image_id", "cohort", "model", "prompt", "negative_group", "patient_id", "split")
+#: text keys printed as names and compared exactly: no whitespace at either end
+_NAMES = ("cohort", "model", "prompt", "negative_group")
+#: C0 and C1 control characters (newline, tab, ...) and the Unicode line and paragraph separators
+_CONTROL = r"[\x00-\x1f\x7f-\x9f\u2028\u2029]"
 
 
 def row_list(mask: np.ndarray, limit: int = 5) -> str:
@@ -64,21 +88,110 @@ def text_columns(table: pd.DataFrame, columns: Sequence[str], *, source: str) ->
     return t
 
 
-def _places(mask: np.ndarray, first_line: int | None, limit: int = 5) -> str:
-    """Where ``mask`` holds, 1-based and labelled: file lines of a CSV, else table rows."""
-    idx = np.flatnonzero(mask)
-    base = 1 if first_line is None else first_line
-    more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
-    word = "row" if first_line is None else "line"
-    return f"{word}{'s' if idx.size > 1 else ''} " + ", ".join(str(i + base) for i in idx[:limit]) + more
+@dataclass(frozen=True, eq=False)
+class RowOrigin:
+    """Where each row of a table came from (``table.attrs["origin"]``), for messages.
+
+    Kept in ``DataFrame.attrs``, which pandas copies and compares on every operation: it
+    compares by identity and copies as itself (it is never changed), so a large table pays
+    nothing for it and a concatenation of differently sourced tables simply drops it.
+    """
+
+    #: "line" (of a file) or "row" (of a table in memory)
+    word: str
+    #: the 1-based line or row of each row
+    numbers: np.ndarray
+    #: each row's file, when the rows come from several (else None)
+    files: np.ndarray | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RowOrigin:
+        return self
+
+
+def _origin(table: pd.DataFrame) -> tuple[str, np.ndarray | None, np.ndarray | None]:
+    """Where each row of ``table`` came from: (word, numbers, files), see the module notes.
+
+    ``numbers`` is None for a table built in memory (row ``i`` is ``row i + 1``); ``files``
+    is None unless the rows come from several files.
+    """
+    o = table.attrs.get("origin")
+    if isinstance(o, RowOrigin) and len(o.numbers) == len(table):
+        return o.word, o.numbers, o.files
+    first = table.attrs.get("first_line")
+    if first is not None:
+        return "line", np.arange(len(table)) + int(first), None
+    return "row", None, None
+
+
+class _Where:
+    """How messages name the rows of one table (a file's lines, or the table's rows)."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        self.word, self.numbers, self.files = _origin(table)
+
+    def place(self, i: int) -> str:
+        """``"line 5"`` (``"jan.csv line 5"``) for row ``i`` (0-based)."""
+        n = i + 1 if self.numbers is None else int(self.numbers[i])
+        return f"{'' if self.files is None else f'{self.files[i]} '}{self.word} {n}"
+
+    def places(self, mask: np.ndarray, limit: int = 5) -> str:
+        """Where ``mask`` holds: ``"lines 2, 5 (and 3 more)"``, ``"b.csv lines 2, 5; c.csv line 3"``."""
+        idx = np.flatnonzero(mask)
+        more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
+        groups: dict[str, list[str]] = {}  # file -> its numbers, files in order of first mention
+        for i in idx[:limit]:
+            n = int(i) + 1 if self.numbers is None else int(self.numbers[i])
+            groups.setdefault("" if self.files is None else f"{self.files[i]} ", []).append(str(n))
+        plural = len(groups) == 1 and idx.size > 1
+        return "; ".join(f"{f}{self.word}{'s' if plural or len(ns) > 1 else ''} {', '.join(ns)}"
+                         for f, ns in groups.items()) + more
+
+
+def take_rows(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """The rows of ``table`` where ``mask`` holds (index reset), still named as in their file.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"x": [1, 2, 3]})
+    >>> t.attrs["first_line"] = 2
+    >>> _Where(take_rows(t, np.array([False, True, True]))).places(np.array([False, True]))
+    'line 4'
+    """
+    word, numbers, files = _origin(table)
+    mask = np.asarray(mask, dtype=bool)
+    out = table[mask].reset_index(drop=True)
+    out.attrs = {k: v for k, v in table.attrs.items() if k not in ("first_line", "origin")}
+    out.attrs["origin"] = RowOrigin(word, np.flatnonzero(mask) + 1 if numbers is None else numbers[mask],
+                                    None if files is None else files[mask])
+    return out
+
+
+def stack_files(tables: Sequence[pd.DataFrame], names: Sequence[str], *, source: str) -> pd.DataFrame:
+    """``tables`` (one per file, named ``names``) as one table whose messages name file and line.
+
+    ``source`` names the whole (``attrs["source"]``, which :func:`medaudit.audit.context.build_context`
+    puts at the start of a message).
+    """
+    out = pd.concat(list(tables), ignore_index=True)
+    places = [_origin(t) for t in tables]
+    numbers = [np.arange(len(t)) + 1 if n is None else n for t, (_, n, _) in zip(tables, places, strict=True)]
+    files = [np.full(len(t), name, dtype=object) if f is None else f
+             for t, name, (_, _, f) in zip(tables, names, places, strict=True)]
+    out.attrs = {"source": source, "origin": RowOrigin(
+        "line" if all(w == "line" for w, _, _ in places) else "row",
+        np.concatenate(numbers) if numbers else np.zeros(0, dtype=int),
+        np.concatenate(files) if files else np.zeros(0, dtype=object))}
+    return out
+
+
+def _has(v: Any) -> str:
+    """What a cell holds, for a message: ``"is empty"`` or ``"has 'yes'"``."""
+    empty = v is None or (np.ndim(v) == 0 and bool(pd.isna(v))) or (isinstance(v, str) and not v.strip())
+    return "is empty" if empty else f"has {quote(v)}"
 
 
 def _are(mask: np.ndarray) -> str:
     return "is" if int(np.count_nonzero(mask)) == 1 else "are"
-
-
-def _place(i: int, first_line: int | None) -> str:
-    return f"row {i + 1}" if first_line is None else f"line {i + first_line}"
 
 
 def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str, what: str,
@@ -114,7 +227,8 @@ def _close(name: str, candidates: Sequence[str]) -> str | None:
 
 def unknown_columns(table: pd.DataFrame, *, source: str = "score table",
                     required: Sequence[str] = SCORE_COLUMNS,
-                    optional: Sequence[str] = OPTIONAL_COLUMNS) -> list[str]:
+                    optional: Sequence[str] = OPTIONAL_COLUMNS,
+                    filled: Sequence[str] = FILLED_COLUMNS) -> list[str]:
     """The columns of ``table`` outside the schema; a near miss of an absent optional one is an error.
 
     Parameters
@@ -125,6 +239,10 @@ def unknown_columns(table: pd.DataFrame, *, source: str = "score table",
         Name used in messages (the file path when read from disk).
     required, optional : sequence of str
         The schema's columns (default: the ScoreTable's).
+    filled : sequence of str
+        Required columns a reader fills in when absent (default: :data:`FILLED_COLUMNS`);
+        a near miss of one of them is refused like that of an optional column.  Call this on
+        the table as read, before they are filled.
 
     Returns
     -------
@@ -145,9 +263,13 @@ def unknown_columns(table: pd.DataFrame, *, source: str = "score table",
     Traceback (most recent call last):
     ...
     medaudit.exceptions.SchemaError: s.csv: column 'label_sfot' is not a ScoreTable column; did you mean 'label_soft'? Rename it (medaudit would otherwise ignore it).
+    >>> unknown_columns(pd.DataFrame(columns=["image_id", "Cohort", "model", "score", "label"]), source="s.csv")
+    Traceback (most recent call last):
+    ...
+    medaudit.exceptions.SchemaError: s.csv: column 'Cohort' is not a ScoreTable column; did you mean 'cohort'? Rename it (medaudit would otherwise ignore it).
     """  # noqa: E501
     known = set(required) | set(optional)
-    absent = [c for c in optional if c not in table.columns]
+    absent = [c for c in (*filled, *optional) if c not in table.columns]
     unknown = [str(c) for c in table.columns if c not in known]
     for col in unknown:
         close = _close(col, absent)
@@ -181,7 +303,7 @@ def validate_score_table(
     require_columns(table, SCORE_COLUMNS, source=source, what="ScoreTable",
                     optional=OPTIONAL_COLUMNS)
     unknown_columns(table, source=source)
-    first = table.attrs.get("first_line")  # a CSV read by io.tables: name its lines
+    where = _Where(table)  # a CSV read by io.tables: name its lines
     t = table.reset_index(drop=True).copy()
     for col in _TEXT:
         if col not in t.columns:
@@ -190,21 +312,25 @@ def validate_score_table(
             t[col] = t[col].astype(object).where(t[col].notna(), "")
         elif t[col].isna().any():
             raise SchemaError(f"{source}: column {col!r} is empty at "
-                              f"{_places(t[col].isna().to_numpy(), first)}; every row needs a value.")
+                              f"{where.places(t[col].isna().to_numpy())}; every row needs a value.")
         t[col] = t[col].astype(str)
+        _check_text(t[col], col, source=source, where=where)
     score = pd.to_numeric(t["score"], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(score)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{source}: column 'score' must be finite numbers; {_places(bad, first)} "
-                          f"{_are(bad)} not ({_place(i, first)} has {quote(t['score'].iloc[i])}).")
+        raise SchemaError(f"{source}: column 'score' must be finite numbers; {where.places(bad)} "
+                          f"{_are(bad)} not ({where.place(i)} {_has(t['score'].iloc[i])}).")
     if probabilities:
         out = (score < 0) | (score > 1)
         if out.any():
+            # scores from 0 to 100 are far likelier percentages than logits: say so
+            pct = (" Scores from 0 to 100 look like percentages: divide them by 100."
+                   if score.min() >= 0 and score.max() <= 100 else "")
             raise SchemaError(
                 f"{source}: column 'score' must be probabilities in [0, 1]; "
-                f"{_places(out, first)} {_are(out)} outside "
-                f"(max {float(score.max())!r}, min {float(score.min())!r}). {logits_hint} "
+                f"{where.places(out)} {_are(out)} outside "
+                f"(max {float(score.max())!r}, min {float(score.min())!r}).{pct} {logits_hint} "
                 "if these are raw logits; medaudit never clips.")
     t["score"] = score
     for col in ("model", "prompt"):
@@ -214,7 +340,7 @@ def validate_score_table(
         if bar.any():
             i = int(np.flatnonzero(bar)[0])
             raise SchemaError(f"{source}: column {col!r} may not contain '|' (reserved as a "
-                              f"separator); {_places(bar, first)} do ({_place(i, first)}: "
+                              f"separator); {where.places(bar)} do ({where.place(i)}: "
                               f"{quote(t[col].iloc[i])}). "
                               "Rename it, e.g. with '/' or '-'.")
     lab = pd.to_numeric(t["label"], errors="coerce").to_numpy(dtype=float)
@@ -222,34 +348,34 @@ def validate_score_table(
     if badl.any():
         i = int(np.flatnonzero(badl)[0])
         raise SchemaError(f"{source}: column 'label' must be 0 or 1 (1 = positive); "
-                          f"{_places(badl, first)} {_are(badl)} not ({_place(i, first)} has "
-                          f"{quote(t['label'].iloc[i])}).")
+                          f"{where.places(badl)} {_are(badl)} not ({where.place(i)} "
+                          f"{_has(t['label'].iloc[i])}).")
     t["label"] = lab.astype(np.int64)
     if "label_soft" in t.columns:
         ps = pd.to_numeric(t["label_soft"], errors="coerce").to_numpy(dtype=float)
         badp = ~np.isfinite(ps) | (ps < 0) | (ps > 1)
         if badp.any():
             raise SchemaError(f"{source}: column 'label_soft' must lie in [0, 1]; "
-                              f"{_places(badp, first)} {'does' if _are(badp) == 'is' else 'do'} not.")
+                              f"{where.places(badp)} {'does' if _are(badp) == 'is' else 'do'} not.")
         t["label_soft"] = ps
     if "seed" in t.columns:
         sd = pd.to_numeric(t["seed"], errors="coerce")
         if sd.isna().any():
             raise SchemaError(f"{source}: column 'seed' must be integers; "
-                              f"{_places(sd.isna().to_numpy(), first)} {_are(sd.isna().to_numpy())} not.")
+                              f"{where.places(sd.isna().to_numpy())} {_are(sd.isna().to_numpy())} not.")
         t["seed"] = sd.astype(np.int64)
     dup = t.duplicated(list(key), keep=False).to_numpy()
     if dup.any():
         ex = t.loc[dup, list(key)].head(2).to_dict("records")
         raise SchemaError(f"{source}: {int(dup.sum())} rows repeat a ({', '.join(key)}) key at "
-                          f"{_places(dup, first)}, e.g. {quote(ex)}; keep exactly one row per key.")
+                          f"{where.places(dup)}, e.g. {quote(ex)}; keep exactly one row per key.")
     if "negative_group" in t.columns:
         pos_group = (t["label"].to_numpy() == 1) & (t["negative_group"].to_numpy() != "")
         if pos_group.any():
             i = int(np.flatnonzero(pos_group)[0])
             raise SchemaError(f"{source}: column 'negative_group' must be empty for positives; "
-                              f"{_places(pos_group, first)} {_are(pos_group)} positive(s) in a "
-                              f"negative group ({_place(i, first)}: {quote(t['negative_group'].iloc[i])}).")
+                              f"{where.places(pos_group)} {_are(pos_group)} positive(s) in a "
+                              f"negative group ({where.place(i)}: {quote(t['negative_group'].iloc[i])}).")
     # the label (and group) of an image must not differ between models/prompts
     per_image = [c for c in ("label", "negative_group", "patient_id", "split") if c in t.columns]
     nunique = t.groupby(["cohort", "image_id"])[per_image].nunique()
@@ -260,6 +386,44 @@ def validate_score_table(
         raise SchemaError(f"{source}: image {quote(image)} in cohort {quote(cohort)} has different {cols} "
                           "in different rows; an image's label and metadata must agree everywhere.")
     return t
+
+
+def _check_text(values: pd.Series, col: str, *, source: str, where: _Where) -> None:
+    """Refuse control characters in a text column, and whitespace at either end of a name.
+
+    Parameters
+    ----------
+    values : Series of str
+        The column as text.
+    col : str
+        Its name (whitespace is checked in :data:`_NAMES` only: an id is never printed as a
+        name, and ``" 007"`` is what the file says).
+    source : str
+        Names the table in the message.
+    where : _Where
+        Names the rows.
+
+    Raises
+    ------
+    SchemaError
+        Naming the column, the first place and its value (``repr``), and what to do.
+    """
+    ctrl = values.str.contains(_CONTROL, regex=True).to_numpy(dtype=bool)
+    if ctrl.any():
+        i = int(np.flatnonzero(ctrl)[0])
+        raise SchemaError(f"{source}: column {col!r} holds a control character (a line break, tab, "
+                          f"...) at {where.places(ctrl)} ({where.place(i)}: {quote(values.iloc[i])}); "
+                          "it would break the report's tables. Remove it from the value.")
+    if col not in _NAMES:
+        return
+    padded = (values != values.str.strip()).to_numpy(dtype=bool)
+    if padded.any():
+        i = int(np.flatnonzero(padded)[0])
+        v = values.iloc[i]
+        raise SchemaError(f"{source}: column {col!r} has whitespace at the start or end of a name at "
+                          f"{where.places(padded)} ({where.place(i)}: {quote(v)}); it would count as a "
+                          f"name different from {quote(v.strip())} but print alike. Remove the "
+                          "whitespace.")
 
 
 def image_meta(table: pd.DataFrame) -> pd.DataFrame:

@@ -3,10 +3,20 @@
 Identifier columns (:data:`ID_COLUMNS`, plus any the caller declares, such as a wide file's
 ``id_column``) are always read as text, from CSV and from Parquet: ``007`` and ``7`` are two
 images, and ``001`` stays ``001`` (a number parser would make both ``7`` and ``1``).
+
+A CSV is UTF-8 text separated by commas (``docs/conventions.md``).  :func:`read_table` refuses,
+naming the file and the line, what pandas would otherwise misread or report in its own terms:
+bytes that are not UTF-8 (a file saved as Latin-1 or UTF-16), a header that is one field
+holding ``;`` or tabs (another separator), a header naming one column twice (pandas would
+rename the second ``score.1``) and a row with fewer fields than the header (pandas would fill
+the rest with missing values).  A Parquet file naming one column twice is refused too.
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +27,7 @@ import pandas as pd
 from medaudit.exceptions import SchemaError
 from medaudit.io.messages import one_line, quote
 from medaudit.io.paths import input_file
+from medaudit.io.schema import RowOrigin, _close
 
 __all__ = ["ID_COLUMNS", "read_table", "read_wide", "ids_as_text"]
 
@@ -85,15 +96,114 @@ def read_table(path: str | Path, *, what: str = "score table", id_columns: Seque
     csv_options = {"keep_default_na": False, "na_values": [""], "dtype": dtype, **csv_options}
     try:
         if suffix in (".parquet", ".pq"):
+            _unique_header(_parquet_names(path), path)
             return ids_as_text(pd.read_parquet(path), ids)
         if suffix in (".csv", ".txt"):
+            sep = csv_options.get("sep", csv_options.get("delimiter", ","))
+            header = _csv_header(path, sep)
             table = pd.read_csv(path, **csv_options)
+            lines = _record_lines(path, table, sep, len(header))
             # data row i is line i + 2 of the file (line 1 is the header): messages name lines
             table.attrs["first_line"] = 2
+            if lines is not None:  # blank lines or line breaks inside cells: each row's own
+                table.attrs["origin"] = RowOrigin("line", lines)
             return table
+    except SchemaError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise SchemaError(_not_utf8(path, exc)) from None
     except Exception as exc:  # noqa: BLE001 - re-raised with the file named
         raise SchemaError(f"could not read {str(path)!r}: {one_line(str(exc))}") from exc
     raise SchemaError(f"{str(path)!r}: unsupported file type {suffix!r}; use .csv or .parquet.")
+
+
+_RESAVE = "re-save it as UTF-8 (in Excel: Save As, \"CSV UTF-8 (Comma delimited)\")"
+
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
+    """The message for a file that is not UTF-8: its first undecodable line and byte."""
+    data = path.read_bytes()
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return f"{str(path)!r} is UTF-16 text, not UTF-8; {_RESAVE}."
+    for n, line in enumerate(data.split(b"\n"), 1):  # no UTF-8 character holds a newline byte
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return (f"{str(path)!r}: line {n} is not UTF-8 text (byte 0x{line[e.start]:02x} at "
+                    f"character {len(line[:e.start].decode('utf-8', 'replace')) + 1}); {_RESAVE}.")
+    return f"{str(path)!r} is not UTF-8 text ({exc.reason}); {_RESAVE}."
+
+
+def _csv_header(path: Path, sep: str) -> list[str]:
+    """The header's fields as written (pandas renames a repeated one); refuse a repeat or a
+    header that is one field holding another separator."""
+    with open(path, encoding="utf-8-sig", newline="") as f:  # pandas skips a BOM too
+        header = next(csv.reader(f, delimiter=sep), [])
+    if len(header) == 1 and sep == ",":
+        other = next((name for c, name in ((";", "semicolons"), ("\t", "tabs")) if c in header[0]), None)
+        if other is not None:
+            raise SchemaError(f"{str(path)!r}: line 1 (the header) is one column, {quote(header[0])}: "
+                              f"the file is separated by {other}, and medaudit reads comma-separated "
+                              "files. Re-save it with commas (in Excel: Save As, \"CSV UTF-8 (Comma "
+                              "delimited)\").")
+    _unique_header(header, path)
+    return header
+
+
+def _parquet_names(path: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return list(pq.read_schema(path).names)
+
+
+def _unique_header(names: Sequence[str], path: Path) -> None:
+    first: dict[str, int] = {}
+    for pos, name in enumerate(names, 1):
+        if name == "":  # pandas names an unnamed column by its position: never a repeat
+            continue
+        if name in first:
+            raise SchemaError(f"{str(path)!r}: duplicate column {quote(name)} (header positions "
+                              f"{first[name]} and {pos}); rename one.")
+        first[name] = pos
+
+
+def _record_lines(path: Path, table: pd.DataFrame, sep: str, n_fields: int) -> np.ndarray | None:
+    """Each data row's first file line when it is not row + 2; refuse a short row.
+
+    A row is not on line ``i + 2`` after a blank line (pandas skips it) or a quoted cell that
+    holds a line break; a row with fewer fields than the header ends in a missing cell
+    (pandas fills the rest as missing).  Only a file where one of these can be the case (it
+    has more lines than rows, or a missing cell in its last column) is read again, record
+    by record.
+
+    Returns
+    -------
+    ndarray of int or None
+        The 1-based line each row starts on, or None when it is ``i + 2`` for row ``i``.
+
+    Raises
+    ------
+    SchemaError
+        A row has fewer fields than the header (naming its line and both counts).
+    """
+    data = path.read_bytes()
+    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    short = len(table.columns) and bool(table.iloc[:, -1].isna().any())
+    if n_lines == len(table) + 1 and not short:
+        return None
+    reader = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""), delimiter=sep)
+    next(reader, None)
+    starts, start = [], reader.line_num + 1
+    for record in reader:
+        if record:  # pandas skips a blank line
+            if len(record) < n_fields:
+                raise SchemaError(f"{str(path)!r}: line {start} has {len(record)} field(s), the header "
+                                  f"{n_fields}; give every row a cell for every column (an empty cell "
+                                  "is written as nothing between two commas).")
+            starts.append(start)
+        start = reader.line_num + 1
+    # a reading that does not match pandas' row for row names no line rather than a wrong one
+    return np.asarray(starts) if len(starts) == len(table) else None
 
 
 def _where(path: Path, i: int) -> str:
@@ -173,8 +283,10 @@ def read_wide(path: str | Path, wide: Any) -> pd.DataFrame:
     roles.pop(None, None)
     for col, role in roles.items():
         if col not in table.columns:
-            raise SchemaError(f"{str(path)!r}: column {quote(col)} not found ({role}); columns are "
-                              f"{quote(list(table.columns))}.")
+            close = _close(str(col), [str(c) for c in table.columns if c not in roles])
+            hint = f"; did you mean {quote(close)}?" if close is not None else ""
+            raise SchemaError(f"{str(path)!r}: column {quote(col)} not found ({role}){hint}; "
+                              f"columns are {quote(list(table.columns))}.")
     try:
         pattern = re.compile(wide.column_pattern)
     except re.error as exc:

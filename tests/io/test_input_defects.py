@@ -1,0 +1,258 @@
+"""Hostile-input probe, input side: every bad file gets one line naming the file, the line or
+column and what to do; nothing is silently renamed, pooled or reinterpreted.
+
+Witnesses: the raw bytes and header of each file as written here (the line a message names is
+counted in the text the test writes), pyarrow for a Parquet file naming one column twice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from medaudit.cli.main import main
+from medaudit.exceptions import SchemaError
+from medaudit.io.schema import validate_score_table
+from medaudit.io.tables import read_table
+
+FAST = ["--n-resamples", "50", "--n-permutations", "99", "--quiet"]
+HEADER = "image_id,cohort,model,score,label"
+
+
+def _rows(n: int = 12) -> list[str]:
+    """Valid rows: two models on ``n`` images of one cohort, both classes."""
+    rng = np.random.default_rng(0)
+    return [f"i{i},site1,{m},{rng.uniform():.4f},{i % 2}" for i in range(n) for m in ("a", "b")]
+
+
+def _write(path, header: str = HEADER, rows: list[str] | None = None) -> str:
+    path.write_text("\n".join([header, *(_rows() if rows is None else rows)]) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def _audit(tmp_path, csv: str, capsys) -> tuple[int, str]:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"scores: {csv}\nn_resamples: 50\nn_permutations: 99\n", encoding="utf-8")
+    rc = main(["audit", str(spec), "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err, err
+    return rc, err
+
+
+# ----------------------------------------------------------------------- 1: near-miss headers
+@pytest.mark.parametrize("bad, meant", [("Cohort", "cohort"), ("cohrot", "cohort"), ("Prompt", "prompt")])
+def test_a_near_miss_of_cohort_or_prompt_is_refused_not_filled(tmp_path, capsys, bad, meant):
+    header = HEADER.replace("cohort", bad) if meant == "cohort" else HEADER + f",{bad}"
+    rows = _rows() if meant == "cohort" else [r + ",p1" for r in _rows()]
+    csv = _write(tmp_path / "s.csv", header, rows)
+    rc, err = _audit(tmp_path, csv, capsys)
+    assert rc == 2 and f"column '{bad}' is not a ScoreTable column; did you mean '{meant}'?" in err
+    assert not (tmp_path / "out").exists()
+    # summarize and init read the table through the same check
+    assert main(["summarize", csv, "--out", str(tmp_path / "o2"), *FAST]) == 2
+    assert f"did you mean '{meant}'" in capsys.readouterr().err
+    assert main(["init", csv, "--out", str(tmp_path / "i.yaml"), "--quiet"]) == 2
+    assert f"did you mean '{meant}'" in capsys.readouterr().err
+
+
+def test_a_wide_file_names_the_near_miss_of_a_declared_column(tmp_path):
+    from medaudit.audit.spec import WideScoresSpec
+    from medaudit.io.tables import read_wide
+
+    p = tmp_path / "w.csv"
+    p.write_text("Image_ID,label,a\n1,1,0.9\n2,0,0.2\n", encoding="utf-8")
+    with pytest.raises(SchemaError, match=r"'image_id' not found \(id_column\); did you mean 'Image_ID'"):
+        read_wide(p, WideScoresSpec(path="w.csv", cohort="c"))
+
+
+# ----------------------------------------------------------------------- 2: duplicate headers
+def test_a_repeated_header_is_refused_in_a_long_table(tmp_path, capsys):
+    csv = _write(tmp_path / "dup.csv", HEADER + ",score", [r + ",0.5" for r in _rows()])
+    rc, err = _audit(tmp_path, csv, capsys)
+    assert rc == 2 and "duplicate column 'score' (header positions 4 and 6); rename one." in err
+    assert main(["init", csv, "--out", str(tmp_path / "i.yaml"), "--quiet"]) == 2
+    assert "duplicate column 'score'" in capsys.readouterr().err
+    assert not (tmp_path / "i.yaml").exists()
+
+
+def test_a_repeated_header_does_not_invent_a_wide_model(tmp_path, capsys):
+    (tmp_path / "wd.csv").write_text("image_id,label,modelA,modelB,modelA\ni0,0,0.1,0.8,0.1\n"
+                                     "i1,1,0.7,0.2,0.9\n", encoding="utf-8")
+    spec = tmp_path / "wd.yaml"
+    spec.write_text("scores_wide: [{path: wd.csv, cohort: c}]\nn_resamples: 50\nblocks: [discrimination]\n",
+                    encoding="utf-8")
+    assert main(["audit", str(spec), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "wd.csv" in err and "duplicate column 'modelA' (header positions 3 and 5); rename one." in err
+
+
+def test_a_parquet_file_naming_a_column_twice_is_refused_in_those_words(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "d.parquet"
+    pq.write_table(pa.table([pa.array(["1"]), pa.array([0.5]), pa.array([0.7])],
+                            names=["image_id", "score", "score"]), p)
+    with pytest.raises(SchemaError, match=r"duplicate column 'score' \(header positions 2 and 3\)"):
+        read_table(p)
+
+
+# ----------------------------------------------------------------------- 3: names
+@pytest.mark.parametrize("col, value, what", [
+    ("model", " a", "whitespace at the start or end"), ("model", "a ", "whitespace at the start or end"),
+    ("cohort", "site1 ", "whitespace at the start or end"), ("model", '"mo\ndel"', "control character"),
+    ("cohort", '"si\tte"', "control character"), ("image_id", '"i\r1"', "control character")])
+def test_padded_names_and_control_characters_are_refused(tmp_path, col, value, what):
+    rows = _rows()
+    i = HEADER.split(",").index(col)
+    cells = rows[4].split(",")
+    cells[i] = value
+    rows[4] = ",".join(cells)  # data row 4: line 6 of the file
+    p = _write(tmp_path / "n.csv", rows=rows)
+    shown = repr(value.strip('"'))
+    with pytest.raises(SchemaError) as e:
+        validate_score_table(read_table(p).assign(prompt="none"), source=p)
+    msg = str(e.value)
+    assert "\n" not in msg and f"column {col!r}" in msg and what in msg
+    assert f"(line 6: {shown})" in msg and ("Remove" in msg)
+
+
+def test_an_id_may_keep_its_spaces_and_a_cohort_its_bar(tmp_path):
+    # an id is what the file says (" 007" is not "007"); '|' in a cohort is never a separator
+    rows = [r.replace("site1", "site|1") for r in _rows()]
+    rows[0] = rows[0].replace("i0,", " i0,", 1)
+    t = validate_score_table(read_table(_write(tmp_path / "k.csv", rows=rows)).assign(prompt="none"))
+    assert set(t["cohort"]) == {"site|1"} and " i0" in set(t["image_id"])
+
+
+# ----------------------------------------------------------------------- 4: summarize percentages
+def test_summarize_refuses_percentages_as_audit_does(tmp_path, capsys):
+    rows = [",".join([*r.split(",")[:3], f"{100 * float(r.split(',')[3]):.2f}", r.split(",")[4]])
+            for r in _rows()]
+    csv = _write(tmp_path / "pct.csv", rows=rows)
+    rc, audit_err = _audit(tmp_path, csv, capsys)
+    assert rc == 2
+    assert main(["summarize", csv, "--out", str(tmp_path / "s2"), *FAST]) == 2
+    err = capsys.readouterr().err.strip()
+    assert not (tmp_path / "s2").exists()
+    for e in (audit_err, err):
+        assert "column 'score' must be probabilities in [0, 1]" in e
+        assert "look like percentages: divide them by 100" in e
+    assert "Pass --score-scale logits" in err
+    assert audit_err.split("Declare")[0] == err.split("Pass")[0]  # the one validator's words
+
+
+def test_summarize_still_takes_negative_scores_for_logits(tmp_path):
+    rows = [",".join([*r.split(",")[:3], f"{8 * float(r.split(',')[3]) - 4:.3f}", r.split(",")[4]])
+            for r in _rows()]
+    from medaudit.audit.defaults import infer_score_scale
+
+    assert infer_score_scale(read_table(_write(tmp_path / "lg.csv", rows=rows))) == "logits"
+
+
+# ----------------------------------------------------------------------- 5: what a cell holds
+def test_an_empty_cell_is_called_empty_and_a_short_row_is_counted(tmp_path):
+    rows = _rows()
+    rows[5] = rows[5].rsplit(",", 2)[0] + ",,1"  # empty score: line 7
+    with pytest.raises(SchemaError, match=r"column 'score' must be finite numbers; line 7 is not "
+                                          r"\(line 7 is empty\)"):
+        validate_score_table(read_table(_write(tmp_path / "e.csv", rows=rows)).assign(prompt="x"))
+    rows = _rows()
+    rows[1] = rows[1].rsplit(",", 1)[0]  # no label field: line 3
+    with pytest.raises(SchemaError, match=r"short.csv': line 3 has 4 field\(s\), the header 5"):
+        read_table(_write(tmp_path / "short.csv", rows=rows))
+
+
+def test_lines_are_file_lines_after_blank_lines_and_line_breaks_in_cells(tmp_path):
+    rows = _rows()
+    rows.insert(2, "")  # a blank line 4 (pandas skips it)
+    rows[0] = rows[0].replace(",a,", ',"a\nb",', 1)  # row 0 spans lines 2-3
+    rows[6] = rows[6].rsplit(",", 1)[0] + ",yes"
+    text = "\n".join([HEADER, *rows]) + "\n"
+    line = next(n for n, s in enumerate(text.split("\n"), 1) if s.endswith(",yes"))
+    p = tmp_path / "b.csv"
+    p.write_text(text, encoding="utf-8")
+    t = read_table(p).assign(prompt="x")
+    t.loc[0, "model"] = "a"  # leave only the label to be refused
+    with pytest.raises(SchemaError, match=rf"line {line} is not \(line {line} has 'yes'\)"):
+        validate_score_table(t)
+
+
+def test_rows_kept_or_stacked_are_named_by_file_and_line(tmp_path):
+    from medaudit.io.schema import stack_files, take_rows
+
+    a = read_table(_write(tmp_path / "jan.csv"))
+    rows = _rows()
+    rows[3] = rows[3].rsplit(",", 1)[0] + ",yes"
+    b = read_table(_write(tmp_path / "feb.csv", rows=rows))
+    both = stack_files([a, b], ["jan.csv", "feb.csv"], source="period files jan.csv, feb.csv")
+    kept = take_rows(both, np.arange(len(both)) % 2 == 1)  # every other row, file lines kept
+    with pytest.raises(SchemaError, match=r"feb.csv line 5 is not \(feb.csv line 5 has 'yes'\)"):
+        validate_score_table(kept.assign(prompt="x"), source=kept.attrs["source"])
+
+
+def test_monitor_period_files_name_the_file_line_and_value(tmp_path):
+    from medaudit.monitor import read_period_files
+    from medaudit.port import load_local
+
+    _write(tmp_path / "2026-01.csv")
+    rows = _rows()
+    rows[3] = rows[3].rsplit(",", 1)[0] + ",yes"  # line 5 of the file
+    rows[5] = rows[5].rsplit(",", 1)[0] + ","  # an empty label: not known yet, drift only
+    _write(tmp_path / "2026-02.csv", rows=rows)
+    table, _ = read_period_files([tmp_path / "2026-01.csv", tmp_path / "2026-02.csv"])
+    with pytest.raises(SchemaError) as e:
+        load_local(table, keep_unlabelled=True)
+    msg = str(e.value)
+    assert msg.startswith(f"period files {tmp_path / '2026-01.csv'}, {tmp_path / '2026-02.csv'}: "
+                          "column 'label' must be 0 or 1")
+    assert f"({tmp_path / '2026-02.csv'} line 5 has 'yes')" in msg
+
+
+# ----------------------------------------------------------------------- 6: empty period files
+@pytest.mark.parametrize("text, match", [
+    (HEADER + "\n", "the period file has no rows"),
+    ("foo,bar\n1,2\n", r"missing column\(s\) \['image_id', 'model', 'score', 'label'\]"),
+    (HEADER.replace(",", ";") + "\ni0;site1;a;0.5;1\n", "separated by semicolons")])
+def test_a_period_file_without_usable_data_is_refused(tmp_path, text, match):
+    from medaudit.monitor import read_period_files
+
+    _write(tmp_path / "2026-01.csv")
+    (tmp_path / "2026-02.csv").write_text(text, encoding="utf-8")
+    with pytest.raises(SchemaError, match=match) as e:
+        read_period_files([tmp_path / "2026-01.csv", tmp_path / "2026-02.csv"])
+    assert "2026-02.csv" in str(e.value)
+
+
+# ----------------------------------------------------------------------- 7: encoding, separator
+def test_a_latin1_file_names_its_line_and_the_remedy(tmp_path):
+    p = tmp_path / "l.csv"
+    p.write_bytes((HEADER + "\ni0,site1,a,0.5,1\ni1,site1,caf").encode() + b"\xe9,0.5,0\n")
+    with pytest.raises(SchemaError) as e:
+        read_table(p)
+    msg = str(e.value)
+    assert "l.csv" in msg and "line 3 is not UTF-8 text (byte 0xe9" in msg and "re-save it as UTF-8" in msg
+
+
+def test_a_utf16_file_is_named_as_such(tmp_path):
+    p = tmp_path / "u.csv"
+    p.write_bytes((HEADER + "\ni0,site1,a,0.5,1\n").encode("utf-16"))
+    with pytest.raises(SchemaError, match="is UTF-16 text, not UTF-8; re-save it as UTF-8"):
+        read_table(p)
+
+
+@pytest.mark.parametrize("sep, word", [(";", "semicolons"), ("\t", "tabs")])
+def test_another_separator_is_named(tmp_path, capsys, sep, word):
+    csv = _write(tmp_path / "semi.csv", HEADER.replace(",", sep), [r.replace(",", sep) for r in _rows()])
+    rc, err = _audit(tmp_path, csv, capsys)
+    assert rc == 2 and "line 1 (the header) is one column" in err
+    assert f"separated by {word}" in err and "Re-save it with commas" in err
+
+
+def test_a_valid_table_reads_as_before(tmp_path):
+    p = _write(tmp_path / "ok.csv")
+    t = read_table(p)
+    assert t.attrs["first_line"] == 2 and "origin" not in t.attrs
+    pd.testing.assert_frame_equal(t, pd.read_csv(p, keep_default_na=False, na_values=[""],
+                                                 dtype={"image_id": str}))
