@@ -101,11 +101,12 @@ class Audit:
 
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the self-contained HTML report alone to ``path`` (the page ``write`` puts in
-        ``report.html``, byte for byte)."""
+        ``report.html``, byte for byte); an existing ``path`` only when it is a page medaudit
+        wrote."""
         from medaudit.io.output import check_output_file
-        from medaudit.report.html import Report, render_figures
+        from medaudit.report.html import REPORT_PAGE, Report, render_figures
 
-        check_output_file(path, inputs=self._inputs)
+        check_output_file(path, inputs=self._inputs, kind=REPORT_PAGE)
         with tempfile.TemporaryDirectory(prefix="medaudit-report-") as tmp:
             write_results(self.outcome, Path(tmp))
             outcome = load_outcome(tmp)

@@ -51,9 +51,16 @@ def test_existing_file_needs_overwrite(source_audit, tmp_path, capsys):  # noqa:
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "exists" in err and "--overwrite" in err, err
     assert out.read_text(encoding="utf-8") == "mine"
+    # --overwrite replaces only a claims file medaudit wrote: "mine" stays
+    assert main(["claims", "export", str(source_audit), "--out", str(out), "--overwrite"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not a claims file medaudit wrote" in err, err
+    assert out.read_text(encoding="utf-8") == "mine"
+    out.write_text(json.dumps({**export_claims(source_audit), "claims": []}), encoding="utf-8")
     assert main(["claims", "export", str(source_audit), "--out", str(out), "--overwrite",
                  "--quiet"]) == 0
     jsonschema.Draft202012Validator(SCHEMA).validate(json.loads(out.read_text(encoding="utf-8")))
+    assert json.loads(out.read_text(encoding="utf-8"))["claims"]
 
 
 def test_never_inside_the_audit_folder(source_audit, capsys):  # noqa: F811

@@ -42,6 +42,22 @@ def test_port_from_an_audit_folder(source_audit, local_spec, tmp_path, capsys): 
     assert "exists" in _one_line(capsys)
 
 
+def test_overwrite_keeps_files_of_the_user_in_the_port_folder(claims_file, local_spec, tmp_path,  # noqa: F811
+                                                               capsys):
+    out = tmp_path / "p"
+    argv = ["port", str(claims_file), str(local_spec), "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    written = {p.name: p.read_bytes() for p in out.iterdir()}
+    (out / "mynotes.txt").write_text("notes\n", encoding="utf-8")
+    assert main([*argv, "--overwrite"]) == 2
+    err = _one_line(capsys)
+    assert "mynotes.txt" in err and "did not write" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == {**written, "mynotes.txt": b"notes\n"}
+    (out / "mynotes.txt").unlink()
+    assert main([*argv, "--overwrite"]) == 0
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == written
+
+
 def test_tampered_file_refused_in_one_line_and_nothing_written(claims_file, local_spec, tmp_path,  # noqa: F811
                                                                capsys):
     doc = json.loads(claims_file.read_text(encoding="utf-8"))

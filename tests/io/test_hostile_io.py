@@ -15,6 +15,8 @@ bit-identical) and the stubbed commands of ``.ci/run``.
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import math
 import os
 import shutil
@@ -42,9 +44,12 @@ from medaudit.io.output import (
     OutputPathError,
     atomic_directory,
     atomic_write_bytes,
+    changed_files,
     check_output_dir,
     check_output_file,
+    foreign_files,
     is_medaudit_output,
+    record_written,
     remove_stale_temps,
     write_csv,
     write_json,
@@ -927,3 +932,91 @@ def test_a_misspelt_choice_gets_a_did_you_mean(tmp_path, capsys):
     assert main(["audit", str(spec), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert "blocks.0: 'discrimnation' is not allowed; did you mean 'discrimination'?" in err
+
+
+# ------------------------------------------------ the manifest in the marker (what medaudit wrote)
+def test_marker_manifest_lists_files_and_folders(tmp_path):
+    out = tmp_path / "results"
+    with atomic_directory(out, run_id="r1") as tmp:
+        (tmp / "a.csv").write_text("a\n")
+        (tmp / "figures").mkdir()
+        (tmp / "figures" / "f.svg").write_text("<svg/>")
+        (tmp / "empty").mkdir()
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["folders"] == ["empty", "figures"]
+    assert marker["files"] == {
+        "a.csv": {"bytes": 2, "sha256": hashlib.sha256(b"a\n").hexdigest()},
+        "figures/f.svg": {"bytes": 6, "sha256": hashlib.sha256(b"<svg/>").hexdigest()}}
+    assert foreign_files(out) == [] and changed_files(out) == []
+    assert (out / "a.csv").read_text() == "a\n"  # the manifest changes no other file
+
+
+def test_overwrite_refuses_foreign_files_in_a_marked_folder(tmp_path):
+    out = tmp_path / "results"
+    with atomic_directory(out) as tmp:
+        (tmp / "tables").mkdir()
+        (tmp / "tables" / "t.csv").write_text("t\n")
+    (out / "mynotes.txt").write_text("mine\n")
+    (out / "tables" / "extra").mkdir()
+    (out / "tables" / "extra" / "f").write_text("mine\n")
+    assert foreign_files(out) == ["mynotes.txt", "tables/extra/"]
+    before = _snapshot(tmp_path)
+    with pytest.raises(OutputPathError) as e:
+        check_output_dir(out, overwrite=True)
+    msg = _one_line(str(e.value))
+    assert "mynotes.txt" in msg and "tables/extra/" in msg and "another --out" in msg
+    with pytest.raises(OutputPathError), atomic_directory(out, overwrite=True):
+        pytest.fail("the body must not run")
+    assert _snapshot(tmp_path) == before
+
+
+def test_a_marker_without_manifest_is_refused(tmp_path):
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / MARKER).write_text('{"medaudit_output": 1, "run_id": null, "tool": "medaudit", '
+                              '"version": "0.1.0"}\n')
+    (out / "summary.md").write_text("x")
+    (out / "figures").mkdir()
+    (out / "figures" / "f.png").write_bytes(b"png")
+    before = _snapshot(tmp_path)
+    assert foreign_files(out) is None and changed_files(out) is None
+    with pytest.raises(OutputPathError, match="earlier medaudit") as e:
+        check_output_dir(out, overwrite=True)
+    assert "does not list the files" in _one_line(str(e.value))
+    # nor a folder inside it (what `medaudit report DIR` replaces)
+    with pytest.raises(OutputPathError, match="earlier medaudit"), \
+            atomic_directory(out / "figures", overwrite=True):
+        pytest.fail("the body must not run")
+    assert _snapshot(tmp_path) == before
+
+
+def test_changed_files_names_missing_altered_and_gone_folders(tmp_path):
+    out = tmp_path / "results"
+    with atomic_directory(out) as tmp:
+        for name in ("a.csv", "b.csv", "c.csv"):
+            (tmp / name).write_text(name)
+        (tmp / "figures").mkdir()
+        (tmp / "figures" / "f.png").write_bytes(b"png")
+    (out / "a.csv").unlink()
+    (out / "b.csv").write_text("b.cs!")  # same size, other bytes
+    shutil.rmtree(out / "figures")
+    assert changed_files(out) == ["a.csv", "b.csv", "figures/"]
+
+
+def test_replacing_a_nested_folder_updates_the_manifest_above(tmp_path):
+    out = tmp_path / "results"
+    with atomic_directory(out) as tmp:
+        (tmp / "figures").mkdir()
+        (tmp / "figures" / "old.svg").write_text("<svg/>")
+    (out / "figures" / "mine.png").write_bytes(b"mine")
+    with pytest.raises(OutputPathError, match="mine.png"), \
+            atomic_directory(out / "figures", overwrite=True):
+        pytest.fail("the body must not run")
+    (out / "figures" / "mine.png").unlink()
+    with atomic_directory(out / "figures", overwrite=True) as tmp:
+        (tmp / "new.svg").write_text("<svg></svg>")
+    assert set(json.loads((out / MARKER).read_text())["files"]) == {"figures/new.svg"}
+    assert changed_files(out) == [] and foreign_files(out) == []
+    (out / "report.html").write_text("page")
+    record_written(out, ["report.html"])
+    assert set(json.loads((out / MARKER).read_text())["files"]) == {"figures/new.svg", "report.html"}

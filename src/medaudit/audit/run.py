@@ -114,8 +114,15 @@ def already_written(spec: AuditSpec, base_dir: str | Path, out: str | Path) -> s
     again then has nothing to do, and says so instead of refusing the folder.  Only a
     complete medaudit folder whose marker carries the run id of ``spec`` on the inputs as
     they are now counts: any other existing folder is refused as before.
+
+    Raises
+    ------
+    OutputPathError
+        The marker carries this run id but the folder is not what that run wrote: a file
+        of its manifest is missing or changed (up to five named; ``--overwrite`` rebuilds
+        it), or the marker keeps no manifest to check it against (an earlier medaudit's).
     """
-    from medaudit.io.output import _read_marker
+    from medaudit.io.output import OutputPathError, _read_marker, changed_files, named_paths
 
     out = Path(out)
     if not out.is_dir() or out.is_symlink() or interrupted(out):
@@ -128,7 +135,22 @@ def already_written(spec: AuditSpec, base_dir: str | Path, out: str | Path) -> s
     except Exception:  # the run itself reports a bad input with its own message
         return None
     rid = _run_id(spec.model_dump(mode="json", exclude={"execution"}), inputs)
-    return rid if rid == marker["run_id"] else None
+    if rid != marker["run_id"]:
+        return None
+    # the same run, but only the files as it wrote them make the folder its finished output
+    changed = changed_files(out)
+    if changed is None:
+        raise OutputPathError(
+            f"{str(out)!r} holds an earlier medaudit's output of this spec, whose "
+            ".medaudit-output does not list the files it wrote, so medaudit cannot check that it "
+            "is complete; move anything you want to keep out of it and delete the folder, or "
+            "choose another --out.")
+    if changed:
+        raise OutputPathError(
+            f"{str(out)!r} is the output of this spec and these inputs, but it is incomplete or "
+            f"changed: {named_paths(changed)} missing or not as medaudit wrote them; pass --overwrite "
+            "to rebuild it (nothing was written).")
+    return rid
 
 
 def _checkpoints(root: Path, key: str) -> Path:

@@ -4,8 +4,10 @@ Reads a finished audit (its ``results.json``; nothing is recomputed) and writes 
 versioned claims file of :mod:`medaudit.io.claimsfile` (``docs/claims-file.md``), validated
 against ``docs/claims.schema.json`` before it is written.  The default file lies *beside*
 the audit folder (``audit/`` gives ``audit.claims.json``), never inside it: the folder is
-a finished output whose bytes a rerun reproduces.  An existing file is replaced only with
-``--overwrite``.
+a finished output whose bytes a rerun reproduces.  The name must end in ``.json``.  An
+existing file is replaced only with ``--overwrite``, and only when it is a claims file
+medaudit wrote (:data:`medaudit.io.claimsfile.CLAIMS_FILE`); never an input of the source
+audit.
 """
 
 from __future__ import annotations
@@ -32,14 +34,21 @@ def default_claims_path(source: Path) -> Path:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from medaudit.io.claimsfile import export_claims, write_claims_file
-    from medaudit.io.output import check_output_file
+    from medaudit.exceptions import MedauditError
+    from medaudit.io.claimsfile import CLAIMS_FILE, export_claims, write_claims_file
+    from medaudit.io.output import check_output_file, recorded_inputs
 
     source = Path(args.audit_dir)
     out = Path(args.out) if args.out is not None else default_claims_path(source)
     folder = source.parent if source.name == "results.json" else source
-    # refuse an existing file, or one inside the audit folder, before reading anything
-    check_output_file(out, inputs={"audit": folder}, overwrite=args.overwrite)
+    if out.suffix.lower() != ".json":
+        raise MedauditError(f"--out {str(out)!r}: a claims file is JSON; give a name ending in "
+                            ".json (e.g. model.claims.json).")
+    # refuse an existing file that is not a claims file medaudit wrote, an input of the source
+    # audit, or a file inside the audit folder, before reading anything
+    paths, digests = recorded_inputs(folder)
+    check_output_file(out, inputs={"audit": folder, **paths}, overwrite=args.overwrite,
+                      kind=CLAIMS_FILE, digests=digests)
     doc = export_claims(source)
     write_claims_file(doc, out)
     if not args.quiet:
@@ -74,6 +83,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--out", default=None,
                    help="claims file to write (default: DIR.claims.json beside the audit folder; "
                         "never inside it)")
-    e.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    e.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out, but only a claims file medaudit wrote; never "
+                        "an input of the source audit or a file of yours")
     output_flags(e)
     e.set_defaults(func=_cmd_export)

@@ -160,7 +160,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from medaudit.report.html import rerender
 
-    path = rerender(Path(args.directory), None if args.out is None else Path(args.out))
+    path = rerender(Path(args.directory), None if args.out is None else Path(args.out),
+                    overwrite=args.overwrite)
     if not args.quiet:
         print(f"wrote {path}")
     return 0
@@ -216,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None,
                    help="write the self-contained page here instead of DIR/report.html (and "
                         "leave DIR/figures untouched)")
+    r.add_argument("--overwrite", action="store_true",
+                   help="with --out: replace an existing FILE, but only an HTML report medaudit "
+                        "wrote; never an input of the audit or a file of yours")
     output_flags(r)
     r.set_defaults(func=_cmd_report)
     d = sub.add_parser(

@@ -14,7 +14,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["register", "plan_table", "markdown"]
+from medaudit.io.output import FileKind
+
+__all__ = ["register", "plan_table", "markdown", "is_plan_file", "PLAN_FILE"]
+
+#: the first line of the Markdown plan
+TITLE = "# Cases to resolve the unresolved claims"
+#: columns every plan CSV medaudit writes has (its header starts with the first)
+_PLAN_HEAD = ("claim_id", "status", "resolves_to", "additional_pos", "additional_neg")
 
 #: columns of the Markdown table (the CSV has them all)
 SHOWN = ("claim_id", "claim", "change", "changed_to", "cohort", "criterion", "estimate", "ci_low",
@@ -41,7 +48,7 @@ def markdown(table, *, power: float | None) -> str:
     """The plan as a Markdown page (rounded for reading; the CSV keeps full precision)."""
     from medaudit.report.format import fmt_cell, md_table
 
-    head = ["# Cases to resolve the unresolved claims", "",
+    head = [TITLE, "",
             "At the observed effect, the half-width of each interval shrinking as 1/sqrt(n) with "
             "the class mix kept; " + ("the expected interval just excludes the claimed value."
                                       if power is None else
@@ -55,22 +62,46 @@ def markdown(table, *, power: float | None) -> str:
     return "\n".join(head + md_table(text) + [""])
 
 
+def is_plan_file(path: Path) -> bool:
+    """Whether ``path`` is a plan medaudit wrote: the Markdown title, or the CSV header's columns."""
+    if path.suffix.lower() == ".md":
+        return _first_line(path) == TITLE
+    head = _first_line(path).split(",")
+    return head[0] == _PLAN_HEAD[0] and set(_PLAN_HEAD) <= set(head)
+
+
+def _first_line(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4096).split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
+    except OSError:
+        return ""
+
+
+#: what ``medaudit plan DIR --out FILE --overwrite`` may replace
+PLAN_FILE = FileKind("a plan file medaudit wrote (`medaudit plan --out`)", is_plan_file)
+
+
 def _cmd_plan(args: argparse.Namespace) -> int:
     from medaudit.exceptions import MedauditError
-    from medaudit.io.output import atomic_write_bytes, check_output_file, write_csv
+    from medaudit.io.output import atomic_write_bytes, check_output_file, recorded_inputs, write_csv
 
     power = args.power
     if power is not None and not 0.0 < power < 1.0:
         raise MedauditError(f"--power must lie strictly between 0 and 1; got {power!r}.")
     directory = Path(args.audit_dir)
+    out = None if args.out is None else Path(args.out)
+    if out is not None:
+        if out.suffix.lower() not in (".csv", ".md"):
+            raise MedauditError(f"--out {str(out)!r}: give a .csv or a .md file name.")
+        # before reading the audit: never over its results, its inputs or a file of the user's
+        paths, digests = recorded_inputs(directory)
+        check_output_file(out, inputs={"audit": directory / "results.json", **paths},
+                          overwrite=args.overwrite, kind=PLAN_FILE, digests=digests)
     table = plan_table(directory, power=power)
-    if args.out is None:
+    if out is None:
         print(markdown(table, power=power), end="")
         return 0
-    out = Path(args.out)
-    if out.suffix.lower() not in (".csv", ".md"):
-        raise MedauditError(f"--out {str(out)!r}: give a .csv or a .md file name.")
-    check_output_file(out, inputs={"audit": directory / "results.json"}, overwrite=True)
     if out.suffix.lower() == ".csv":
         write_csv(table, out)
     else:
@@ -99,5 +130,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "0.8; 0.5 asks for the expected interval to just exclude it)")
     p.add_argument("--out", default=None, help="write the table here (.csv full precision, .md "
                                                "Markdown) instead of printing Markdown")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out, but only a plan file medaudit wrote; never an "
+                        "input of the audit or a file of yours")
     output_flags(p)
     p.set_defaults(func=_cmd_plan)

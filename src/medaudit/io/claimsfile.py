@@ -37,12 +37,12 @@ from typing import Any
 
 from medaudit.exceptions import SchemaError
 from medaudit.io.messages import one_line, quote
-from medaudit.io.output import atomic_write_bytes, check_output_file
+from medaudit.io.output import FileKind, atomic_write_bytes, check_output_file
 
 __all__ = ["SCHEMA_VERSION", "KNOWN_SCHEMA_VERSIONS", "CLAIMS_SCHEMA", "SITE_VERDICTS",
            "export_claims", "write_claims_file", "read_claims_file", "check_claims", "seal_claims",
            "verify_claims_source", "canonical_json", "sha256_of", "schema_json", "read_json",
-           "read_claims_source"]
+           "read_claims_source", "is_claims_file", "CLAIMS_FILE"]
 
 #: the version this medaudit writes; a reader refuses any version it does not know
 SCHEMA_VERSION = "1.0"
@@ -498,13 +498,35 @@ def _check(doc: Any, where: str) -> None:
                           "the original, or export it again from the audit.")
 
 
+def is_claims_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a claims file medaudit wrote: a JSON object with the keys it writes.
+
+    Recognised by content, not by name: ``format`` is ``"medaudit-claims"``, a
+    ``schema_version`` is given and every top-level key of the schema is present (the
+    integrity hash is not checked: a damaged claims file is still one medaudit wrote).
+    """
+    try:
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (isinstance(doc, dict) and doc.get("format") == FORMAT
+            and isinstance(doc.get("schema_version"), str)
+            and set(CLAIMS_SCHEMA["required"]) <= set(doc))
+
+
+#: what ``claims export --overwrite`` (and :func:`write_claims_file`) may replace
+CLAIMS_FILE = FileKind("a claims file medaudit wrote", is_claims_file)
+
+
 def write_claims_file(obj: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Seal, validate and write a claims document (deterministic bytes: sorted keys, indent 2).
 
     Returns the path written.  A document that does not validate is refused with one line
-    and nothing is written.
+    and nothing is written; an existing ``path`` is replaced only when it is a claims file
+    medaudit wrote (:data:`CLAIMS_FILE`).
     """
-    out = check_output_file(path)
+    out = check_output_file(path, kind=CLAIMS_FILE)
     doc = seal_claims(obj)
     _check(doc, "claims document")
     text = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

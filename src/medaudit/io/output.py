@@ -5,16 +5,28 @@ The output directory contract
 * A run writes into a temporary sibling folder ``.DIR.tmp-PID-XXXXXXXX`` that is renamed to
   ``DIR`` only when the run succeeds; a failed run removes it, so nothing half-done appears.
 * Every output folder medaudit creates carries a marker file :data:`MARKER`
-  (``.medaudit-output``: the tool, its version and the caller's run id; deterministic, so two
-  identical runs give byte-identical folders).  A folder directly inside a marked folder
-  (``DIR/figures``) belongs to that output and needs no marker of its own.
-* ``overwrite=True`` replaces only a folder that carries the marker (or one that is empty).
-  Refused, with one line and nothing touched (:class:`OutputPathError`): an ``out`` that is, contains or
-  is inside an input of the run, a plain file, a symbolic link, the current directory (or a
-  folder containing it), a folder holding anything else, a folder under a regular file or in
-  an unwritable place.  :func:`check_output_dir` runs these checks alone, touching nothing, so
-  a command can call it before minutes of computation; :func:`atomic_directory` runs them
-  again before it creates anything and once more before the final swap.
+  (``.medaudit-output``: the tool, its version, the caller's run id and the manifest, every
+  folder and file written there with its size and SHA-256; deterministic, so two identical
+  runs give byte-identical folders, and no other file changes with it).  A folder directly
+  inside a marked folder (``DIR/figures``) belongs to that output and needs no marker of its
+  own: replacing it updates the manifest of the folder above (:func:`record_written`).
+* ``overwrite=True`` replaces only a folder that carries the marker and holds nothing but
+  what its manifest lists (or one that is empty).  Refused, with one line and nothing touched
+  (:class:`OutputPathError`): an ``out`` that is, contains or is inside an input of the run, a
+  plain file, a symbolic link, the current directory (or a folder containing it), a folder
+  without the marker that is not empty, a marked folder holding files medaudit did not write
+  there (:func:`foreign_files` names up to five), a marked folder whose marker keeps no
+  manifest (written before manifests existed: medaudit cannot tell its files from the user's,
+  so it replaces none of them), a folder under a regular file or in an unwritable place.
+  :func:`check_output_dir` runs these checks alone, touching nothing, so a command can call
+  it before minutes of computation; :func:`atomic_directory` runs them again before it
+  creates anything and once more before the final swap.
+* :func:`changed_files` compares a folder with its manifest (missing or altered files), so a
+  command never takes a damaged folder for its finished output.
+* A single output file (``--out FILE``) that exists is replaced only with ``overwrite=True``
+  and, when the caller names a :class:`FileKind`, only when its content shows medaudit wrote
+  a file of that kind; never when it is an input (by path, or by the SHA-256 an audit's
+  provenance records: :func:`recorded_inputs`).
 * Temporary folders of a killed run (``.DIR.tmp-*`` and ``.DIR.old-*`` carrying the marker,
   whose process is gone) are removed by the next run for the same ``DIR``; a live run's
   temporary folder is left alone.
@@ -43,22 +55,27 @@ import secrets
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from json.encoder import encode_basestring_ascii as _json_str
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from medaudit.exceptions import MedauditError
 from medaudit.io.messages import quote
 
-__all__ = ["MARKER", "OutputPathError", "check_output_dir", "check_output_file", "atomic_directory",
-           "atomic_write_bytes", "write_json", "write_csv", "neutralise_formulas", "file_sha256",
-           "is_medaudit_output", "remove_stale_temps", "default_file_mode"]
+__all__ = ["MARKER", "OutputPathError", "FileKind", "check_output_dir", "check_output_file",
+           "atomic_directory", "atomic_write_bytes", "write_json", "write_csv", "neutralise_formulas",
+           "file_sha256", "is_medaudit_output", "foreign_files", "changed_files", "record_written",
+           "recorded_inputs", "file_starts_with", "named_paths", "remove_stale_temps", "default_file_mode"]
 
 #: name of the marker file in every output folder medaudit creates
 MARKER = ".medaudit-output"
 _FULL = (errno.ENOSPC, errno.EDQUOT)
 _TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-[0-9a-f]{8}$")
+#: the most of a marker that is read: its manifest lists every file (about 120 bytes each)
+_MARKER_LIMIT = 64 << 20
+#: how many paths a message names
+_NAMED = 5
 
 
 class OutputPathError(MedauditError, OSError):
@@ -117,11 +134,38 @@ def _named_inputs(inputs: Any) -> list[tuple[str, str]]:
 
 def _read_marker(folder: Path) -> dict[str, Any] | None:
     try:
-        with open(folder / MARKER, encoding="utf-8") as fh:
-            data = json.loads(fh.read(4096))
+        with open(folder / MARKER, "rb") as fh:
+            data = json.loads(fh.read(_MARKER_LIMIT).decode("utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("medaudit_output") == 1 else None
+
+
+def _manifest(marker: Mapping[str, Any] | None) -> tuple[dict[str, Any], set[str]] | None:
+    """The files and folders a finished marker lists; None for a marker that keeps no manifest."""
+    if marker is None or marker.get("state") is not None:
+        return None
+    files, folders = marker.get("files"), marker.get("folders")
+    if not isinstance(files, dict) or not isinstance(folders, list):
+        return None
+    return files, {str(f) for f in folders}
+
+
+def _owner(folder: Path) -> tuple[Path, str, dict[str, Any]] | None:
+    """The marked folder ``folder`` belongs to, the prefix of its paths there, and the marker."""
+    marker = _read_marker(folder)
+    if marker is not None:
+        return folder, "", marker
+    marker = _read_marker(folder.parent)
+    if marker is not None:  # DIR/figures belongs to DIR
+        return folder.parent, folder.name + "/", marker
+    return None
+
+
+def named_paths(paths: list[str]) -> str:
+    """Up to :data:`_NAMED` paths, quoted, and how many more there are."""
+    more = len(paths) - _NAMED
+    return quote(paths[:_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
 def is_medaudit_output(folder: str | os.PathLike[str]) -> bool:
@@ -147,7 +191,136 @@ def _marker_bytes(run_id: str | None, **extra: Any) -> bytes:
 
     data = {"medaudit_output": 1, "tool": "medaudit", "version": __version__, "run_id": run_id,
             **extra}
+    return _marker_text(data)
+
+
+def _marker_text(data: Mapping[str, Any]) -> bytes:
     return (json.dumps(data, sort_keys=True) + "\n").encode("utf-8")
+
+
+def foreign_files(folder: str | os.PathLike[str]) -> list[str] | None:
+    """What ``folder`` holds that medaudit did not write there, relative to it and sorted.
+
+    The manifest in the folder's marker (or, for ``DIR/figures``, in the marker of ``DIR``)
+    says what medaudit wrote; anything else is the user's: a file or symbolic link it does
+    not list, or a folder it does not list (named once, with a final ``/``, not descended).
+    Every entry of a folder with no marker is foreign.
+
+    Returns
+    -------
+    list of str or None
+        None when the marker keeps no manifest (an output of a medaudit from before
+        manifests, or an unfinished one): what is medaudit's there cannot be told.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with atomic_directory(Path(d) / "out") as tmp:
+    ...         _ = (tmp / "a.csv").write_text("x")
+    ...     _ = (Path(d) / "out" / "notes.txt").write_text("mine")
+    ...     print(foreign_files(Path(d) / "out"))
+    ['notes.txt']
+    """
+    folder = Path(folder)
+    owner = _owner(folder)
+    if owner is None:
+        return sorted(e + "/" if (folder / e).is_dir() and not (folder / e).is_symlink() else e
+                      for e in os.listdir(folder))
+    _root, prefix, marker = owner
+    listed = _manifest(marker)
+    if listed is None:
+        return None
+    files, folders = listed
+    foreign: list[str] = []
+    for root, dirs, names in os.walk(folder):
+        rel_root = Path(root).relative_to(folder)
+        keep = []
+        for d in sorted(dirs):
+            rel = (rel_root / d).as_posix()
+            if os.path.islink(os.path.join(root, d)) or prefix + rel not in folders:
+                foreign.append(rel if os.path.islink(os.path.join(root, d)) else rel + "/")
+            else:
+                keep.append(d)
+        dirs[:] = keep  # a folder of the user's is named once, not walked
+        for name in names:
+            rel = (rel_root / name).as_posix()
+            if not prefix and rel == MARKER:
+                continue
+            if prefix + rel not in files or os.path.islink(os.path.join(root, name)):
+                foreign.append(rel)
+    return sorted(foreign)
+
+
+def changed_files(folder: str | os.PathLike[str]) -> list[str] | None:
+    """What of the manifest of ``folder`` is missing or not as medaudit wrote it (sorted).
+
+    A file counts when it is gone, is no longer a plain file, or differs in size or SHA-256
+    from the manifest; a listed folder that is gone is named once (``figures/``) for all it
+    held.  None when the marker keeps no manifest (nothing to compare with).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with atomic_directory(Path(d) / "out") as tmp:
+    ...         _ = (tmp / "a.csv").write_text("x")
+    ...         _ = (tmp / "b.csv").write_text("y")
+    ...     Path(d, "out", "a.csv").unlink()
+    ...     print(changed_files(Path(d) / "out"))
+    ['a.csv']
+    """
+    folder = Path(folder)
+    listed = _manifest(_read_marker(folder))
+    if listed is None:
+        return None
+    files, folders = listed
+    gone = sorted(f for f in folders if not (folder / f).is_dir() or (folder / f).is_symlink())
+    changed = [f + "/" for f in gone if not any(f.startswith(g + "/") for g in gone)]
+    for rel, meta in sorted(files.items()):
+        if any(rel.startswith(g + "/") for g in gone):
+            continue
+        p = folder / rel
+        try:
+            st = p.lstat()
+        except OSError:
+            changed.append(rel)
+            continue
+        if (not os.path.isfile(p) or p.is_symlink() or not isinstance(meta, dict)
+                or st.st_size != meta.get("bytes") or file_sha256(p) != meta.get("sha256")):
+            changed.append(rel)
+    return sorted(changed)
+
+
+def record_written(folder: str | os.PathLike[str], paths: list[str]) -> None:
+    """Bring the manifest of the finished output ``folder`` up to date for ``paths`` (relative).
+
+    For a command that rewrites part of its own output in place (``medaudit report DIR``
+    replaces ``report.html`` and ``figures/``): each path is listed again as it now is on
+    disk (a folder with everything under it), or dropped when it is gone.  A folder whose
+    marker keeps no manifest, or a run's unfinished folder (its manifest is written when it
+    completes), is left as it is.
+    """
+    folder = Path(folder)
+    marker = _read_marker(folder)
+    listed = _manifest(marker)
+    if marker is None or listed is None:
+        return
+    files, folders = dict(listed[0]), set(listed[1])
+    for rel in paths:
+        rel = Path(rel).as_posix()
+        for f in [f for f in files if f == rel or f.startswith(rel + "/")]:
+            del files[f]
+        folders -= {f for f in folders if f == rel or f.startswith(rel + "/")}
+        p = folder / rel
+        if p.is_dir() and not p.is_symlink():
+            sub = _seal(p, sync=False)
+            folders |= {rel} | {f"{rel}/{f}" for f in sub["folders"]}
+            files.update({f"{rel}/{f}": m for f, m in sub["files"].items()})
+        elif p.is_file() and not p.is_symlink():
+            files[rel] = _file_entry(p, sync=False)
+    atomic_write_bytes(folder / MARKER, _marker_text({**marker, "files": files,
+                                                     "folders": sorted(folders)}))
 
 
 def _nearest_existing(p: Path) -> Path:
@@ -195,17 +368,31 @@ def _out_path(out: Any, noun: str) -> tuple[Path, str, Path]:
 
 
 def _refuse_foreign(out: Path, label: str) -> None:
-    if is_medaudit_output(out):
-        return
+    """Refuse to replace ``out`` unless all it holds is what medaudit wrote there (or nothing)."""
     try:
-        entries = sorted(os.listdir(out))
+        marked = _owner(out) is not None
+        foreign = foreign_files(out)
     except OSError as exc:
         raise OutputPathError(f"cannot read {label}: {exc.strerror}; choose another --out.") from None
-    if entries:
+    if not marked:
+        if foreign:
+            raise OutputPathError(
+                f"{label} holds files medaudit did not write (e.g. {quote(foreign[:3])}); "
+                f"--overwrite replaces only a folder medaudit made (it carries {MARKER}). Choose "
+                "another --out or empty that folder.")
+        return
+    if foreign is None:
+        # an output of a medaudit from before manifests: its files cannot be told from the
+        # user's, so none is replaced (the user decides what to keep)
         raise OutputPathError(
-            f"{label} holds files medaudit did not write (e.g. {quote(entries[:3])}); --overwrite "
-            f"replaces only a folder medaudit made (it carries {MARKER}). Choose another --out "
-            "or empty that folder.")
+            f"{label} was written by an earlier medaudit whose {MARKER} does not list the files "
+            "it wrote, so --overwrite cannot tell them from files of yours; move anything you "
+            "want to keep out of it and delete the folder, or choose another --out.")
+    if foreign:
+        raise OutputPathError(
+            f"{label} holds files medaudit did not write there: {named_paths(foreign)}; --overwrite "
+            "replaces only what medaudit wrote. Move them out of the folder, or choose another "
+            "--out.")
 
 
 # --------------------------------------------------------------------------- folders
@@ -383,11 +570,12 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
         raise OutputPathError(f"cannot write --out {str(target)!r}: {exc.strerror}.") from None
     try:
         yield tmp
-        _sync_files(tmp)
         if nested:
             (tmp / MARKER).unlink()
+            _seal(tmp)
         else:
-            (tmp / MARKER).write_bytes(_marker_bytes(run_id))
+            # the manifest: what --overwrite may replace, and what a finished folder must hold
+            (tmp / MARKER).write_bytes(_marker_bytes(run_id, **_seal(tmp)))
         if os.path.lexists(target):
             # the folder may have changed during the run: check again just before the swap
             check_output_dir(target, inputs=inputs, overwrite=overwrite)
@@ -397,6 +585,8 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)
+        if nested:  # DIR/figures belongs to DIR: DIR's manifest now lists the new files
+            record_written(parent, [target.name])
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if exc.errno in _FULL and not isinstance(exc, OutputPathError):
@@ -407,31 +597,152 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
         raise
 
 
-def _sync_files(folder: Path) -> None:
-    """fsync every file under ``folder`` before it is renamed into place: the first call
-    flushes what all of them hold at once, so this costs about one flush, not one per
-    file (files written with ``sync=False`` rely on it)."""
-    for root, _dirs, files in os.walk(folder):
-        for name in files:
-            try:
-                fd = os.open(os.path.join(root, name), os.O_RDONLY)
-            except OSError:  # removed meanwhile, or not ours to open
-                continue
+def _file_entry(path: Path, *, sync: bool) -> dict[str, Any]:
+    """A file's manifest entry (size and SHA-256), fsynced first when ``sync``."""
+    h = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if sync:
             try:
                 os.fsync(fd)
-            except OSError:
+            except OSError:  # a file system without fsync: the rename still follows
                 pass
-            finally:
-                os.close(fd)
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    return {"bytes": size, "sha256": h.hexdigest()}
 
 
-def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwrite: bool = True
+def _seal(folder: Path, *, sync: bool = True) -> dict[str, Any]:
+    """fsync every file under ``folder`` and list it, with every folder: the manifest.
+
+    The files are synced before the folder is renamed into place; the first fsync flushes
+    what all of them hold at once, so this costs about one flush, not one per file (files
+    written with ``sync=False`` rely on it).  Paths are relative, with ``/``; the marker at
+    the top is not listed.
+    """
+    files: dict[str, Any] = {}
+    folders: list[str] = []
+    for root, dirs, names in os.walk(folder):
+        rel_root = Path(root).relative_to(folder)
+        folders += [(rel_root / d).as_posix() for d in dirs]
+        for name in names:
+            rel = (rel_root / name).as_posix()
+            if rel != MARKER:
+                files[rel] = _file_entry(Path(root, name), sync=sync)
+    return {"files": dict(sorted(files.items())), "folders": sorted(folders)}
+
+
+class FileKind(NamedTuple):
+    """A kind of single file medaudit writes, and how to recognise one it wrote by its content.
+
+    ``what`` completes "--overwrite replaces only ..." ("an HTML report medaudit wrote");
+    ``recognise(path)`` reads the file and says whether medaudit wrote it (a marker it puts
+    in it, or the header and keys it writes); it must not raise.
+    """
+
+    what: str
+    recognise: Callable[[Path], bool]
+
+
+def file_starts_with(path: Path, *heads: bytes, within: int = 4096) -> bool:
+    """Whether the first ``within`` bytes of ``path`` start with, or hold, one of ``heads``.
+
+    A head ending in ``b"\n"`` must start the file (a first line); any other must occur in the
+    first ``within`` bytes (a marker in a header).  False for anything unreadable.
+    """
+    try:
+        with open(path, "rb") as fh:
+            start = fh.read(within)
+    except OSError:
+        return False
+    return any(start.startswith(h) if h.endswith(b"\n") else h in start for h in heads)
+
+
+def recorded_inputs(audit_dir: str | os.PathLike[str]) -> tuple[dict[str, list[Path]], dict[str, str]]:
+    """The inputs a finished audit records in ``results.json``: paths by role, and their hashes.
+
+    An output written from an audit (``report --out``, ``plan --out``, ``claims export``)
+    may never replace one of them.  Relative paths are read against the folder holding the
+    audit folder (where a spec usually lies, beside its output) and against the current
+    folder; the SHA-256 values recognise an input wherever it lies, as long as its bytes
+    are those the audit read.  The spec itself is recorded by content, not by path: the
+    :class:`FileKind` of each command refuses it.  An unreadable ``results.json`` gives
+    nothing (the command reading it reports that in its own words).
+
+    Returns
+    -------
+    paths : dict of str to list of Path
+        ``{"audit's score table": [...], "audit's annotations": [...]}``.
+    digests : dict of str to str
+        SHA-256 hex digest → the role, for every recorded hash.
+    """
+    folder = Path(audit_dir)
+    folder = folder.parent if folder.name == "results.json" and folder.is_file() else folder
+    try:
+        with open(folder / "results.json", "rb") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
+        inputs = data["provenance"]["inputs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}, {}
+    paths: dict[str, list[Path]] = {}
+    digests: dict[str, str] = {}
+    hexdigest = re.compile(r"[0-9a-f]{64}")
+
+    # by the top-level key that holds it (the score table's hash sits beside "scores")
+    roles = {"scores": "score table", "sha256": "score table", "scores_wide": "prediction file",
+             "annotations": "annotations", "judgments": "judgment table"}
+
+    def role(top: str) -> str:
+        return "audit's " + roles.get(top, "input")
+
+    def walk(value: Any, key: str, top: str) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                # {file: sha256} under a "sha256" key (annotation files) holds hashes too
+                walk(v, "sha256" if key == "sha256" else str(k), top or str(k))
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key, top)
+        elif isinstance(value, str) and value:
+            if key == "sha256" and hexdigest.fullmatch(value):
+                digests[value] = role(top)
+            elif key in ("scores", "path", "judgments") and not value.startswith(("dataset:", "<")):
+                p = Path(value)
+                where = [p] if p.is_absolute() else [folder.resolve().parent / p, p]
+                paths.setdefault(role(top), []).extend(where)
+
+    walk(inputs, "", "")
+    return paths, digests
+
+
+def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwrite: bool = True,
+                      kind: FileKind | None = None, digests: Mapping[str, str] | None = None
                       ) -> Path:
     """Check that a run may write the single file ``path`` (e.g. ``report --out FILE``); touch nothing.
 
     Refused (:class:`OutputPathError`): ``path`` is an input of the run (by path or as the same
-    file), lies inside an input folder, is a folder or a symbolic link, or cannot be written;
-    with ``overwrite=False`` an existing file is a ``FileExistsError``.
+    file, or, with ``digests``, by its SHA-256), lies inside an input folder, is a folder or a
+    symbolic link, or cannot be written; with ``overwrite=False`` an existing file is a
+    ``FileExistsError``; with ``kind`` an existing file is replaced only when
+    ``kind.recognise`` finds it is one medaudit wrote of that kind.
+
+    Parameters
+    ----------
+    path : path
+        The file to write (``--out``).
+    inputs : mapping of name to path(s), or iterable of paths
+        Everything the run reads (as :func:`check_output_dir`).
+    overwrite : bool, default=True
+        Whether an existing file may be replaced (``--overwrite``).
+    kind : FileKind, optional
+        What an existing file must be for ``overwrite`` to replace it.
+    digests : mapping of str to str, optional
+        SHA-256 hex digest → the role of an input (:func:`recorded_inputs`): an existing file
+        with one of these contents is that input, wherever it lies.
 
     Examples
     --------
@@ -451,9 +762,21 @@ def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwri
         if path.is_dir():
             raise OutputPathError(f"{label} is a folder; give a file name, e.g. "
                                   f"{str(path / 'report.html')!r}.")
+        if digests:
+            try:
+                role = digests.get(file_sha256(path))
+            except OSError:
+                role = None
+            if role is not None:
+                raise OutputPathError(f"{label} holds the same bytes as the {role} (its SHA-256 is "
+                                      "recorded in results.json): it is an input of the audit, "
+                                      "never replaced. Choose another --out.")
         if not overwrite:
             raise FileExistsError(f"{str(path)!r} exists; choose another --out or pass "
                                   "--overwrite.")
+        if kind is not None and not kind.recognise(path):
+            raise OutputPathError(f"{label} exists and is not {kind.what}; --overwrite replaces "
+                                  f"only {kind.what}, never a file of yours. Choose another --out.")
     _check_writable_place(real, label)
     return real
 

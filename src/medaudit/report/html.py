@@ -34,7 +34,7 @@ import pandas as pd
 
 from medaudit.blocks import BLOCKS
 from medaudit.blocks import claimkit as ck
-from medaudit.io.output import default_file_mode
+from medaudit.io.output import FileKind, default_file_mode, file_starts_with
 from medaudit.report import format as fmt
 from medaudit.report._common import (
     QUALIFICATIONS,
@@ -50,7 +50,8 @@ from medaudit.report._common import (
 from medaudit.report._types import RenderedFigure
 from medaudit.report.checklist import checklist
 
-__all__ = ["Report", "render_figures", "start_figures", "write_report", "rerender", "MAX_ROWS"]
+__all__ = ["Report", "render_figures", "start_figures", "write_report", "rerender", "MAX_ROWS",
+           "REPORT_PAGE", "is_report_page"]
 
 log = logging.getLogger("medaudit")
 
@@ -539,6 +540,19 @@ class Report:
                 f'srcdoc="{_html.escape(self.render(), quote=True)}"></iframe>')
 
 
+def is_report_page(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an HTML page medaudit wrote: its head carries medaudit's generator tag.
+
+    Every page medaudit writes (the audit's report, a port or monitor report) has
+    ``<meta name="generator" content="medaudit VERSION">`` in its first lines.
+    """
+    return file_starts_with(Path(path), b'<meta name="generator" content="medaudit ')
+
+
+#: what ``medaudit report DIR --out FILE --overwrite`` may replace
+REPORT_PAGE = FileKind("an HTML report medaudit wrote", is_report_page)
+
+
 def write_report(outcome: Any, directory: str | os.PathLike[str], *,
                  figures: Callable[[], Sequence[RenderedFigure]] | None = None) -> Path:
     """Write ``report.html`` and ``figures/<name>.png|svg`` into ``directory``.
@@ -548,7 +562,7 @@ def write_report(outcome: Any, directory: str | os.PathLike[str], *,
     already being drawn); by default they are drawn here (in worker processes when the
     machine has two or more usable cores), while the page's tables are built.
     """
-    from medaudit.io.output import atomic_directory
+    from medaudit.io.output import atomic_directory, record_written
 
     directory = Path(directory)
     drawing = figures if figures is not None else start_figures(outcome)
@@ -568,21 +582,61 @@ def write_report(outcome: Any, directory: str | os.PathLike[str], *,
         for f in figs:
             (tmp / f"{f.name}.png").write_bytes(f.png)
             (tmp / f"{f.name}.svg").write_text(f.svg, encoding="utf-8")
-    return report.save(directory / "report.html", html=html)
+    page = report.save(directory / "report.html", html=html)
+    record_written(directory, ["report.html"])  # a finished folder's manifest lists the new page
+    return page
 
 
-def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
+def _check_in_place(directory: Path) -> None:
+    """Refuse a re-render in place that would replace what medaudit did not write; touch nothing.
+
+    ``figures/`` is swapped in whole, so it may hold only the files the folder's manifest
+    lists; ``report.html`` must be a page medaudit wrote.  Refusing (rather than carrying a
+    foreign file over) keeps the rule of every output folder: medaudit's files are replaced,
+    the user's are neither deleted nor mixed with a new output.
+    """
+    from medaudit.io.output import OutputPathError, foreign_files, named_paths
+
+    figures, page = directory / "figures", directory / "report.html"
+    elsewhere = f"or write the page elsewhere with `medaudit report {directory} --out page.html`"
+    if figures.is_dir() and not figures.is_symlink():
+        foreign = foreign_files(figures)
+        if foreign is None:
+            raise OutputPathError(
+                f"{str(directory)!r} was written by an earlier medaudit whose .medaudit-output "
+                "does not list the files it wrote, so re-rendering figures/ in place could "
+                f"replace files of yours; rerun the audit into a new folder, {elsewhere}.")
+        if foreign:
+            raise OutputPathError(
+                f"{str(figures)!r} holds files medaudit did not write: {named_paths(foreign)}; "
+                f"re-rendering replaces that folder whole. Move them out of it, {elsewhere} "
+                "(nothing was written).")
+    if os.path.lexists(page) and (page.is_symlink() or not is_report_page(page)):
+        raise OutputPathError(f"{str(page)!r} is not an HTML report medaudit wrote; re-rendering "
+                              f"would replace it. Move it away, {elsewhere} (nothing was written).")
+
+
+def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
+             overwrite: bool = False) -> Path:
     """Re-render the report of a finished audit from its ``results.json`` (no recomputation).
 
-    Without ``out``: ``report.html`` and ``figures/`` are rewritten inside ``directory``.
-    With ``out``: only the self-contained page is written, to ``out``.
+    Without ``out``: ``report.html`` and ``figures/`` are rewritten inside ``directory``,
+    only where medaudit wrote them (a foreign file in ``figures/`` is refused, nothing
+    written).  With ``out``: only the self-contained page is written, to ``out``; an
+    existing file only with ``overwrite`` and only when it is a page medaudit wrote, never
+    an input of the audit (:func:`medaudit.io.output.recorded_inputs`).
     """
     from medaudit.audit.outcome import load_outcome
-    from medaudit.io.output import check_output_file
+    from medaudit.io.output import check_output_file, recorded_inputs
 
-    results = Path(directory) / "results.json"
+    directory = Path(directory)
+    results = directory / "results.json"
     if out is not None:  # never over the results (or any input) being re-rendered
-        check_output_file(out, inputs={"results being re-rendered": results})
+        paths, digests = recorded_inputs(directory)
+        check_output_file(out, inputs={"results being re-rendered": results, **paths},
+                          overwrite=overwrite, kind=REPORT_PAGE, digests=digests)
+    else:
+        _check_in_place(directory)
     outcome = load_outcome(directory)
     if out is None:
         return write_report(outcome, directory)

@@ -1,0 +1,250 @@
+"""What ``--out`` and ``--overwrite`` may replace, as a user would type the commands.
+
+Each case runs the real command in process (``main(argv)``) and checks the exit code, the
+one error line (naming the files and what to do) and the folder on disk: every file
+present before a refused command is byte-identical afterwards.  Rules (docs/conventions.md,
+"Files read and written"):
+
+* an output folder's marker lists what medaudit wrote there (the manifest); ``--overwrite``
+  refuses a folder holding anything else, and the "already written" shortcut needs every
+  listed file as it was written;
+* ``report DIR`` re-renders in place only over what medaudit wrote there;
+* ``report --out FILE``, ``plan --out FILE`` and ``claims export --out FILE`` replace an
+  existing file only with ``--overwrite`` and only a file medaudit wrote of that kind, and
+  never an input of the audit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from medaudit.cli.main import main
+from medaudit.io.output import MARKER
+from medaudit.simulate import simulate_cohort
+
+SPEC = ("name: mine\nscores: scores.csv\nprimary_prompt: clinical\nn_resamples: 20\n"
+        "n_permutations: 19\ncohorts: {simulated-tbx11k-val: {}}\nblocks: [discrimination]\n"
+        "claims:\n  declared:\n    - {model: sim-clip-a, metric: roc_auc, at_least: 0.99}\n")
+
+
+def _snapshot(d: Path) -> dict[str, tuple[bytes | None, int]]:
+    out = {}
+    for root, dirs, files in os.walk(d):
+        for name in dirs + files:
+            p = Path(root, name)
+            st = p.lstat()
+            out[str(p.relative_to(d))] = (p.read_bytes() if stat.S_ISREG(st.st_mode) else None,
+                                          st.st_mode)
+    return out
+
+
+def _fails(argv, capsys) -> str:
+    """Run the command; it must exit 2 with one error line and no traceback; return the line."""
+    rc = main([str(a) for a in argv])
+    cap = capsys.readouterr()
+    lines = cap.err.strip().splitlines()
+    assert rc == 2, cap.err
+    assert len(lines) == 1 and lines[0].startswith("medaudit: error: "), cap.err
+    assert "Traceback" not in cap.err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A user's folder: spec.yaml, scores.csv and the finished audit ``out`` (copied per test)."""
+    d = tmp_path_factory.mktemp("finished") / "work"
+    d.mkdir()
+    pd.DataFrame(simulate_cohort(n_pos=20, n_healthy=15, n_sick=15, rng=1)).to_csv(
+        d / "scores.csv", index=False)
+    (d / "spec.yaml").write_text(SPEC)
+    assert main(["audit", str(d / "spec.yaml"), "--out", str(d / "out"), "--quiet"]) == 0
+    return d
+
+
+@pytest.fixture
+def work(finished, tmp_path, monkeypatch) -> Path:
+    import shutil
+
+    d = tmp_path / "work"
+    shutil.copytree(finished, d, symlinks=True)
+    monkeypatch.chdir(d)
+    return d
+
+
+# ------------------------------------------------------------------ the manifest
+
+
+def test_the_marker_lists_every_file_written_and_nothing_else_changes(work, tmp_path):
+    marker = json.loads((work / "out" / MARKER).read_text())
+    on_disk = {p.relative_to(work / "out").as_posix(): p for p in (work / "out").rglob("*")
+               if p.is_file() and p.name != MARKER}
+    assert set(marker["files"]) == set(on_disk)
+    for rel, p in on_disk.items():
+        assert marker["files"][rel]["bytes"] == p.stat().st_size
+    assert {"figures", "tables"} <= set(marker["folders"])
+    # same inputs => byte-identical folders, the marker included
+    assert main(["audit", "spec.yaml", "--out", str(tmp_path / "again"), "--quiet"]) == 0
+    assert _snapshot(tmp_path / "again") == _snapshot(work / "out")
+
+
+# ------------------------------------------------------------------ 2: --overwrite
+
+
+@pytest.mark.parametrize("extra", ["mynotes.txt", "tables/extra/f", "figures/mine.png"])
+def test_overwrite_refuses_a_folder_holding_files_of_the_user(work, capsys, extra):
+    (work / "out" / extra).parent.mkdir(parents=True, exist_ok=True)
+    (work / "out" / extra).write_text("notes\n")
+    before = _snapshot(work)
+    line = _fails(["audit", "spec.yaml", "--out", "out", "--overwrite", "--quiet"], capsys)
+    named = "tables/extra/" if extra.startswith("tables/extra") else extra
+    assert named in line and "did not write" in line and "Move them" in line, line
+    assert _snapshot(work) == before
+    assert not [p for p in work.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
+
+
+def test_overwrite_names_five_foreign_files_and_counts_the_rest(work, capsys):
+    for i in range(7):
+        (work / "out" / f"n{i}.txt").write_text("x")
+    before = _snapshot(work)
+    line = _fails(["audit", "spec.yaml", "--out", "out", "--overwrite", "--quiet"], capsys)
+    assert "n4.txt" in line and "n5.txt" not in line and "and 2 more" in line, line
+    assert _snapshot(work) == before
+
+
+def test_overwrite_of_what_medaudit_wrote_still_works(work):
+    before = _snapshot(work / "out")
+    (work / "out" / "summary.md").write_text("edited by hand\n")  # medaudit's file: replaced
+    assert main(["audit", "spec.yaml", "--out", "out", "--overwrite", "--quiet"]) == 0
+    assert _snapshot(work / "out") == before
+
+
+def test_an_old_marker_without_a_manifest_is_refused(work, capsys):
+    marker = json.loads((work / "out" / MARKER).read_text())
+    old = {k: marker[k] for k in ("medaudit_output", "run_id", "tool", "version")}
+    (work / "out" / MARKER).write_text(json.dumps(old, sort_keys=True) + "\n")
+    before = _snapshot(work)
+    for argv in (["audit", "spec.yaml", "--out", "out", "--overwrite", "--quiet"],
+                 ["audit", "spec.yaml", "--out", "out", "--quiet"], ["report", "out"]):
+        line = _fails(argv, capsys)
+        assert "earlier medaudit" in line and "does not list the files" in line, line
+        assert _snapshot(work) == before
+
+
+# ------------------------------------------------------------------ 5: a damaged folder
+
+
+def test_a_damaged_folder_is_not_taken_for_the_finished_output(work, capsys):
+    whole = _snapshot(work / "out")
+    (work / "out" / "tables" / "discrimination__metrics.csv").unlink()
+    for p in (work / "out" / "figures").iterdir():
+        p.unlink()
+    (work / "out" / "figures").rmdir()
+    (work / "out" / "summary.md").write_text("x" * len((work / "out" / "summary.md").read_bytes()))
+    before = _snapshot(work)
+    rc = main(["audit", "spec.yaml", "--out", "out"])
+    cap = capsys.readouterr()
+    assert rc == 2 and "nothing to do" not in cap.out, cap.out
+    line = cap.err.strip()
+    assert line.count("\n") == 0 and "incomplete or changed" in line and "--overwrite" in line
+    for name in ("tables/discrimination__metrics.csv", "figures/", "summary.md"):
+        assert name in line, line
+    assert _snapshot(work) == before
+    # --overwrite rebuilds it, byte for byte; then the same command has nothing to do
+    assert main(["audit", "spec.yaml", "--out", "out", "--overwrite", "--quiet"]) == 0
+    assert _snapshot(work / "out") == whole
+    capsys.readouterr()
+    assert main(["audit", "spec.yaml", "--out", "out"]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ 3: report in place
+
+
+def test_report_in_place_refuses_foreign_figures_and_keeps_the_manifest(work, capsys):
+    (work / "out" / "figures" / "my_annotated.png").write_bytes(b"mine")
+    before = _snapshot(work)
+    line = _fails(["report", "out"], capsys)
+    assert "my_annotated.png" in line and "--out page.html" in line, line
+    assert _snapshot(work) == before
+    (work / "out" / "figures" / "my_annotated.png").unlink()
+    whole = _snapshot(work / "out")
+    assert main(["report", "out", "--quiet"]) == 0
+    assert _snapshot(work / "out") == whole  # the same bytes, the marker included
+
+
+def test_report_in_place_refuses_a_page_of_the_user(work, capsys):
+    (work / "out" / "report.html").write_text("<html>my edits</html>\n")
+    before = _snapshot(work)
+    line = _fails(["report", "out"], capsys)
+    assert "report.html" in line and "not an HTML report medaudit wrote" in line, line
+    assert _snapshot(work) == before
+
+
+# ------------------------------------------------------------------ 1: report / plan --out FILE
+
+
+@pytest.mark.parametrize("command", ["report", "plan"])
+@pytest.mark.parametrize("target", ["scores.csv", "spec.yaml", "out/results.json", "copy.csv"])
+def test_out_file_never_replaces_an_input_of_the_audit(work, capsys, command, target):
+    (work / "copy.csv").write_bytes((work / "scores.csv").read_bytes())  # the table, elsewhere
+    before = _snapshot(work)
+    for flags in ([], ["--overwrite"]):
+        _fails([command, "out", "--out", target, *flags], capsys)
+        assert _snapshot(work) == before
+
+
+def test_an_input_is_named_as_such(work, capsys):
+    line = _fails(["plan", "out", "--out", "scores.csv", "--overwrite"], capsys)
+    assert "score table" in line and "input" in line, line
+    (work / "copy.csv").write_bytes((work / "scores.csv").read_bytes())
+    line = _fails(["report", "out", "--out", "copy.csv", "--overwrite"], capsys)
+    assert "same bytes as the audit's score table" in line, line
+
+
+@pytest.mark.parametrize(("command", "name", "theirs"), [
+    ("report", "page.html", "<!DOCTYPE html>\n<html><body>my page</body></html>\n"),
+    ("plan", "plan.csv", "claim_id,my_notes\nD01,keep\n"),
+    ("plan", "plan.md", "# My plan\n"),
+])
+def test_out_file_needs_overwrite_and_replaces_only_its_own_kind(work, capsys, command, name, theirs):
+    assert main([command, "out", "--out", name, "--quiet"]) == 0
+    mine = (work / name).read_bytes()
+    before = _snapshot(work)
+    line = _fails([command, "out", "--out", name], capsys)
+    assert "exists" in line and "--overwrite" in line, line
+    assert _snapshot(work) == before
+    assert main([command, "out", "--out", name, "--overwrite", "--quiet"]) == 0
+    assert (work / name).read_bytes() == mine
+    (work / name).write_text(theirs)
+    before = _snapshot(work)
+    line = _fails([command, "out", "--out", name, "--overwrite"], capsys)
+    assert "medaudit wrote" in line, line
+    assert _snapshot(work) == before
+
+
+# ------------------------------------------------------------------ 4: claims export --out FILE
+
+
+def test_claims_export_overwrite_replaces_only_a_claims_file(work, capsys):
+    (work / "copy.json").write_bytes((work / "scores.csv").read_bytes())
+    (work / "mine.json").write_text('{"schema_version": "1.0", "my": "data"}\n')
+    before = _snapshot(work)
+    line = _fails(["claims", "export", "out", "--out", "scores.csv", "--overwrite"], capsys)
+    assert ".json" in line, line
+    line = _fails(["claims", "export", "out", "--out", "copy.json", "--overwrite"], capsys)
+    assert "input of the audit" in line, line
+    line = _fails(["claims", "export", "out", "--out", "mine.json", "--overwrite"], capsys)
+    assert "not a claims file medaudit wrote" in line, line
+    line = _fails(["claims", "export", "out", "--out", "m.txt"], capsys)
+    assert ".json" in line, line
+    assert _snapshot(work) == before
+    assert main(["claims", "export", "out", "--out", "m.claims.json", "--quiet"]) == 0
+    first = (work / "m.claims.json").read_bytes()
+    assert main(["claims", "export", "out", "--out", "m.claims.json", "--overwrite", "--quiet"]) == 0
+    assert (work / "m.claims.json").read_bytes() == first
