@@ -248,3 +248,29 @@ def test_claims_export_overwrite_replaces_only_a_claims_file(work, capsys):
     first = (work / "m.claims.json").read_bytes()
     assert main(["claims", "export", "out", "--out", "m.claims.json", "--overwrite", "--quiet"]) == 0
     assert (work / "m.claims.json").read_bytes() == first
+
+
+def test_report_refuses_results_edited_after_the_audit(tmp_path, capsys):
+    """An edited number in results.json (a claim's estimate set to 0.99) is not drawn as
+    medaudit's: `medaudit report` refuses, in place and with --out (probe finding)."""
+    import json
+
+    from medaudit.cli.main import main as cli
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("simulate: paper000\nsimulate_scale: 0.02\nn_resamples: 20\n"
+                    "n_permutations: 19\nprimary_prompt: clinical\nblocks: [discrimination]\n")
+    out = tmp_path / "out"
+    assert cli(["audit", str(spec), "--out", str(out), "--quiet"]) == 0
+    assert cli(["report", str(out), "--quiet"]) == 0  # untouched: re-rendered
+    p = out / "results.json"
+    d = json.loads(p.read_text(encoding="utf-8"))
+    d["portability"][0]["estimate"] = 0.99
+    p.write_text(json.dumps(d), encoding="utf-8")
+    before = (out / "report.html").read_bytes()
+    capsys.readouterr()
+    for extra in ([], ["--out", str(tmp_path / "page.html")]):
+        assert cli(["report", str(out), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "results.json was changed after medaudit wrote it" in err
+    assert (out / "report.html").read_bytes() == before and not (tmp_path / "page.html").exists()

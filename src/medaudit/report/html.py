@@ -627,7 +627,8 @@ def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | No
     an input of the audit (:func:`medaudit.io.output.recorded_inputs`).
     """
     from medaudit.audit.outcome import load_outcome
-    from medaudit.io.output import check_output_file, recorded_inputs
+    from medaudit.exceptions import SchemaError
+    from medaudit.io.output import changed_files, check_output_file, recorded_inputs
 
     directory = Path(directory)
     results = directory / "results.json"
@@ -637,6 +638,11 @@ def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | No
                           overwrite=overwrite, kind=REPORT_PAGE, digests=digests)
     else:
         _check_in_place(directory)
+    if "results.json" in (changed_files(directory) or ()):
+        # edited numbers would be drawn as medaudit's: refuse rather than render them
+        raise SchemaError(f"{results}: results.json was changed after medaudit wrote it (its "
+                          "size or SHA-256 differs from the record in .medaudit-output), so the "
+                          "report would show numbers the audit did not compute. Rerun the audit.")
     outcome = load_outcome(directory)
     if out is None:
         return write_report(outcome, directory)
