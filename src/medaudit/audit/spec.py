@@ -308,8 +308,8 @@ def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: st
         errs += BLOCKS[name].check(spec.block_config(name), table, declared)
     if errs:
         # the lines name keys of the spec: say so, so a reader fixes the spec, not the table
-        raise SchemaError(f"the audit spec names what the score table {source} lacks (fix the "
-                          "spec keys below, or the table):\n" + "\n".join(errs))
+        raise SchemaError(f"{source}: the audit spec names what this score table lacks (fix "
+                          "the spec keys below, or the table):\n" + "\n".join(errs))
     # every declared cohort needs both classes, and every declared group must be non-empty
     for c in spec.cohorts:
         g = table[table["cohort"] == c]
