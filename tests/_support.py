@@ -8,7 +8,10 @@ config of that block is passed) and still read ``ctx.spec``.
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -20,7 +23,7 @@ from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import BlockResult
 from medaudit.blocks.context import AuditContext
 
-__all__ = ["SpecContext", "context", "run", "select", "one"]
+__all__ = ["SpecContext", "context", "run", "select", "one", "snapshot", "fails"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +65,28 @@ def one(df: pd.DataFrame, **kw: Any) -> pd.Series:
     got = select(df, **kw)
     assert len(got) == 1, (kw, len(got))
     return got.iloc[0]
+
+
+def snapshot(d: Path) -> dict[str, tuple[bytes | None, int]]:
+    """Every entry under ``d`` (hidden ones too): file bytes (None for folders) and mode."""
+    out = {}
+    for root, dirs, files in os.walk(d):
+        for name in dirs + files:
+            p = Path(root, name)
+            st = p.lstat()
+            out[str(p.relative_to(d))] = (p.read_bytes() if stat.S_ISREG(st.st_mode) else None,
+                                          st.st_mode)
+    return out
+
+
+def fails(argv: list[Any], capsys: Any) -> str:
+    """Run the command line; it must exit 2 with one error line and no traceback; the line."""
+    from medaudit.cli.main import main
+
+    rc = main([str(a) for a in argv])
+    cap = capsys.readouterr()
+    lines = cap.err.strip().splitlines()
+    assert rc == 2, cap.err
+    assert len(lines) == 1 and lines[0].startswith("medaudit: error: "), cap.err
+    assert "Traceback" not in cap.err
+    return lines[0]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import time
 from pathlib import Path
 
@@ -21,31 +20,15 @@ import yaml
 
 from medaudit.cli.main import main
 from medaudit.simulate import simulate_cohort
+from tests._support import fails as _fails
+from tests._support import snapshot as _snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--n-resamples", "20", "--n-permutations", "19", "--quiet"]
 
 
-def _snapshot(d: Path) -> dict[str, tuple[bytes | None, int]]:
-    out = {}
-    for root, dirs, files in os.walk(d):
-        for name in dirs + files:
-            p = Path(root, name)
-            st = p.lstat()
-            out[str(p.relative_to(d))] = (p.read_bytes() if stat.S_ISREG(st.st_mode) else None,
-                                          st.st_mode)
-    return out
 
 
-def _fails(argv, capsys) -> str:
-    """Run the command; it must exit 2 with one error line and no traceback; return the line."""
-    rc = main([str(a) for a in argv])
-    cap = capsys.readouterr()
-    lines = cap.err.strip().splitlines()
-    assert rc == 2, cap.err
-    assert len(lines) == 1 and lines[0].startswith("medaudit: error: "), cap.err
-    assert "Traceback" not in cap.err
-    return lines[0]
 
 
 @pytest.fixture

@@ -17,8 +17,6 @@ present before a refused command is byte-identical afterwards.  Rules (docs/conv
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 
 import pandas as pd
@@ -27,32 +25,16 @@ import pytest
 from medaudit.cli.main import main
 from medaudit.io.output import MARKER
 from medaudit.simulate import simulate_cohort
+from tests._support import fails as _fails
+from tests._support import snapshot as _snapshot
 
 SPEC = ("name: mine\nscores: scores.csv\nprimary_prompt: clinical\nn_resamples: 20\n"
         "n_permutations: 19\ncohorts: {simulated-tbx11k-val: {}}\nblocks: [discrimination]\n"
         "claims:\n  declared:\n    - {model: sim-clip-a, metric: roc_auc, at_least: 0.99}\n")
 
 
-def _snapshot(d: Path) -> dict[str, tuple[bytes | None, int]]:
-    out = {}
-    for root, dirs, files in os.walk(d):
-        for name in dirs + files:
-            p = Path(root, name)
-            st = p.lstat()
-            out[str(p.relative_to(d))] = (p.read_bytes() if stat.S_ISREG(st.st_mode) else None,
-                                          st.st_mode)
-    return out
 
 
-def _fails(argv, capsys) -> str:
-    """Run the command; it must exit 2 with one error line and no traceback; return the line."""
-    rc = main([str(a) for a in argv])
-    cap = capsys.readouterr()
-    lines = cap.err.strip().splitlines()
-    assert rc == 2, cap.err
-    assert len(lines) == 1 and lines[0].startswith("medaudit: error: "), cap.err
-    assert "Traceback" not in cap.err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

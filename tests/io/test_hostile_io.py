@@ -58,6 +58,7 @@ from medaudit.io.schema import SCORE_COLUMNS, unknown_columns, validate_score_ta
 from medaudit.io.tables import ID_COLUMNS, ids_as_text, read_table, read_wide
 from medaudit.io.yaml import MAX_ALIASES, YAMLFileError, load_yaml, load_yaml_text
 from medaudit.simulate import simulate_cohort
+from tests._support import snapshot as _snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
@@ -66,16 +67,6 @@ FAST = ["--n-resamples", "200", "--n-permutations", "199", "--quiet"]
 
 # --------------------------------------------------------------------------- helpers
 
-def _snapshot(d: Path) -> dict[str, tuple[bytes | None, int]]:
-    """Every entry under ``d`` (hidden ones too): file bytes (None for folders) and mode."""
-    out = {}
-    for root, dirs, files in os.walk(d):
-        for name in dirs + files:
-            p = Path(root, name)
-            st_ = p.lstat()
-            out[str(p.relative_to(d))] = (p.read_bytes() if stat.S_ISREG(st_.st_mode) else None,
-                                          st_.st_mode)
-    return out
 
 
 def _one_line(msg: str) -> str:
