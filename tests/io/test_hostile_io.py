@@ -1011,3 +1011,23 @@ def test_replacing_a_nested_folder_updates_the_manifest_above(tmp_path):
     (out / "report.html").write_text("page")
     record_written(out, ["report.html"])
     assert set(json.loads((out / MARKER).read_text())["files"]) == {"figures/new.svg", "report.html"}
+
+
+def test_a_missing_relative_input_says_where_it_was_looked_for(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text("scores: nothere.csv\n")
+    assert main(["audit", "s.yaml", "--out", "o"]) == 2
+    err = capsys.readouterr().err
+    assert "'nothere.csv' does not exist" in err
+    assert f"(looked for {str(tmp_path / 'nothere.csv')!r})" in err
+
+
+def test_unpaired_images_say_what_to_do():
+    from medaudit.blocks.context import AuditContext, Study
+
+    t = pd.DataFrame({"image_id": ["a", "b", "a"], "cohort": "c", "model": ["m1", "m1", "m2"],
+                      "prompt": "p", "score": [0.1, 0.9, 0.2], "label": [0, 1, 0]})
+    ctx = AuditContext(scores=t, study=Study(cohorts={"c": {}}, primary_prompt="p"))
+    with pytest.raises(SchemaError, match=r"(?s)score the missing images, or leave the images "
+                                          r"some model lacks out.*'m2'.*\['b'\]"):
+        ctx.wide("c", keys=[("m1", "p"), ("m2", "p")])

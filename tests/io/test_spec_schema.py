@@ -209,3 +209,13 @@ def test_separator_in_names_is_refused(table):
 def test_logit_advice_names_the_real_key(table):
     with pytest.raises(SchemaError, match="`score_scale: logits`"):
         validate_score_table(table.assign(score=table.score * 10))
+
+
+def test_one_class_cohorts_are_not_suggested_as_the_others(table):
+    """With every cohort one-class, naming the others as the way out sends the user to a
+    cohort that fails the same way (probe finding): the advice is to add the other class."""
+    t = table[table.label == 0]
+    with pytest.raises(SchemaError, match="has only label 0") as e:
+        check_spec_against_table(_spec(), t, source="t")
+    assert "add the images of the other class" in str(e.value)
+    assert "to audit the others" not in str(e.value)

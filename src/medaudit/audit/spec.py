@@ -314,7 +314,9 @@ def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: st
     for c in spec.cohorts:
         g = table[table["cohort"] == c]
         if g["label"].nunique() < 2:
-            others = [o for o in spec.cohorts if o != c]
+            # only cohorts that themselves have both classes are worth suggesting
+            others = [o for o in spec.cohorts if o != c
+                      and table.loc[table["cohort"] == o, "label"].nunique() >= 2]
             fix = (f"leave it out of `cohorts:` to audit the others ({quote(others)})" if others
                    else "add the images of the other class")
             if others and cohorts_from_table:

@@ -238,8 +238,10 @@ class AuditContext:
                 problems.append(f"  - model {k[0]!r}, prompt {k[1]!r} lacks {len(missing)} image(s): "
                                 f"{missing[:5]}{' ...' if len(missing) > 5 else ''}")
         if problems:
-            raise SchemaError(f"paired analysis on cohort {cohort!r} needs identical image sets; "
-                              "mismatches:\n" + "\n".join(problems))
+            raise SchemaError(f"paired analysis on cohort {cohort!r} needs identical image sets "
+                              "(every model scores every image of the cohort): score the missing "
+                              "images, or leave the images some model lacks out of the score "
+                              "table; mismatches:\n" + "\n".join(problems))
         meta = rows.first[np.searchsorted(rows.uniq, ids)]  # each image's first row
         w = Wide(cohort=cohort, image_id=ids.astype(object),
                  label=rows.label[meta], negative_group=rows.negative_group[meta],

@@ -68,7 +68,9 @@ def resolve_input(path: str | os.PathLike[str], *, what: str = "input") -> Path:
     try:
         real = path.resolve(strict=True)
     except FileNotFoundError:
-        raise FileNotFoundError(f"{what} {str(path)!r} does not exist.") from None
+        # a relative path is read from the current folder: say where that was
+        where = "" if path.is_absolute() else f" (looked for {str(Path.cwd() / path)!r})"
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist{where}.") from None
     except (RuntimeError, OSError) as exc:  # a loop in a folder above the file
         if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
             raise SchemaError(f"{what} {str(path)!r} goes through a symbolic link loop; point it "
