@@ -297,7 +297,9 @@ def _on_local_scale(tau: float, source: str | None, local: str) -> tuple[float |
             return None, (f"the source τ = {tau:g} is a probability with no logit, and the local "
                           "scores are logits")
         return math.log(tau / (1.0 - tau)), f"τ = {tau:g} on probabilities, logit(τ) on the local logits"
-    return 1.0 / (1.0 + math.exp(-tau)), f"τ = {tau:g} on logits, expit(τ) on the local probabilities"
+    # expit in the form that cannot overflow for a large negative logit
+    p = 1.0 / (1.0 + math.exp(-tau)) if tau >= 0 else math.exp(tau) / (1.0 + math.exp(tau))
+    return p, f"τ = {tau:g} on logits, expit(τ) on the local probabilities"
 
 
 # ----------------------------------------------------------------------------- the result

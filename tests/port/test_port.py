@@ -307,3 +307,19 @@ def test_source_tau_is_carried_to_a_site_whose_scores_are_logits(claims_file, si
     r_old = medaudit.port(path, t, spec=spec).claims.set_index("claim_id")
     assert r_old.loc["D06", "threshold"] == 0.2
     assert "does not record its score scale" in r_old.loc["D06", "threshold_origin"]
+
+
+@pytest.mark.parametrize("tau,src,local,want", [
+    (0.2, "probabilities", "logits", math.log(0.25)), (0.0, "logits", "probabilities", 0.5),
+    (-1000.0, "logits", "probabilities", 0.0), (1000.0, "logits", "probabilities", 1.0),
+    (0.7, "logits", "logits", 0.7)])
+def test_tau_on_the_local_scale_against_scipy(tau, src, local, want):
+    from scipy.special import expit, logit
+
+    from medaudit.port import _on_local_scale
+
+    got, _ = _on_local_scale(tau, src, local)
+    ref = logit(tau) if (src, local) == ("probabilities", "logits") else \
+        expit(tau) if src != local else tau
+    assert got == pytest.approx(ref, abs=1e-15) and got == pytest.approx(want, abs=1e-15)
+    assert _on_local_scale(1.0, "probabilities", "logits")[0] is None  # no logit of 1

@@ -55,7 +55,7 @@ import secrets
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring_ascii as _json_str
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -252,12 +252,15 @@ def foreign_files(folder: str | os.PathLike[str]) -> list[str] | None:
     return sorted(foreign)
 
 
-def changed_files(folder: str | os.PathLike[str]) -> list[str] | None:
+def changed_files(folder: str | os.PathLike[str], only: Sequence[str] | None = None
+                  ) -> list[str] | None:
     """What of the manifest of ``folder`` is missing or not as medaudit wrote it (sorted).
 
     A file counts when it is gone, is no longer a plain file, or differs in size or SHA-256
     from the manifest; a listed folder that is gone is named once (``figures/``) for all it
-    held.  None when the marker keeps no manifest (nothing to compare with).
+    held.  ``only``: compare just these listed files (``["results.json"]``), so a caller that
+    needs one file does not hash the whole folder.  None when the marker keeps no manifest
+    (nothing to compare with).
 
     Examples
     --------
@@ -275,6 +278,9 @@ def changed_files(folder: str | os.PathLike[str]) -> list[str] | None:
     if listed is None:
         return None
     files, folders = listed
+    if only is not None:
+        files = {k: v for k, v in files.items() if k in set(only)}
+        folders = {f for f in folders if any(k.startswith(f + "/") for k in files)}
     gone = sorted(f for f in folders if not (folder / f).is_dir() or (folder / f).is_symlink())
     changed = [f + "/" for f in gone if not any(f.startswith(g + "/") for g in gone)]
     for rel, meta in sorted(files.items()):

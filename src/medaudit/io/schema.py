@@ -408,16 +408,22 @@ def _check_text(values: pd.Series, col: str, *, source: str, where: _Where) -> N
     SchemaError
         Naming the column, the first place and its value (``repr``), and what to do.
     """
-    ctrl = values.str.contains(_CONTROL, regex=True).to_numpy(dtype=bool)
-    if ctrl.any():
+    # checked on the distinct values (a model or cohort column holds a handful among
+    # hundreds of thousands of rows), then mapped back to rows only for the message
+    codes, uniques = pd.factorize(values)
+    u = pd.Series(uniques, dtype=object)
+    ctrl_u = u.str.contains(_CONTROL, regex=True).to_numpy(dtype=bool)
+    if ctrl_u.any():
+        ctrl = ctrl_u[codes]
         i = int(np.flatnonzero(ctrl)[0])
         raise SchemaError(f"{source}: column {col!r} holds a control character (a line break, tab, "
                           f"...) at {where.places(ctrl)} ({where.place(i)}: {quote(values.iloc[i])}); "
                           "it would break the report's tables. Remove it from the value.")
     if col not in _NAMES:
         return
-    padded = (values != values.str.strip()).to_numpy(dtype=bool)
-    if padded.any():
+    padded_u = (u != u.str.strip()).to_numpy(dtype=bool)
+    if padded_u.any():
+        padded = padded_u[codes]
         i = int(np.flatnonzero(padded)[0])
         v = values.iloc[i]
         raise SchemaError(f"{source}: column {col!r} has whitespace at the start or end of a name at "
