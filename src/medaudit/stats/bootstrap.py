@@ -34,6 +34,7 @@ from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _metricspec as MS
 from medaudit.stats._common import warn
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._results import BootstrapResult
 from medaudit.stats.designs import WeightPlan, make_plan
 
@@ -236,6 +237,7 @@ def _scores(s, specs, name):
     return as_probabilities(s, name=name) if MS.needs_probabilities(specs) else as_scores(s, name=name)
 
 
+@fill_doc
 def bootstrap_metrics(
     y_true: ArrayLike,
     y_score: ArrayLike,
@@ -275,10 +277,8 @@ def bootstrap_metrics(
     confidence_level : float, default=0.95
         Percentile endpoints at (1 - level)/2 and (1 + level)/2.
     ci_method : {"percentile", "bca"}, default="percentile"
-    rng : int, SeedSequence or Generator, optional
-        Recorded in the result as ``seed``.
-    batch : int, optional
-        Replicates per batch (memory bound); results do not depend on it.
+    {rng}
+    {batch}
 
     Returns
     -------

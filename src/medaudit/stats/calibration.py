@@ -16,6 +16,7 @@ from medaudit._validation import check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores, warn_if_one_class, weights
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._results import ReliabilityBins
 
 __all__ = ["brier_score", "ece", "log_loss", "reliability_diagram", "DEFAULT_LOG_LOSS_EPS"]
@@ -41,22 +42,20 @@ def _undefined_for_prevalence(n_pos, n_neg, prevalence, metric) -> bool:
     return warn_if_one_class(n_pos, n_neg, f"{metric} at prevalence={prevalence}")
 
 
+@fill_doc
 def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | None = None,
                 sample_weight: ArrayLike | None = None) -> float:
     r"""Brier score, optionally standardised to a specified prevalence.
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels.
+    {y_true}
     y_prob : array-like of shape (n_samples,)
         Probabilities in [0, 1]; values outside raise (they are never clipped).
     prevalence : float in (0, 1), optional
         If given, return :math:`BS_\pi = \frac{\pi}{|P|}\sum_P (1-s_i)^2 +
         \frac{1-\pi}{|N|}\sum_N s_i^2` (paper 000 eq. 6).
-    sample_weight : array-like of shape (n_samples,), optional
-        Non-negative weights with scikit-learn's semantics: an integer weight is that many
-        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
+    {sample_weight}
 
     Returns
     -------
@@ -82,30 +81,11 @@ def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | Non
     return float(K.mean_loss(w, y, (s - y) ** 2, pi))
 
 
-_BINNING_DOC = """binning : {"floor", "linspace"}, default="floor"
-        How a probability ``s`` is assigned to one of the equal-width bins (one rule for
-        :func:`ece`, :func:`reliability_diagram` and the bootstrap kernels,
-        :func:`medaudit.stats._kernels.bin_index`):
-
-        * ``"floor"`` (paper 000 M0.7): bin ``min(floor(n_bins * s), n_bins - 1)``
-          computed in float64; 1.0 falls in the last bin.  Because ``10 * 0.3`` rounds
-          to ``3.0000000000000004``, a typed 0.3 lands in ``[0.3, 0.4)``, as a reader
-          expects (but, e.g., ``49 * (1/49)`` rounds to ``0.9999999999999999``, so
-          1/49 lands in the first of 49 bins).
-        * ``"linspace"``: bin ``b`` holds ``e_b <= s < e_{b+1}`` for the float64 edges
-          ``e = numpy.linspace(0, 1, n_bins + 1)``, and ``s == 1.0`` forms a bin of its
-          own, as torchmetrics' ``binary_calibration_error`` bins (and the anchors'
-          netcal).  Here a typed 0.3 lands in ``[0.2, 0.3)`` for 10 bins (the edge is
-          0.30000000000000004): ``ece([1, 0, 0], [0.3, 0.3, 0.25], n_bins=10)`` is 0.2167
-          with ``"floor"`` and 0.05 with ``"linspace"``.  The two rules differ only for
-          probabilities at or next to an edge (0.3, 0.6 and 0.7 at 10 bins, seven values
-          at 20 bins, none of the k/15 at 15 bins)."""
-
-
 def _binning(binning: str) -> str:
     return check_option(binning, K.BINNINGS, name="binning")
 
 
+@fill_doc
 def ece(
     y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15, prevalence: float | None = None,
     binning: str = "floor", sample_weight: ArrayLike | None = None,
@@ -117,19 +97,15 @@ def ece(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels.
-    y_prob : array-like of shape (n_samples,)
-        Probabilities in [0, 1].
+    {y_true}
+    {y_prob}
     n_bins : int, default=15
         Number of equal-width bins on [0, 1].  Empty bins contribute 0.
     prevalence : float in (0, 1), optional
         Class-weighted version :math:`\sum_b |\sum_{i\in B_b} w_i (s_i - y_i)|` with
         :math:`w_i = \pi/|P|` for positives and :math:`(1-\pi)/|N|` for negatives.
     {binning}
-    sample_weight : array-like of shape (n_samples,), optional
-        Non-negative weights with scikit-learn's semantics: an integer weight is that many
-        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
+    {sample_weight}
 
     Returns
     -------
@@ -159,6 +135,7 @@ def ece(
     return float(K.ece(w[r.order], r, nb, pi, rule))  # weights in the sorted order
 
 
+@fill_doc
 def log_loss(
     y_true: ArrayLike,
     y_prob: ArrayLike,
@@ -171,8 +148,7 @@ def log_loss(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels.
+    {y_true}
     y_prob : array-like of shape (n_samples,)
         Probabilities in [0, 1] (validated before clipping).
     eps : float, default=1e-15
@@ -181,9 +157,7 @@ def log_loss(
     prevalence : float in (0, 1), optional
         Class-weighted version :math:`-\frac{\pi}{|P|}\sum_P \ln s_i -
         \frac{1-\pi}{|N|}\sum_N \ln(1 - s_i)`.
-    sample_weight : array-like of shape (n_samples,), optional
-        Non-negative weights with scikit-learn's semantics: an integer weight is that many
-        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
+    {sample_weight}
 
     Returns
     -------
@@ -205,6 +179,7 @@ def log_loss(
     return float(K.mean_loss(w, y, loss, pi))
 
 
+@fill_doc
 def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 10,
                         binning: str = "floor") -> ReliabilityBins:
     """Data for a reliability diagram: equal-width bins, empty bins omitted.
@@ -214,10 +189,8 @@ def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 1
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels.
-    y_prob : array-like of shape (n_samples,)
-        Probabilities in [0, 1].
+    {y_true}
+    {y_prob}
     n_bins : int, default=10
         Number of equal-width bins on [0, 1].
     {binning}
@@ -254,6 +227,3 @@ def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 1
         n_bins=nb,
     )
 
-
-for _f in (ece, reliability_diagram):
-    _f.__doc__ = _f.__doc__.replace("{binning}", _BINNING_DOC)

@@ -35,6 +35,7 @@ from medaudit.exceptions import DegenerateDataWarning
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._ranked import bootstrap_plan, columns_batches
 from medaudit.stats._results import _ToDict
 from medaudit.stats.bootstrap import _common_options, percentile_interval
@@ -67,6 +68,7 @@ def equal_mass_bins(y_prob: ArrayLike, *, n_bins: int = 10) -> NDArray[np.float6
     return np.unique(np.r_[b, 1.0])
 
 
+@fill_doc
 def ece_equal_mass(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 10) -> float:
     r"""Expected calibration error over equal-mass bins (paper 002 M2.5, Kumar et al.'s bins).
 
@@ -74,8 +76,7 @@ def ece_equal_mass(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 10) ->
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels.
+    {y_true}
     y_prob : array-like of shape (n_samples,)
         Probabilities in [0, 1] (never clipped).
     n_bins : int, default=10
@@ -102,6 +103,7 @@ def ece_equal_mass(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 10) ->
     return float(KX.binned_calibration(ones, p_asc, y_asc, bounds, "l1")[0])
 
 
+@fill_doc
 def debiased_l2_calibration_error(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 15,
                                   binning: str = "auto") -> float:
     r"""Debiased ℓ2 calibration error of Kumar et al. (2019) (paper 002 M2.5).
@@ -111,10 +113,8 @@ def debiased_l2_calibration_error(y_true: ArrayLike, y_prob: ArrayLike, *, n_bin
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels.
-    y_prob : array-like of shape (n_samples,)
-        Probabilities in [0, 1].
+    {y_true}
+    {y_prob}
     n_bins : int, default=15
         Equal-mass bins (the package's default).
     binning : {"auto", "equal_mass", "discrete"}, default="auto"
@@ -191,6 +191,7 @@ def _bins(s: NDArray[np.float64], nb: int, strategy: str):
     return np.searchsorted(edges[1:-1], s), edges
 
 
+@fill_doc
 def reliability_curve(
     y_true: ArrayLike,
     y_prob: ArrayLike,
@@ -210,10 +211,8 @@ def reliability_curve(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels.
-    y_prob : array-like of shape (n_samples,)
-        Probabilities in [0, 1].
+    {y_true}
+    {y_prob}
     n_bins : int, default=10
     strategy : {"uniform", "quantile"}, default="uniform"
         ``"uniform"``: equal-width bins with medaudit's edge rule (``[(b-1)/n, b/n)``,

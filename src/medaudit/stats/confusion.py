@@ -25,6 +25,7 @@ from medaudit._validation import RNGLike, check_fraction, check_option, shown
 from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._ranked import sample_weights
 from medaudit.stats._results import BootstrapResult, _ToDict
 from medaudit.stats.bootstrap import bootstrap_metrics
@@ -123,6 +124,7 @@ def predictive_values(sensitivity: float, specificity: float, prevalence: float
     return float(out["ppv"][0]), float(out["npv"][0])
 
 
+@fill_doc
 def threshold_metrics(
     y_true: ArrayLike,
     y_score: ArrayLike,
@@ -135,8 +137,7 @@ def threshold_metrics(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels, 1 = positive.
+    {y_true}
     y_score : array-like of shape (n_samples,)
         Scores; positive prediction when ``s >= threshold``.
     threshold : float

@@ -33,6 +33,7 @@ from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores, warn, warn_if_one_class
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._ranked import (
     bootstrap_plan,
     columns_batches,
@@ -105,15 +106,10 @@ class PrecisionRecallCurve(_ToDict):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RocBand(_ToDict):
-    """Sensitivity at fixed specificities with pointwise percentile intervals (pROC ``ci.se``).
+class _Band(_ToDict):
+    """What a pointwise band carries besides its grid and curve: the interval arrays (one
+    entry per grid point), the resampling provenance and the replicates."""
 
-    ``n_degenerate`` replicates (a class drawn empty) are left out of every interval.
-    ``replicates`` has shape ``(n_resamples, len(specificity))``.
-    """
-
-    specificity: NDArray[np.float64]
-    sensitivity: NDArray[np.float64]
     ci_low: NDArray[np.float64]
     ci_high: NDArray[np.float64]
     confidence_level: float
@@ -126,11 +122,23 @@ class RocBand(_ToDict):
     options: dict[str, Any] = field(default_factory=dict)
     replicates: NDArray[np.float64] = field(repr=False, default_factory=lambda: np.empty((0, 0)))
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RocBand(_Band):
+    """Sensitivity at fixed specificities with pointwise percentile intervals (pROC ``ci.se``).
+
+    ``n_degenerate`` replicates (a class drawn empty) are left out of every interval.
+    ``replicates`` has shape ``(n_resamples, len(specificity))``.
+    """
+
+    specificity: NDArray[np.float64]
+    sensitivity: NDArray[np.float64]
+
     _array_fields = ("specificity", "sensitivity", "ci_low", "ci_high", "replicates")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PrecisionRecallBand(_ToDict):
+class PrecisionRecallBand(_Band):
     """Precision at fixed recalls with pointwise percentile intervals.
 
     ``method`` says how a curve is read at a recall (:data:`PR_METHODS`, module docstring).
@@ -140,18 +148,7 @@ class PrecisionRecallBand(_ToDict):
 
     recall: NDArray[np.float64]
     precision: NDArray[np.float64]
-    ci_low: NDArray[np.float64]
-    ci_high: NDArray[np.float64]
     method: str
-    confidence_level: float
-    design: str
-    n_resamples: int
-    n_degenerate: int
-    seed: int | None
-    n_pos: float
-    n_neg: float
-    options: dict[str, Any] = field(default_factory=dict)
-    replicates: NDArray[np.float64] = field(repr=False, default_factory=lambda: np.empty((0, 0)))
 
     _array_fields = ("recall", "precision", "ci_low", "ci_high", "replicates")
 
@@ -170,16 +167,15 @@ def _curve_counts(y, s, w):
     return r, cp[0], cn[0]
 
 
+@fill_doc
 def roc_curve(y_true: ArrayLike, y_score: ArrayLike, *, sample_weight: ArrayLike | None = None,
               drop_intermediate: bool = False) -> RocCurve:
     """ROC curve over the observed thresholds (all of them by default).
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels, 1 = positive.
-    y_score : array-like of shape (n_samples,)
-        Scores, higher meaning more likely positive.
+    {y_true}
+    {y_score}
     sample_weight : array-like of shape (n_samples,), optional
         Case weights; cases of weight 0 are removed, as in scikit-learn.
     drop_intermediate : bool, default=False

@@ -45,6 +45,7 @@ from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores, warn, warn_if_one_class
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._ranked import (
     bootstrap_plan,
     nested_to_dict,
@@ -128,6 +129,7 @@ def _midpoint(r: K.Ranked, k: int) -> float:
     return float((blocks[k - 1] + blocks[k]) / 2.0)
 
 
+@fill_doc
 def best_threshold(
     y_true: ArrayLike,
     y_score: ArrayLike,
@@ -140,10 +142,8 @@ def best_threshold(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels, 1 = positive.
-    y_score : array-like of shape (n_samples,)
-        Scores, higher meaning more likely positive.
+    {y_true}
+    {y_score}
     method : {"youden", "closest_topleft"}, default="youden"
         pROC's ``best.method``.
     weights : (cost, prevalence), default=(1.0, 0.5)

@@ -25,6 +25,7 @@ from medaudit._validation import RNGLike, as_generator, check_option
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
 from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._ranked import bootstrap_plan, ranked_batches, sample_weights
 from medaudit.stats._results import BootstrapResult
 from medaudit.stats.bootstrap import _common_options, _result, bootstrap_metrics
@@ -57,6 +58,7 @@ def pauc_metric(bounds: Any = (0.9, 1.0), *, focus: str = "specificity",
     return "pauc", opts
 
 
+@fill_doc
 def partial_roc_auc(
     y_true: ArrayLike,
     y_score: ArrayLike,
@@ -70,8 +72,7 @@ def partial_roc_auc(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels, 1 = positive.
+    {y_true}
     y_score : array-like of shape (n_samples,)
         Scores, higher meaning more likely positive (never flipped).
     bounds : (lo, hi) or "lo:hi", default=(0.9, 1.0)

@@ -11,12 +11,14 @@ from medaudit._validation import check_option
 from medaudit.exceptions import MedauditError, TiedScoresWarning
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores, warn, warn_if_one_class, weights
+from medaudit.stats._docs import fill_doc
 
 __all__ = ["roc_auc", "average_precision", "AP_TIES", "AP_TIE_TOLERANCE"]
 
 AP_TIES = ("individual", "pooled")
 
 
+@fill_doc
 def roc_auc(y_true: ArrayLike, y_score: ArrayLike, *,
             sample_weight: ArrayLike | None = None) -> float:
     r"""Area under the ROC curve, ties counted one half (mid-ranks).
@@ -27,9 +29,7 @@ def roc_auc(y_true: ArrayLike, y_score: ArrayLike, *,
         Binary labels, 1 = positive.  Nothing else is accepted.
     y_score : array-like of shape (n_samples,)
         Scores, higher meaning more likely positive.  Never flipped.
-    sample_weight : array-like of shape (n_samples,), optional
-        Non-negative weights with scikit-learn's semantics: an integer weight is that many
-        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
+    {sample_weight}
 
     Returns
     -------
@@ -64,6 +64,7 @@ def roc_auc(y_true: ArrayLike, y_score: ArrayLike, *,
 AP_TIE_TOLERANCE = 1e-3
 
 
+@fill_doc
 def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "individual",
                       sample_weight: ArrayLike | None = None) -> float:
     r"""Non-interpolated average precision (area under the precision–recall steps).
@@ -77,18 +78,14 @@ def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "ind
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels, 1 = positive.
-    y_score : array-like of shape (n_samples,)
-        Scores, higher meaning more likely positive.
+    {y_true}
+    {y_score}
     ties : {"individual", "pooled"}, default="individual"
         ``"individual"`` (paper 000's convention): tied scores each take their own
         rank, in input order (a stable descending sort).  ``"pooled"``: each set
         of tied scores is one threshold, as in
         :func:`sklearn.metrics.average_precision_score`.
-    sample_weight : array-like of shape (n_samples,), optional
-        Non-negative weights with scikit-learn's semantics: an integer weight is that many
-        copies of the row, weight 0 removes it, and scaling every weight changes nothing.
+    {sample_weight}
         With ``ties="individual"`` the weights must be integers: copies, which take
         consecutive individual ranks (so there scaling the weights is not neutral);
         ``ties="pooled"`` takes any non-negative weights.

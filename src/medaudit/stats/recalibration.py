@@ -30,6 +30,7 @@ from medaudit._validation import RNGLike, as_generator, check_fraction
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._ranked import bootstrap_plan, nested_to_dict, sample_weights
 from medaudit.stats._results import BootstrapResult, _ToDict
 from medaudit.stats.bootstrap import _common_options, _result
@@ -101,6 +102,7 @@ def _nan_fit(level, n, n_pos, eps) -> CalibrationFit:
                           confidence_level=level, n=n, n_pos=n_pos, eps=eps, converged=False)
 
 
+@fill_doc
 def calibration_slope_intercept(
     y_true: ArrayLike,
     y_prob: ArrayLike,
@@ -113,8 +115,7 @@ def calibration_slope_intercept(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels.
+    {y_true}
     y_prob : array-like of shape (n_samples,)
         Predicted probabilities in [0, 1].
     confidence_level : float, default=0.95

@@ -15,20 +15,20 @@ from numpy.typing import ArrayLike
 from medaudit._validation import check_fraction
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._results import RiskCoverageCurve
 
 __all__ = ["selective_risk", "aurc", "risk_coverage_curve"]
 
 
+@fill_doc
 def selective_risk(y_true: ArrayLike, y_prob: ArrayLike, *, coverage: float) -> float:
     """Error rate among the ``k = ceil(coverage * n)`` most confident images.
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        Binary labels.
-    y_prob : array-like of shape (n_samples,)
-        Probabilities in [0, 1].
+    {y_true}
+    {y_prob}
     coverage : float in (0, 1]
         Fraction retained.  ``k`` uses ``ceil(round(coverage * n, 9))`` so that
         0.8 * 138 gives 111, not 112 from floating-point noise.

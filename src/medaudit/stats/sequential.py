@@ -43,6 +43,7 @@ from scipy import special, stats
 from medaudit._validation import as_1d_float, check_fraction, check_option
 from medaudit.exceptions import MedauditError
 from medaudit.stats._common import labels_scores
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._results import _ToDict
 from medaudit.stats.spending import (
     SPENDING_FUNCTIONS,
@@ -325,6 +326,7 @@ def wilson_interval(successes: NDArray[np.float64], trials: NDArray[np.float64],
             np.where(ok, np.clip(centre + half, 0.0, 1.0), 1.0))
 
 
+@fill_doc
 def auroc_cs(y_true: ArrayLike, y_score: ArrayLike, *, looks: ArrayLike,
              confidence_level: float = 0.95) -> ConfidenceSequence:
     """AUROC bounds valid at every look together (Hoeffding, union over looks).
@@ -333,8 +335,7 @@ def auroc_cs(y_true: ArrayLike, y_score: ArrayLike, *, looks: ArrayLike,
     ----------
     y_true : array-like of shape (n_samples,)
         0/1 labels in the order the cases arrived.
-    y_score : array-like of shape (n_samples,)
-        Scores, higher meaning more likely positive.
+    {y_score}
     looks : array-like of int
         Number of cases seen at each look (non-decreasing); the AUROC at look *k* uses the
         first ``looks[k]`` cases.

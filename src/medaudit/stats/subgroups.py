@@ -45,6 +45,7 @@ from numpy.typing import ArrayLike, NDArray
 from medaudit._validation import RNGLike, as_generator, check_same_length
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _metricspec as MS
+from medaudit.stats._docs import fill_doc
 from medaudit.stats._results import BootstrapResult
 from medaudit.stats.bootstrap import _common_options, _labels, _result, _scores
 from medaudit.stats.designs import make_plan
@@ -143,6 +144,7 @@ def _levels(groups: ArrayLike, n: int) -> tuple[NDArray[Any], tuple[str, ...]]:
     return g, tuple(sorted(set(g.tolist())))
 
 
+@fill_doc
 def subgroup_bootstrap(
     y_true: ArrayLike,
     scores: Mapping[str, ArrayLike],
@@ -172,10 +174,8 @@ def subgroup_bootstrap(
     n_resamples : int, default=2000
     confidence_level : float, default=0.95
         Percentile endpoints at (1 - level)/2 and (1 + level)/2.
-    rng : int, SeedSequence or Generator, optional
-        Recorded in the result as ``seed``.
-    batch : int, optional
-        Replicates per batch (memory bound); results do not depend on it.
+    {rng}
+    {batch}
 
     Returns
     -------

@@ -28,15 +28,17 @@ __all__ = [
 ]
 
 
-def _prepare(y_true, y_score, target, name, metric, sample_weight=None):
-    """Validated target, the ranked sample, its weights in sorted order, and whether the
-    metric is undefined (a class with no weight)."""
+def _at(kernel, y_true, y_score, target, name, metric, sample_weight=None) -> float:
+    """``kernel`` (a ranked kernel of :mod:`._kernels`) at the validated ``target`` on the
+    ranked sample, its weights in sorted order; nan, with a warning, when a class has no
+    weight.  The four public rules differ only in the kernel and the target's name."""
     x = check_fraction(target, name=name, low=0.0, high=1.0, closed="both")
     y, s = labels_scores(y_true, y_score)
     w, n_pos, n_neg = weights(sample_weight, y)
-    undefined = warn_if_one_class(n_pos, n_neg, metric)
+    if warn_if_one_class(n_pos, n_neg, metric):
+        return math.nan
     r = K.rank(y, s)
-    return x, r, w[r.order], undefined
+    return float(kernel(w[r.order], r, x))
 
 
 def sensitivity_at_specificity(
@@ -57,11 +59,8 @@ def sensitivity_at_specificity(
     ...                            min_specificity=1.0)
     0.5
     """
-    x, r, w, undefined = _prepare(y_true, y_score, min_specificity, "min_specificity",
-                                  "sensitivity_at_specificity", sample_weight)
-    if undefined:
-        return math.nan
-    return float(K.se_at_sp(w, r, x))
+    return _at(K.se_at_sp, y_true, y_score, min_specificity, "min_specificity",
+               "sensitivity_at_specificity", sample_weight)
 
 
 def specificity_at_sensitivity(
@@ -78,11 +77,8 @@ def specificity_at_sensitivity(
     ...                            min_sensitivity=1.0)
     0.75
     """
-    x, r, w, undefined = _prepare(y_true, y_score, min_sensitivity, "min_sensitivity",
-                                  "specificity_at_sensitivity", sample_weight)
-    if undefined:
-        return math.nan
-    return float(K.sp_at_se(w, r, x))
+    return _at(K.sp_at_se, y_true, y_score, min_sensitivity, "min_sensitivity",
+               "specificity_at_sensitivity", sample_weight)
 
 
 def threshold_for_sensitivity(
@@ -98,11 +94,8 @@ def threshold_for_sensitivity(
     ...                           min_sensitivity=0.75)
     0.7
     """
-    x, r, w, undefined = _prepare(y_true, y_score, min_sensitivity, "min_sensitivity",
-                                  "threshold_for_sensitivity")
-    if undefined:
-        return math.nan
-    return float(K.tau_sensitivity(w, r, x))
+    return _at(K.tau_sensitivity, y_true, y_score, min_sensitivity, "min_sensitivity",
+               "threshold_for_sensitivity")
 
 
 def threshold_for_specificity(
@@ -122,11 +115,8 @@ def threshold_for_specificity(
     >>> threshold_for_specificity([0, 1], [0.9, 0.1], min_specificity=0.95)
     inf
     """
-    x, r, w, undefined = _prepare(y_true, y_score, min_specificity, "min_specificity",
-                                  "threshold_for_specificity")
-    if undefined:
-        return math.nan
-    return float(K.tau_specificity(w, r, x))
+    return _at(K.tau_specificity, y_true, y_score, min_specificity, "min_specificity",
+               "threshold_for_specificity")
 
 
 def operating_point(y_true: ArrayLike, y_score: ArrayLike, *, threshold: float,
