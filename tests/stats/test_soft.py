@@ -446,3 +446,32 @@ def test_the_ceiling_of_hard_labels_is_one_and_falls_with_disagreement():
     # two readers of four disagree on one item: that item pairs with itself only in part
     assert soft_ceiling([1, 0, 0.5]) < 1.0
     assert soft_ceiling([1, 0, 0.5, 0.5]) < soft_ceiling([1, 0, 0.5])
+
+
+@pytest.mark.parametrize("case", ["untied", "rounded", "signed_zero", "infinite", "one", "two_tied"])
+def test_labels_by_score_is_the_stable_descending_order(case):
+    """The complex-packed sort gives the labels in exactly the order of a stable
+    descending argsort (ties in input order), whatever the ties; the label never breaks
+    a tie, although it is the imaginary part the sort compares second."""
+    from medaudit.stats.soft import _labels_by_score
+
+    rng = np.random.default_rng(7)
+    n = 1 if case == "one" else 2 if case == "two_tied" else 2_000
+    s = rng.normal(size=n)
+    p = rng.random(n)
+    if case == "rounded":
+        s = np.round(s, 1)
+    elif case == "signed_zero":
+        s[:500] = 0.0
+        s[500:1000] = -0.0
+    elif case == "infinite":
+        s[:3] = np.inf
+        s[3:6] = -np.inf
+    elif case == "two_tied":
+        s[:] = 0.5
+        p[:] = [0.9, 0.1]
+    labels, a, b = _labels_by_score(p, s)
+    np.testing.assert_array_equal(labels, p[np.argsort(-s, kind="stable")])
+    assert labels.flags.c_contiguous and a.size == b.size == n
+    assert not np.shares_memory(labels, a) and not np.shares_memory(labels, b)
+    assert not np.shares_memory(a, b)

@@ -158,26 +158,25 @@ def _labels_by_score(p: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """Soft labels in descending score order, ties in input order (as ``K.order_desc``),
     and two free scratch arrays of the same size.
 
-    Untied data takes numpy's fastest sort, read backwards; only with ties is the
-    order redone with a stable sort.  After the sort the cost is in gathering, which
-    misses the cache at every item: scores and labels are interleaved first so that one
-    gather of 16-byte rows brings both (the sorted scores only serve the tie check),
-    and the interleaving buffer is then reused as the two scratch arrays.
+    Each score and its label are packed into one complex number and sorted in place:
+    numpy orders complex values by real part, then imaginary part, so untied scores
+    come out sorted with their labels beside them.  This replaces an argsort and a
+    gather that missed the cache at every item (about 0.65x one argsort of the scores
+    where numpy's sorts are not vectorised, and on par with argsort plus gather where
+    AVX-512 makes argsort fast).  Only with ties, where the label would break them, is
+    the order redone with a stable sort.  The packed buffer is then reused as the two
+    scratch arrays.
     """
     n = s.size
-    order = np.argsort(s)
-    pair = np.empty((n, 2))
-    pair[:, 0] = s
-    pair[:, 1] = p
-    # every index is valid: mode="clip" skips the bounds check
-    g = np.take(pair, order, axis=0, mode="clip")
-    del order
-    flat = pair.reshape(-1)
-    a, b = flat[:n], flat[n:]
-    ss = g[:, 0]
-    if n > 1 and np.any(ss[1:] == ss[:-1]):
-        return p[np.argsort(-s, kind="stable")], a, b
-    return g[::-1, 1], a, b
+    z = np.empty(n, dtype=np.complex128)
+    z.real = s
+    z.imag = p
+    z.sort()
+    ss = z.real
+    tied = n > 1 and bool(np.any(ss[1:] == ss[:-1]))
+    labels = p[np.argsort(-s, kind="stable")] if tied else z.imag[::-1].copy()
+    flat = z.view(np.float64)
+    return labels, flat[:n], flat[n:]
 
 
 def soft_average_precision(
