@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from medaudit._validation import as_1d_float, check_option, check_same_length
 from medaudit.exceptions import MedauditError
@@ -81,6 +80,7 @@ def spearman(x: ArrayLike, y: ArrayLike, *, alternative: str = "two-sided") -> T
     >>> round(spearman([1, 2, 3, 4], [1, 3, 2, 4]).estimate, 12)
     0.8
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alternative = check_option(alternative, ("two-sided", "greater", "less"), name="alternative")
     xa, ya = _pair(x, y)
     res = stats.spearmanr(xa, ya, alternative=alternative)
@@ -97,6 +97,7 @@ def kendall(x: ArrayLike, y: ArrayLike, *, alternative: str = "two-sided",
     >>> round(kendall([1, 2, 3, 4], [1, 3, 2, 4]).estimate, 6)
     0.666667
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alternative = check_option(alternative, ("two-sided", "greater", "less"), name="alternative")
     variant = check_option(variant, ("b", "c"), name="variant")
     xa, ya = _pair(x, y)

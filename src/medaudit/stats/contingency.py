@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from medaudit._validation import check_fraction, check_option
 from medaudit.exceptions import MedauditError
@@ -45,6 +44,7 @@ def fisher_exact(table: ArrayLike, *, alternative: str = "two-sided") -> TestRes
     >>> fisher_exact([[0, 10], [0, 12]]).pvalue
     1.0
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alternative = check_option(alternative, ("two-sided", "greater", "less"), name="alternative")
     t = _table(table)
     res = stats.fisher_exact(t, alternative=alternative)
@@ -181,6 +181,7 @@ def binomial_test(
     >>> round(r.pvalue, 6)
     0.046143
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alternative = check_option(alternative, ("two-sided", "greater", "less"), name="alternative")
     p = check_fraction(p, name="p", closed="both")
     level = check_fraction(confidence_level, name="confidence_level")

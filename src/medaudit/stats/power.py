@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, stats
+from scipy import optimize
 
 from medaudit._validation import check_fraction, check_option, shown
 from medaudit.exceptions import MedauditError
@@ -83,6 +83,7 @@ class Resolution(_ToDict):
 
 
 def _z(alpha: float, alternative: str) -> float:
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     return float(stats.norm.isf(alpha / 2.0 if alternative == "two-sided" else alpha))
 
 
@@ -120,6 +121,7 @@ def auc_variance(auc: float, *, kappa: float = 1.0, method: str = "obuchowski",
     >>> round(auc_variance(0.5, kappa=1.0), 6)  # pROC's V0 = 0.0792 (1 + 1/kappa)
     0.1584
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     method = check_option(method, AUC_VARIANCES, name="method")
     theta = check_fraction(auc, name="auc")
     k = _kappa(kappa)
@@ -188,6 +190,7 @@ def auc_sample_size(
     >>> round(s.n_pos_exact, 4), round(s.n_neg_exact, 4), s.n_pos, s.n_neg
     (13.4815, 22.9186, 14, 23)
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alpha, power, alternative = _checks(alpha, power, alternative)
     method = check_option(method, AUC_VARIANCES, name="method")
     theta = check_fraction(auc, name="auc")
@@ -229,6 +232,7 @@ def auc_power(auc: float, *, n_pos: float, n_neg: float, auc_null: float = 0.5,
     >>> round(auc_power(0.8, n_pos=13.4815, n_neg=22.91856, alpha=0.05), 4)
     0.9
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alpha, _, alternative = _checks(alpha, None, alternative)
     method = check_option(method, AUC_VARIANCES, name="method")
     theta, null = check_fraction(auc, name="auc"), check_fraction(auc_null, name="auc_null")
@@ -282,6 +286,7 @@ def paired_auc_sample_size(
     >>> s.n_pos == s.n_neg, s.method
     (True, 'delong (pROC power.roc.test(roc1, roc2))')
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alpha, power, alternative = _checks(alpha, power, alternative)
     delta, v1, v2, cov, n_pos, n_neg, _ = _pilot(y_true, y_score_a, y_score_b)
     if delta == 0:
@@ -316,6 +321,7 @@ def paired_auc_power(y_true: ArrayLike, y_score_a: ArrayLike, y_score_b: ArrayLi
     >>> 0 < paired_auc_power(y, a, b) < paired_auc_power(y, a, b, n_pos=500) <= 1
     True
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alpha, _, alternative = _checks(alpha, None, alternative)
     delta, v1, v2, cov, pilot_pos, _, _ = _pilot(y_true, y_score_a, y_score_b)
     n = float(pilot_pos if n_pos is None else n_pos)
@@ -328,6 +334,7 @@ def paired_auc_power(y_true: ArrayLike, y_score_a: ArrayLike, y_score_b: ArrayLi
 # ------------------------------------------------------------------ exact binomial
 def _exact_power(n: np.ndarray, p_true: float, p_claim: float, alpha: float) -> np.ndarray:
     """Power of the one-sided exact test of H0: p <= p_claim at level alpha, per n."""
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     # smallest k with P(X >= k | p_claim) <= alpha; ppf gives a candidate, then one check
     k = stats.binom.ppf(1.0 - alpha, n, p_claim) + 1.0
     too_small = stats.binom.sf(k - 1.0, n, p_claim) > alpha
@@ -489,6 +496,7 @@ def cases_to_resolve(
     >>> r.status, r.direction, round(r.factor, 4), r.additional_pos, r.additional_neg
     ('unresolved', 'holds', 2.7778, 107, 249)
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     claim = check_option(claim, CLAIMS, name="claim")
     scales_with = check_option(scales_with, SCALES, name="scales_with")
     level = check_fraction(confidence_level, name="confidence_level")

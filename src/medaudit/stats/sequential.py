@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from medaudit._validation import as_1d_float, check_fraction, check_option
 from medaudit.exceptions import MedauditError
@@ -464,6 +464,7 @@ def proportion_rci(successes: ArrayLike, trials: ArrayLike, *, confidence_level:
     >>> np.round(r.ci_low, 4).tolist()
     [0.185, 0.2176]
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     level = check_fraction(confidence_level, name="confidence_level")
     kind = check_option(spending, SPENDING_FUNCTIONS, name="spending")
     s, n = _cumulative_counts(successes, trials)
@@ -499,6 +500,7 @@ def auroc_rci(y_true: ArrayLike, y_score: ArrayLike, *, looks: ArrayLike,
     >>> r.estimate.tolist()
     [0.75, 0.75]
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     level = check_fraction(confidence_level, name="confidence_level")
     kind = check_option(spending, SPENDING_FUNCTIONS, name="spending")
     y, s = labels_scores(y_true, y_score)

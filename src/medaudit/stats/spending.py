@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from medaudit._validation import as_1d_float, check_fraction, check_option
 from medaudit.exceptions import MedauditError
@@ -79,6 +79,7 @@ def spending_function(t: ArrayLike, *, alpha: float = 0.05, spending: Spending =
     >>> np.round(spending_function([0.5, 1.0], alpha=0.05, spending="pocock"), 6).tolist()
     [0.031006, 0.05]
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     a = check_fraction(alpha, name="alpha")
     kind = check_option(spending, SPENDING_FUNCTIONS, name="spending")
     alt = check_option(alternative, ("two-sided", "one-sided"), name="alternative")
@@ -168,6 +169,7 @@ def spending_bounds(information: ArrayLike, *, alpha: float = 0.05,
     >>> np.round(b.bounds, 3).tolist()
     [4.877, 3.357, 2.68, 2.29, 2.031]
     """
+    from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     a = check_fraction(alpha, name="alpha")
     kind = check_option(spending, SPENDING_FUNCTIONS, name="spending")
     alt = check_option(alternative, ("two-sided", "one-sided"), name="alternative")
