@@ -68,6 +68,10 @@ for (nm in names(small)) {
       put(nm, "paired_ci_low", t$conf.int[1]); put(nm, "paired_ci_high", t$conf.int[2])
     }
   }
+  # the same two curves as independent samples (pROC warns they look paired; muffled)
+  u <- suppressWarnings(roc.test(ra, rb, method = "delong", paired = FALSE))
+  put(nm, "unpaired_d", u$statistic); put(nm, "unpaired_df", u$parameter)
+  put(nm, "unpaired_p", u$p.value)
 }
 
 # ------------------------------------------------------------ large n, integer scores

@@ -186,3 +186,21 @@ def test_power_roc_test_extremes(auc, kappa, sig):
     assert s.n_pos == math.ceil(REF[("power", key + "_ncases")])
     got = auc_power(auc, n_pos=5, n_neg=5 * kappa, alpha=sig)
     assert same(got, REF[("power", key + "_power_n5")], 1e-8)
+
+
+@pytest.mark.parametrize("case", list(SMALL))
+def test_degenerate_unpaired_delong(case):
+    """Agreement where the variance is positive; where it is 0 pROC's 0/0 gives NaN and
+    medaudit's documented rule gives D = 0, p = 1 (equal AUCs) or D = +-inf, p = 0."""
+    y, a, b = SMALL[case]
+    u = _quiet(delong_test_unpaired, y, a, y, b, distribution="t")
+    d, df, p = (REF[(case, f"unpaired_{k}")] for k in ("d", "df", "p"))
+    if case == "onepos":  # variance undefined: NaN in both
+        assert math.isnan(u.statistic) and math.isnan(u.pvalue) and math.isnan(p)
+    elif u.variance > 0:
+        assert same(u.statistic, d) and same(u.df, df) and same(u.pvalue, p)
+    elif u.estimate == 0:  # perfect vs perfect: pROC D = 0/0
+        assert math.isnan(d) and (u.statistic, u.pvalue) == (0.0, 1.0)
+    else:  # a difference with zero variance: both say D = -inf, pROC has no df / p
+        assert u.statistic == d == -math.inf
+        assert math.isnan(p) and u.pvalue == 0.0
