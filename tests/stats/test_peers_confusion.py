@@ -109,3 +109,49 @@ def test_no_cell_or_rate_is_negative_with_fractional_weights():
         ours = _ours(y, s, float(s.min()), w)
         bad += [(seed, k, v) for k, v in ours.items() if not math.isnan(v) and v < 0]
     assert not bad, bad[:5]
+
+
+# ------------------------------------------------ rates stay in [0, 1] under fractional weights
+# scikit-learn's roc_curve divides the cumulative weights by their own last value, so the
+# curve ends at exactly (1, 1); medaudit's roc_curve does the same (first test).  The
+# cut-point and curve-reading kernels divide by the class totals (w @ y), summed in another
+# order, and can report a sensitivity of 1.0000000000000002.
+_Y4 = [0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_roc_curve_ends_at_exactly_one_as_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    y, s, w = rng.integers(0, 2, 25), rng.random(25), rng.random(25)
+    y[:2] = [0, 1]
+    from medaudit.stats import roc_curve
+
+    c = roc_curve(y, s, sample_weight=w)
+    fpr, tpr, _ = skm.roc_curve(y, s, sample_weight=w)
+    assert (c.fpr[-1], c.tpr[-1]) == (fpr[-1], tpr[-1]) == (1.0, 1.0)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "defect: curves.sensitivity_at_specificities reads Se as cumulative weight / "
+    "_kernels_extra.class_totals (w @ y, another summation order): 1.0000000000000002 at "
+    "specificity 0, where scikit-learn's roc_curve tpr (tps / tps[-1]) is exactly 1"))
+def test_sensitivity_at_specificity_zero_is_at_most_one():
+    from medaudit.stats import sensitivity_at_specificities
+
+    s, w = [0.91, 0.83, 0.69, 0.37], [0.33, 0.76, 0.67, 0.03]
+    assert skm.roc_curve(_Y4, s, sample_weight=w)[1].max() == 1.0
+    assert sensitivity_at_specificities(_Y4, s, [0.0], sample_weight=w)[0] <= 1.0
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "defect: cutpoints.best_threshold reports sensitivity 1.0000000000000002 with fractional "
+    "weights (Se = cumulative weight / class total, summed in different orders); "
+    "scikit-learn's tpr at that threshold is exactly 1"))
+def test_best_threshold_sensitivity_is_at_most_one():
+    from medaudit.stats import best_threshold
+
+    s, w = [0.41, 0.59, 0.79, 0.57], [0.16, 0.84, 0.8200000000000001, 0.73]
+    cp = best_threshold(_Y4, s, sample_weight=w)
+    fpr, tpr, thr = skm.roc_curve(_Y4, s, sample_weight=w, drop_intermediate=False)
+    assert tpr[list(thr).index(cp.threshold)] == 1.0
+    assert cp.sensitivity <= 1.0
