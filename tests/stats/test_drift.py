@@ -185,3 +185,26 @@ def test_score_drift_empty_subset_is_reported():
 def test_score_drift_refuses_bad_input(kwargs, match):
     with pytest.raises(MedauditError, match=match):
         score_drift(**kwargs)
+
+
+def test_ks_drift_says_when_its_exact_p_value_is_conservative_because_of_ties():
+    # scipy's exact distribution of D assumes continuous data: with ties the p-value is
+    # conservative; the full permutation distribution of D (5 + 5 values, 252 splits) shows it
+    from itertools import combinations
+
+    a, b = np.array([0.1, 0.2, 0.2, 0.3, 0.4]), np.array([0.2, 0.3, 0.5, 0.5, 0.6])
+    r = ks_drift(a, b)
+    assert "conservative" in r.method and "tied" in r.method
+    pooled = np.r_[a, b]
+
+    def d(x, y):
+        grid = np.unique(pooled)
+        fx = np.searchsorted(np.sort(x), grid, side="right") / x.size
+        fy = np.searchsorted(np.sort(y), grid, side="right") / y.size
+        return np.abs(fx - fy).max()
+
+    obs = d(a, b)
+    ds = [d(pooled[list(c)], np.delete(pooled, list(c))) for c in combinations(range(10), 5)]
+    perm_p = np.mean(np.array(ds) >= obs - 1e-12)
+    assert r.pvalue >= perm_p - 1e-12
+    assert "conservative" not in ks_drift([1.0, 2.0, 3.0], [1.5, 2.5, 3.5]).method

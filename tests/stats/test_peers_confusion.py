@@ -7,7 +7,7 @@ scikit-learn counts each cell directly (a weighted bincount), so an empty cell i
 0 and a rate over it is undefined.  medaudit's ``threshold_counts`` forms ``fn`` and ``tn``
 by subtraction from the totals, which with fractional weights leaves a rounding residue
 (+-1e-15) in a cell that is empty: a negative count, a negative specificity, or an NPV of
-1.0 and LR- of 0 where both are undefined (see the xfail below).
+1.0 and LR- of 0 where both are undefined (fixed: each cell is its own sum; tested below).
 """
 
 from __future__ import annotations
@@ -88,9 +88,6 @@ _W = [0.1526007149307348, 0.9621808195115411, 0.5635771881813422, 0.919926148229
       0.29700731916110046, 0.811348673913899]
 
 
-@pytest.mark.xfail(strict=True, reason="defect: _kernels_extra.threshold_counts forms fn/tn by "
-                   "subtraction; with fractional weights an empty cell keeps a 1e-15 residue "
-                   "(npv 1.0 and LR- 0 where scikit-learn and medaudit's own rule say undefined)")
 def test_empty_cells_are_exactly_zero_with_fractional_weights():
     y, s, w = np.array(_Y), np.array(_S), np.array(_W)
     ours, sk = _ours(y, s, 0.0, w), _sk(y, s, 0.0, w)
@@ -100,8 +97,6 @@ def test_empty_cells_are_exactly_zero_with_fractional_weights():
     assert math.isnan(ours["npv"]) and math.isnan(ours["lr_negative"])
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a cell formed by subtraction can be negative "
-                   "(tn = -3.6e-15, specificity -4.7e-16) with fractional weights")
 def test_no_cell_or_rate_is_negative_with_fractional_weights():
     bad = []
     for seed in range(30):
@@ -131,10 +126,6 @@ def test_roc_curve_ends_at_exactly_one_as_sklearn(seed):
     assert (c.fpr[-1], c.tpr[-1]) == (fpr[-1], tpr[-1]) == (1.0, 1.0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: curves.sensitivity_at_specificities reads Se as cumulative weight / "
-    "_kernels_extra.class_totals (w @ y, another summation order): 1.0000000000000002 at "
-    "specificity 0, where scikit-learn's roc_curve tpr (tps / tps[-1]) is exactly 1"))
 def test_sensitivity_at_specificity_zero_is_at_most_one():
     from medaudit.stats import sensitivity_at_specificities
 
@@ -143,10 +134,6 @@ def test_sensitivity_at_specificity_zero_is_at_most_one():
     assert sensitivity_at_specificities(_Y4, s, [0.0], sample_weight=w)[0] <= 1.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: cutpoints.best_threshold reports sensitivity 1.0000000000000002 with fractional "
-    "weights (Se = cumulative weight / class total, summed in different orders); "
-    "scikit-learn's tpr at that threshold is exactly 1"))
 def test_best_threshold_sensitivity_is_at_most_one():
     from medaudit.stats import best_threshold
 

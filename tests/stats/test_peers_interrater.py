@@ -5,7 +5,7 @@ skip: labels of mixed types (int/float/bool), one category, disjoint categories,
 declared-but-unobserved categories, missing ratings.
 
 A missing rating (NaN / None) is refused by scikit-learn; medaudit's ``cohen_kappa``
-treats every NaN as a category of its own (see the xfail below).
+treats every NaN as a category of its own (refused since the fix; tested below).
 """
 
 from __future__ import annotations
@@ -57,11 +57,6 @@ def test_cohen_kappa_agreements_are_statsmodels():
     assert r.details["observed_agreement"] == pytest.approx(po, abs=1e-15)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: association.cohen_kappa builds its categories with set() over object values, "
-    "so every NaN is a new category (nan != nan): two identical raters with missing "
-    "ratings get kappa 0.5, not 1; scikit-learn refuses NaN. Refuse NaN/None (as every "
-    "other medaudit input check does) or say how missing ratings count"))
 def test_cohen_kappa_refuses_missing_ratings():
     a = np.array([0, 1, np.nan, np.nan, 1.0])
     with warnings.catch_warnings(), pytest.raises(ValueError, match="NaN"):
@@ -71,15 +66,19 @@ def test_cohen_kappa_refuses_missing_ratings():
         cohen_kappa(a, a)
 
 
-def test_cohen_kappa_identical_raters_with_nan_today():
-    """What the defect above does now (kept as a tripwire for the fix)."""
-    a = np.array([0, 1, np.nan, np.nan, 1.0])
-    try:
-        r = cohen_kappa(a, a)
-    except MedauditError:
-        return  # fixed: refused
-    assert r.details["categories"].count("nan") == 4
-    assert r.estimate == pytest.approx(0.5, abs=1e-12)
+@pytest.mark.parametrize("missing", [None, float("nan"), "pd.NA"])
+def test_cohen_kappa_names_the_rater_and_positions_of_missing_verdicts(missing):
+    import pandas as pd
+
+    gap = pd.NA if missing == "pd.NA" else missing
+    a = [0, 1, 1, 0, 1]
+    b = [0, 1, gap, 0, gap]
+    with pytest.raises(MedauditError, match=r"rater_b has missing verdicts .* \[2, 4\]"):
+        cohen_kappa(a, b)
+    # coded as a category of its own, as the message advises, it is an ordinary verdict
+    coded = ["0", "1", "missing", "0", "missing"]
+    assert cohen_kappa([str(v) for v in a], coded).estimate == pytest.approx(
+        cohen_kappa_score([str(v) for v in a], coded), abs=1e-14)
 
 
 _RNG = np.random.default_rng(5)

@@ -42,11 +42,14 @@ _COUNTS = [(0, 1), (1, 1), (0, 10), (10, 10), (1, 10), (9, 10), (0, 1000), (1000
 def test_proportion_ci_is_proportion_confint(count, nobs, level, method):
     r = proportion_ci(count, nobs, method=method, confidence_level=level)
     lo, hi = proportion_confint(count, nobs, alpha=1 - level, method=_SM[method])
+    if method == "jeffreys":  # Brown, Cai & DasGupta's boundary modification (not statsmodels')
+        lo = 0.0 if count == 0 else lo
+        hi = 1.0 if count == nobs else hi
     assert r.ci_low == pytest.approx(lo, rel=1e-10, abs=1e-15)
     assert r.ci_high == pytest.approx(hi, rel=1e-10, abs=1e-15)
 
 
-@pytest.mark.parametrize("method", ["clopper_pearson", "agresti_coull", "normal"])
+@pytest.mark.parametrize("method", list(_SM))
 @pytest.mark.parametrize("nobs", [1, 7, 25, 100, 10_000])
 def test_proportion_ci_contains_the_estimate_at_zero_and_full_count(method, nobs):
     lo = proportion_ci(0, nobs, method=method)
@@ -55,33 +58,27 @@ def test_proportion_ci_contains_the_estimate_at_zero_and_full_count(method, nobs
     assert hi.ci_high == 1.0 >= hi.estimate
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: Jeffreys interval at count = 0 (count = nobs) does not reach 0 (1), so it "
-    "excludes the estimate (0/25 -> [1.9e-5, 0.095]); statsmodels' proportion_confint has "
-    "the same gap, Brown, Cai & DasGupta (2001) set the bound to 0 (1) there, and "
-    "proportion_ci's docstring promises 'count = 0 gives a lower bound of 0'"))
 @pytest.mark.parametrize("nobs", [1, 25, 10_000])
 def test_jeffreys_contains_the_estimate_at_zero_and_full_count(nobs):
     assert proportion_ci(0, nobs, method="jeffreys").ci_low == 0.0
     assert proportion_ci(nobs, nobs, method="jeffreys").ci_high == 1.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "defect: Wilson's lower bound at count = 0 is exactly 0 (the score interval's centre "
-    "minus its half-width), but statsmodels' formula leaves a rounding residue that "
-    "proportion_ci passes on: 1.4e-17 (0/25), 5.6e-17 (0/7), 3.5e-18 (0/100), so the "
-    "interval excludes the estimate 0"))
 @pytest.mark.parametrize("nobs", [7, 25, 100])
 def test_wilson_lower_bound_is_exactly_zero_at_zero_count(nobs):
     assert proportion_ci(0, nobs, method="wilson").ci_low == 0.0
 
 
-def test_jeffreys_equals_statsmodels_including_its_edge_gap():
-    # the interval medaudit returns today is exactly statsmodels' (the gap is the peer's too)
+def test_jeffreys_equals_statsmodels_except_at_the_boundary_modification():
+    # statsmodels leaves the Jeffreys bound at count 0 above 0 (beta.ppf(0.025, 0.5, 25.5));
+    # medaudit sets it to 0 as Brown, Cai & DasGupta (2001) do, and keeps the other end
     lo, hi = proportion_confint(0, 25, alpha=0.05, method="jeffreys")
     r = proportion_ci(0, 25, method="jeffreys")
+    assert lo > 0.0 and r.ci_low == 0.0
+    assert r.ci_high == pytest.approx(hi, rel=1e-12)
+    lo, hi = proportion_confint(7, 25, alpha=0.05, method="jeffreys")
+    r = proportion_ci(7, 25, method="jeffreys")
     assert (r.ci_low, r.ci_high) == (pytest.approx(lo, rel=1e-12), pytest.approx(hi, rel=1e-12))
-    assert lo > 0.0  # statsmodels 0.15: beta.ppf(0.025, 0.5, 25.5), not 0
 
 
 # ----------------------------------------------------------------------- multiplicity

@@ -244,6 +244,9 @@ def se_at_sp_grid(cols: Cols, r: K.Ranked, wp_tot, wn_tot, specificity: NDArray[
 
     h = _with_prefix(cols, r, f_max, fn)
     out = K._safe_div(h, np.broadcast_to(wp_tot[:, None], h.shape))
+    # h is cumulated in rank order, the total in item order: under fractional weights the
+    # whole can exceed its total by an ulp (Se 1.0000000000000002); a rate is at most 1
+    np.minimum(out, 1.0, out=out)
     return np.where((wn_tot > 0)[:, None], out, np.nan)
 
 
@@ -331,8 +334,11 @@ def cutpoint(cols: Cols, r: K.Ranked, wp_tot, wn_tot, *, method: str, weight: fl
     wp_tot = np.atleast_1d(wp_tot).astype(np.float64)
     wn_tot = np.atleast_1d(wn_tot).astype(np.float64)
     cp, cn = vertices(cols, r, None)
-    se = K._safe_div(cp, wp_tot[:, None])
-    sp = 1.0 - K._safe_div(cn, wn_tot[:, None])
+    # rates against each row's cumulated totals (scikit-learn's tps / tps[-1]), not the
+    # class totals summed in item order: under fractional weights those differ by an ulp
+    # and Se came out 1.0000000000000002; integer counts are exact either way
+    se = K._safe_div(cp, np.broadcast_to(cp[:, -1:], cp.shape))
+    sp = 1.0 - K._safe_div(cn, np.broadcast_to(cn[:, -1:], cn.shape))
     if method == "youden":
         crit = se + weight * sp
     else:
@@ -354,14 +360,18 @@ def cutpoint(cols: Cols, r: K.Ranked, wp_tot, wn_tot, *, method: str, weight: fl
 # --------------------------------------------------------------- at a threshold
 def threshold_counts(w: NDArray, y: NDArray, s: NDArray, tau: float
                      ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
-    """``(tp, fp, fn, tn)`` weights per row for the rule ``s >= tau`` (item order)."""
+    """``(tp, fp, fn, tn)`` weights per row for the rule ``s >= tau`` (item order).
+
+    Each cell is its own weighted sum rather than a difference of sums: under fractional
+    weights a difference leaves a rounding residue (an empty cell of 1e-15, or -4e-15),
+    which turned an undefined NPV into 1.0; a sum of non-negative terms is 0 exactly when
+    empty and never negative.  Integer counts give the same exact cells either way.
+    """
     w2 = np.atleast_2d(w)
     m = (s >= tau).astype(np.float64)
-    tp = K._dot(w2, y * m)
-    pp = K._dot(w2, m)
-    pos = K._dot(w2, y)
-    tot = K._rowsum(w2)
-    return tp, pp - tp, pos - tp, tot - pos - (pp - tp)
+    yn = 1.0 - y
+    mn = 1.0 - m
+    return K._dot(w2, y * m), K._dot(w2, yn * m), K._dot(w2, y * mn), K._dot(w2, yn * mn)
 
 
 def rates(tp, fp, fn, tn, prevalence: float | None = None) -> dict[str, NDArray[np.float64]]:

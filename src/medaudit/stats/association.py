@@ -36,6 +36,15 @@ def cohen_kappa(rater_a: ArrayLike, rater_b: ArrayLike) -> TestResult:
     check_same_length(rater_a=a, rater_b=b)
     if a.size == 0:
         raise MedauditError("rater_a is empty; at least one item is needed.")
+    for name, r in (("rater_a", a), ("rater_b", b)):
+        gone = [i for i, v in enumerate(r.tolist()) if _missing(v)]
+        if gone:
+            # NaN != NaN would make every missing verdict a category of its own (two raters
+            # agreeing on everything else then disagree on each gap), so none is guessed
+            raise MedauditError(
+                f"{name} has missing verdicts (None/NaN) at position(s) {gone[:5]}; Cohen's "
+                "kappa needs a verdict from both raters on every item: drop those items, or "
+                "code a missing verdict as a category of its own (e.g. 'missing').")
     cats = sorted(set(a.tolist()) | set(b.tolist()), key=repr)
     index = {c: i for i, c in enumerate(cats)}
     ia = np.array([index[v] for v in a])
@@ -48,6 +57,16 @@ def cohen_kappa(rater_a: ArrayLike, rater_b: ArrayLike) -> TestResult:
     return TestResult(method="cohen_kappa", statistic=math.nan, pvalue=math.nan, estimate=kappa,
                       n=int(a.size), details={"observed_agreement": po, "chance_agreement": pe,
                                               "categories": [repr(c) for c in cats]})
+
+
+def _missing(v: Any) -> bool:
+    """None, NaN, NaT or pandas.NA (whose comparisons are themselves missing)."""
+    if v is None:
+        return True
+    try:
+        return bool(v != v)
+    except TypeError:
+        return True
 
 
 def jaccard(set_a: Iterable[Any], set_b: Iterable[Any]) -> float:

@@ -187,7 +187,10 @@ def best_threshold(
     cols = KX.cols_from_items(w, r)
     thr, se, sp, k = KX.cutpoint(cols, r, wp, wn, method=method, weight=rw)
     cp, cn = KX.vertices(cols, r)
-    se_all, sp_all = cp[0] / wp[0], 1.0 - cn[0] / wn[0]
+    # rates against the cumulated totals (as scikit-learn's roc_curve, tps / tps[-1]): the
+    # curve then ends at exactly (1, 1) under fractional weights, where the class totals
+    # summed in item order can differ by an ulp; integer counts give the same either way
+    se_all, sp_all = cp[0] / cp[0, -1], 1.0 - cn[0] / cn[0, -1]
     if method == "youden":
         crit_all = se_all + rw * sp_all
     else:

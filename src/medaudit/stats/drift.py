@@ -186,6 +186,10 @@ def ks_drift(reference: ArrayLike, current: ArrayLike) -> TestResult:
     # recursion cannot finish, e.g. on some heavily tied samples: say so instead of warning
     if any("Switching to" in str(w.message) for w in caught):
         how = "asymptotic (the exact calculation did not finish)"
+    elif how == "exact" and np.unique(np.r_[ref, cur]).size < ref.size + cur.size:
+        # scipy's exact distribution of D assumes continuous data; with tied values the
+        # p-value it gives is conservative (too large), not exact
+        how = "exact for untied data, conservative here: tied values"
     return TestResult(method=f"two-sample Kolmogorov-Smirnov (scipy ks_2samp, {how} p-value)",
                       statistic=float(res.statistic), pvalue=float(res.pvalue), n=int(cur.size),
                       details={"n_reference": int(ref.size)})

@@ -71,7 +71,11 @@ def proportion_ci(count: float, nobs: float, *, method: str = "wilson",
     Computed by :func:`statsmodels.stats.proportion.proportion_confint`; checked against
     R's ``binom.test`` (Clopper–Pearson), ``prop.test(correct = FALSE)`` (Wilson) and
     the Agresti–Coull formula written out in R (tests/reference/proportions_R.csv).
-    Zero cells are fine: ``count = 0`` gives a lower bound of 0.
+    Zero cells are fine: ``count = 0`` gives a lower bound of exactly 0 and
+    ``count = nobs`` an upper bound of exactly 1, for every method.  For ``"jeffreys"``
+    this is Brown, Cai & DasGupta's (2001) boundary modification, which statsmodels does
+    not make (its bound at ``count = 0`` is ``beta.ppf(alpha / 2, 0.5, nobs + 0.5)`` > 0,
+    an interval that excludes the estimate); elsewhere it equals statsmodels to rounding.
 
     Examples
     --------
@@ -96,6 +100,13 @@ def proportion_ci(count: float, nobs: float, *, method: str = "wilson",
     lo, hi = proportion_confint(k, n, alpha=1.0 - level, method=PROPORTION_METHODS[m])
     # statsmodels already truncates the Wald and Agresti-Coull ends to [0, 1] (documented
     # here because R's formula does not); the clip only guards rounding
-    return ProportionInterval(estimate=k / n, ci_low=float(np.clip(lo, 0.0, 1.0)),
-                              ci_high=float(np.clip(hi, 0.0, 1.0)), count=k, nobs=n, method=m,
+    lo, hi = float(np.clip(lo, 0.0, 1.0)), float(np.clip(hi, 0.0, 1.0))
+    # at count 0 (count = nobs) every interval contains the estimate 0 (1): Wilson's bound
+    # is 0 exactly but statsmodels' formula leaves a 1e-17 residue, and the Jeffreys bound
+    # is set to 0 (1) as Brown, Cai & DasGupta (2001) do (statsmodels does not)
+    if k == 0:
+        lo = 0.0
+    if k == n:
+        hi = 1.0
+    return ProportionInterval(estimate=k / n, ci_low=lo, ci_high=hi, count=k, nobs=n, method=m,
                               confidence_level=level)

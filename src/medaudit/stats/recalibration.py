@@ -17,6 +17,7 @@ logit: pass ``eps`` to clip them (recorded), or they are refused.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -128,8 +129,10 @@ def calibration_slope_intercept(
     Returns
     -------
     CalibrationFit
-        nan with :class:`~medaudit.exceptions.DegenerateDataWarning` when the fit does not
-        exist (complete separation of the labels by ``logit(p)``, or one class).
+        nan with :class:`~medaudit.exceptions.DegenerateDataWarning` where a fit does not
+        exist: one class, or, for the slope and the joint intercept only, complete
+        separation of the labels by ``logit(p)`` (the offset model's calibration intercept
+        still has a finite fit then, and is returned).
 
     Notes
     -----
@@ -155,31 +158,46 @@ def calibration_slope_intercept(
     from statsmodels.tools.sm_exceptions import PerfectSeparationError, PerfectSeparationWarning
 
     fam = sm.families.Binomial()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", PerfectSeparationWarning)
-            # IRLS to a tight deviance tolerance: the default 1e-8 leaves standard errors off
-            # R's glm in the sixth digit
-            joint = sm.GLM(y, np.column_stack([np.ones(y.size), x]), family=fam,
-                           freq_weights=w).fit(tol=1e-13, maxiter=200)
-            large = sm.GLM(y, np.ones((y.size, 1)), family=fam, offset=x,
-                           freq_weights=w).fit(tol=1e-13, maxiter=200)
-    except (PerfectSeparationError, PerfectSeparationWarning, np.linalg.LinAlgError):
-        warnings.warn("calibration_slope_intercept: logit(p) separates the classes completely; "
-                      "the recalibration model has no finite fit, returning nan.",
-                      DegenerateDataWarning, stacklevel=2)
-        return _nan_fit(level, int(y.size), n_pos, eps)
+
+    def fit(exog, offset):
+        """The GLM, or None where its MLE does not exist (separation)."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", PerfectSeparationWarning)
+                # IRLS to a tight deviance tolerance: the default 1e-8 leaves standard errors
+                # off R's glm in the sixth digit
+                return sm.GLM(y, exog, family=fam, offset=offset,
+                              freq_weights=w).fit(tol=1e-13, maxiter=200)
+        except (PerfectSeparationError, PerfectSeparationWarning, np.linalg.LinAlgError):
+            return None
+
+    # the two models are fitted on their own: logit(p) can separate the classes, so that the
+    # slope model has no finite fit, while the offset model (intercept only) still has one
+    # (R's glm(y ~ 1, offset = x) and statsmodels both converge there)
+    joint = fit(np.column_stack([np.ones(y.size), x]), None)
+    large = fit(np.ones((y.size, 1)), x)
+    nan_fit = _nan_fit(level, int(y.size), n_pos, eps)
+    if joint is None or large is None:
+        lost = ("the recalibration models have no finite fit, returning nan" if large is None
+                else "the slope model has no finite fit: slope and joint intercept are nan, "
+                     "the calibration intercept (offset model) is estimated")
+        warnings.warn(f"calibration_slope_intercept: logit(p) separates the classes completely; "
+                      f"{lost}.", DegenerateDataWarning, stacklevel=2)
+        if large is None:
+            return nan_fit
     alpha = 1.0 - level
-    cj, cl = joint.conf_int(alpha=alpha), large.conf_int(alpha=alpha)
-    converged = bool(joint.converged and large.converged)
-    return CalibrationFit(
-        slope=float(joint.params[1]), slope_se=float(joint.bse[1]), slope_ci_low=float(cj[1, 0]),
-        slope_ci_high=float(cj[1, 1]), intercept=float(large.params[0]),
-        intercept_se=float(large.bse[0]), intercept_ci_low=float(cl[0, 0]),
-        intercept_ci_high=float(cl[0, 1]), intercept_joint=float(joint.params[0]),
-        intercept_joint_se=float(joint.bse[0]), intercept_joint_ci_low=float(cj[0, 0]),
-        intercept_joint_ci_high=float(cj[0, 1]), confidence_level=level, n=int(y.size),
-        n_pos=n_pos, eps=eps, converged=converged)
+    out = {}
+    if joint is not None:
+        cj = joint.conf_int(alpha=alpha)
+        out.update(slope=float(joint.params[1]), slope_se=float(joint.bse[1]),
+                   slope_ci_low=float(cj[1, 0]), slope_ci_high=float(cj[1, 1]),
+                   intercept_joint=float(joint.params[0]), intercept_joint_se=float(joint.bse[0]),
+                   intercept_joint_ci_low=float(cj[0, 0]), intercept_joint_ci_high=float(cj[0, 1]))
+    cl = large.conf_int(alpha=alpha)
+    out.update(intercept=float(large.params[0]), intercept_se=float(large.bse[0]),
+               intercept_ci_low=float(cl[0, 0]), intercept_ci_high=float(cl[0, 1]),
+               converged=bool(large.converged and joint is not None and joint.converged))
+    return dataclasses.replace(nan_fit, **out)
 
 
 def logistic_rows(w: NDArray, x: NDArray[np.float64], y: NDArray[np.float64], *, slope: bool
