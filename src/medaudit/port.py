@@ -446,8 +446,8 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
         ``source``: every threshold is the source's number, fixed.  ``local``: a threshold the
         source chose by a declared rule is chosen again on the local data by that rule.
     power : float, optional
-        Chance that the interval resolves an unresolved claim at the planned sample (None:
-        even odds), as ``medaudit plan``.
+        Chance that the interval resolves an unresolved claim at the planned sample, in
+        [0.5, 1) (None: even odds), as ``medaudit plan``.
     **options
         Spec keys of the local run (``n_resamples=500``, ``seed=1``).
 
@@ -473,6 +473,9 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
     from medaudit.audit.context import spec_inputs
     from medaudit.audit.run import audit as run_audit
     from medaudit.audit.run import versions
+    from medaudit.blocks.planning import check_plan_power
+
+    power = check_plan_power(power)  # before the local audit runs, not after
     from medaudit.audit.spec import AuditSpec
     from medaudit.blocks.planning import plan_claims
     from medaudit.exceptions import MedauditError

@@ -206,6 +206,10 @@ def test_options_are_checked(claims_file):  # noqa: F811
         medaudit.port(claims_file, spec=LOCAL_SPEC, cohort="nowhere")
     with pytest.raises(MedauditError, match="thresholds must be"):
         medaudit.port(claims_file, spec=LOCAL_SPEC, thresholds="guess")
+    # probe finding: a power below even odds planned more cases as it fell; refused at the
+    # door, before the local audit runs
+    with pytest.raises(MedauditError, match=r"power = 0\.2 is below 0\.5: .* \[0\.5, 1\)"):
+        medaudit.port(claims_file, spec=LOCAL_SPEC, power=0.2)
 
 
 def test_one_class_reason_is_given(claims_file, site_table):  # noqa: F811
