@@ -257,6 +257,8 @@ def test_check_names_the_unknown_cohorts_and_models():
     ({"se_sp": [{"min_sensitivity": 0.8, "min_specificity": 0.8, "threshold": 0.5,
                  "rule": "youden"}]}, "exactly one of threshold"),
     ({"pairs": True}, "pairs"),
+    # probe finding: auc_sample_size(0.8, power=1e-9) needs 19 positives, power 0.5 needs 7
+    ({"power": 0.01}, "power must be at least 0.5"),
 ])
 def test_section_errors(section, message):
     from pydantic import ValidationError

@@ -133,7 +133,12 @@ class PlanningConfig(BlockConfig):
     @field_validator("alpha", "power")
     @classmethod
     def _frac(cls, v: float, info: Any) -> float:
-        return fraction(v, info.field_name)
+        v = fraction(v, info.field_name)
+        if info.field_name == "power" and v < 0.5:
+            # below even odds the sample sizes grow again as the power falls (a sample-size
+            # formula's (z_alpha + z_power)^2 changes sign near power = alpha)
+            raise ValueError(f"power must be at least 0.5 (even odds) for a sample size; got {v!r}")
+        return v
 
     @field_validator("prevalence")
     @classmethod
