@@ -473,6 +473,11 @@ def test_generated_claims_are_off_once_claims_are_declared_and_back_on_request()
      "claims.declared.0.threshold: Input should be a valid number"),
     ("abc", "`claims:` is a list of claims, or a mapping with `declared:`"),
     ({"declared": {"model": "a", "at_least": 0.5}}, "`declared:` is a list of claims"),
+    # probe finding: one claim given as the section got "claims.model: unknown key" per key
+    # on several lines ("did you mean 'auroc_at_least'?" for at_least)
+    ({"model": "a", "metric": "roc_auc", "at_least": 0.5},
+     "claims: `claims:` holds the keys of one claim (at_least, metric, model); a claim goes in a "
+     "list: `claims: [{model: ..., metric: ..., at_least: ...}]`"),
 ])
 def test_spec_messages_name_the_key_as_written(claims, want):
     """Key paths as the user wrote them: no union tags (`operating_point`, `rule`), and a
