@@ -96,7 +96,9 @@ class MonitorRun:
         o = self.provenance["monitor"]
         return (f"Correction for repeated looks: {o['correction']}"
                 + (f" ({o['spending']} spending over {o['planned_looks']} planned looks)"
-                   if o["correction"] == "alpha_spending" else "")
+                   if o["correction"] == "alpha_spending" else
+                   f" (rate sequences tuned for {o['planned_looks']} planned looks)"
+                   if o["correction"] == "confseq" and o.get("planned_looks") else "")
                 + f"; confidence level {o['confidence_level']:g}; decision rule score ≥ τ; "
                   "cumulative = every labelled case so far, period = that period's cases alone.")
 
@@ -206,7 +208,9 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         The periods in order (default: sorted).
     correction : {"confseq", "alpha_spending", "none"}, default="confseq"
     planned_looks : int, optional
-        Looks declared in advance (required by ``alpha_spending``).
+        Looks declared in advance: required by ``alpha_spending``; with ``confseq`` it tunes
+        the rate sequences (Se, Sp) to be tightest at that horizon (anytime-valid either way,
+        but the intervals and verdicts change with it, so declare it before the first look).
     spending : {"pocock", "obrien_fleming"}, default="pocock"
     cohort : str, optional
         The site's cohort when the local data has several.

@@ -157,6 +157,24 @@ def test_alpha_spending_plan(site, claims_file, tmp_path, capsys):  # noqa: F811
     assert set(s["correction"]) == {"alpha_spending"}
 
 
+def test_planned_looks_under_confseq_is_said_and_checked(site, claims_file, tmp_path, capsys):  # noqa: F811
+    # probe finding: --planned-looks with the default confseq changed the Se/Sp intervals
+    # and verdicts (it tunes the rate sequences) while the help and the page said it only
+    # mattered for alpha_spending; and --planned-looks 0 was refused as `planned_looks`
+    d, _ = site
+    out = tmp_path / "tuned"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(out),
+                 "--planned-looks", "5", "--quiet"]) == 0
+    assert "confseq (rate sequences tuned for 5 planned looks)" in (
+        out / "summary.md").read_text(encoding="utf-8")
+    bad = tmp_path / "bad"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(bad),
+                 "--planned-looks", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "medaudit: error: --planned-looks must be a positive integer; got 0."
+    assert not bad.exists()
+
+
 def test_no_period_column_is_one_line(claims_file, tmp_path, capsys):  # noqa: F811
     df = _batches().drop(columns="period")
     df.to_csv(tmp_path / "s.csv", index=False)

@@ -18,6 +18,10 @@ __all__ = ["register"]
 def _cmd_monitor(args: argparse.Namespace) -> int:
     from medaudit.monitor import monitor
 
+    from medaudit.exceptions import MedauditError
+
+    if args.planned_looks is not None and args.planned_looks < 1:
+        raise MedauditError(f"--planned-looks must be a positive integer; got {args.planned_looks}.")
     options = {} if args.confidence_level is None else {"confidence_level": args.confidence_level}
     run = monitor(args.source, spec=Path(args.spec), period=args.period_column,
                   period_files=args.period_files or None, periods=args.periods or None,
@@ -63,7 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--correction", choices=("confseq", "alpha_spending", "none"), default="confseq",
                    help="correction for repeated looks (default confseq: anytime-valid)")
     p.add_argument("--planned-looks", type=int, default=None,
-                   help="looks declared in advance (required by alpha_spending)")
+                   help="looks declared in advance: required by alpha_spending; with confseq it "
+                        "sets where the rate sequences are tightest (valid either way), so "
+                        "declare it before the first look")
     p.add_argument("--spending", choices=("pocock", "obrien_fleming"), default="pocock",
                    help="spending function of alpha_spending (default pocock)")
     p.add_argument("--confidence-level", type=float, default=None,
