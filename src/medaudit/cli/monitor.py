@@ -16,9 +16,8 @@ __all__ = ["register"]
 
 
 def _cmd_monitor(args: argparse.Namespace) -> int:
-    from medaudit.monitor import monitor
-
     from medaudit.exceptions import MedauditError
+    from medaudit.monitor import monitor
 
     if args.planned_looks is not None and args.planned_looks < 1:
         raise MedauditError(f"--planned-looks must be a positive integer; got {args.planned_looks}.")
