@@ -59,10 +59,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output directory (written atomically)")
     p.add_argument("--period-column", default="period", help="the period column (default: period)")
     p.add_argument("--period-files", nargs="+", default=None, metavar="FILE",
-                   help="one score table per period instead of a period column (the period is "
-                        "each file's name without suffix)")
+                   help="one score table per period, in time order, instead of a period column "
+                        "(the period is each file's name without suffix)")
     p.add_argument("--periods", nargs="+", default=None, metavar="PERIOD",
-                   help="the periods in order (default: sorted)")
+                   help="the periods in order (default: the order of --period-files as given; "
+                        "else numbers in number order, text sorted, as ISO months sort)")
     p.add_argument("--correction", choices=("confseq", "alpha_spending", "none"), default="confseq",
                    help="correction for repeated looks (default confseq: anytime-valid)")
     p.add_argument("--planned-looks", type=int, default=None,
