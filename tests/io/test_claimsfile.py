@@ -321,6 +321,8 @@ def _declared_claims_file(tmp_path):
     (1, "models", ["n", "m"], "`declared` compares ['m', 'n'] but `models` is ['n', 'm']"),
     (2, "E.threshold", 50, "`declared` says threshold: 0.5 but `E.threshold` is 50"),
     (2, "level", 0.1, "`declared` says sensitivity_at_least: 0.8 but `level` is 0.1"),
+    (0, "ci_low", 0.99, "its interval runs backwards (ci_low 0.99 > ci_high 0.95)"),
+    (1, "E.prevalence", 5, "`E.prevalence` is 5, not a prevalence in (0, 1)"),
 ])
 def test_declared_claim_that_contradicts_its_entry_is_refused(tmp_path, claim, key, value,
                                                               fragment):

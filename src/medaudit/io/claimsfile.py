@@ -515,13 +515,21 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _contradiction(c: Mapping[str, Any]) -> str | None:
-    """Where a claim's ``declared`` mapping disagrees with its kind, E, level or side, in words.
+    """Where a claim contradicts itself, in words: an interval that runs backwards, a
+    numeric prevalence outside (0, 1), or a ``declared`` mapping that disagrees with its
+    kind, E, level or side.
 
     A site re-states the claim from ``declared`` while the tables and the page show ``E``,
     ``level`` and ``side``: a file (written by hand or by another tool) in which the two
     differ would be judged on one claim and reported as another.  None when they agree or
     ``declared`` is empty (a generated claim).
     """
+    lo, hi = _finite(c.get("ci_low")), _finite(c.get("ci_high"))
+    if lo is not None and hi is not None and lo > hi:
+        return f"its interval runs backwards (ci_low {lo!r} > ci_high {hi!r})"
+    prev = c["E"].get("prevalence")
+    if not isinstance(prev, (str, type(None))) and not 0.0 < float(prev) < 1.0:
+        return f"`E.prevalence` is {prev!r}, not a prevalence in (0, 1) (or \"observed\")"
     d = c.get("declared") or {}
     if not isinstance(d, Mapping) or not d:
         return None
