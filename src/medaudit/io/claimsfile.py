@@ -641,4 +641,8 @@ def read_claims_source(source: str | os.PathLike[str]) -> tuple[dict[str, Any], 
     if not p.exists():
         raise SchemaError(f"{str(p)!r} does not exist; give an audit folder written by `medaudit "
                           "audit`, its results.json, or a claims file (*.claims.json).")
+    if p.suffix.lower() in (".yaml", ".yml"):  # `port SPEC.yaml CLAIMS` for `port CLAIMS SPEC.yaml`
+        raise SchemaError(f"{str(p)!r} is a YAML file (an audit spec?), not claims: the source "
+                          "comes first (an audit folder, its results.json or a *.claims.json), "
+                          "then the local data's spec.")
     return read_claims_file(p), p
