@@ -348,6 +348,43 @@ def test_non_numeric_input(name):
 
 
 @pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
+def test_word_labels_say_to_map_them(name):
+    # probe finding: "yes"/"no" labels got only numpy's conversion error, no advice
+    spec = SPECS[name]
+    if spec.soft:
+        pytest.skip("soft labels are probabilities, not classes")
+    msg = _raises(spec, ["no", "yes", "no", "yes", "yes", "no"], S, f"{spec.label_name} must be "
+                  "numeric", "map your labels to 0/1 yourself")
+    assert "\n" not in msg
+
+
+@pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
+def test_complex_and_datetime_scores_refused(name):
+    # probe finding: complex scores lost their imaginary part (a ComplexWarning only) and
+    # dates became nanosecond counts, both silently scored
+    spec = SPECS[name]
+    _raises(spec, Y, S + 0.5j, f"{spec.score_name} must be real numbers", "complex")
+    _raises(spec, Y, S.astype(complex), f"{spec.score_name} must be real numbers")
+    dates = np.array(["2020-01-01", "2020-01-02", "2020-01-03", "2020-01-04", "2020-01-05",
+                      "2020-01-06"], dtype="datetime64[D]")
+    _raises(spec, Y, dates, f"{spec.score_name} must be numbers", "dates or durations")
+
+
+def test_sum_overflow_of_finite_scores_warns_nothing():
+    # probe finding: finite scores whose sum overflows leaked "overflow encountered in reduce"
+    import warnings
+
+    from medaudit._validation import as_1d_float
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = as_1d_float([1e308, 1e308, 0.0], name="y_score")
+    assert out.tolist() == [1e308, 1e308, 0.0]
+    with pytest.raises(MedauditError, match="y_score contains inf at index 1"):
+        as_1d_float([1e308, np.inf, 0.0], name="y_score")
+
+
+@pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
 def test_inputs_are_not_modified(name):
     y, s = Y.copy(), S.copy()
     SPECS[name](y, s)

@@ -61,7 +61,23 @@ def _where(bad: NDArray[np.bool_], limit: int = 5) -> str:
 
 
 def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArray[np.float64]:
-    """Return ``x`` as a finite 1-D float64 array or raise naming ``name``."""
+    """Return ``x`` as a finite 1-D float64 array or raise naming ``name``.
+
+    Complex values (whose imaginary part a cast would drop) and dates or durations (which
+    would become nanosecond counts) are refused, not converted.
+    """
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    if kind is None and not isinstance(x, (str, bytes)):
+        try:
+            kind = np.asarray(x).dtype.kind
+        except (TypeError, ValueError):  # ragged input: the cast below names it
+            kind = None
+    if kind == "c":
+        raise MedauditError(f"{name} must be real numbers; got complex values. Pass the real "
+                            "part (np.real) or the magnitude (np.abs) yourself.")
+    if kind in ("M", "m"):
+        raise MedauditError(f"{name} must be numbers; got dates or durations. Convert them to "
+                            "numbers yourself if that is what you meant.")
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -72,7 +88,9 @@ def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArra
         raise MedauditError(f"{name} is empty; at least one value is needed.")
     # one reduction instead of an isfinite mask: the sum of finite values is finite
     # unless it overflows, and only then (or with a NaN/inf) is every value checked
-    if np.isfinite(np.add.reduce(arr)):
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow only sends us below
+        total = np.add.reduce(arr)
+    if np.isfinite(total):
         return arr
     finite = np.isfinite(arr)
     if not finite.all():
@@ -87,9 +105,17 @@ def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArra
 def as_binary_labels(y: ArrayLike, *, name: str = "y_true") -> NDArray[np.float64]:
     """Return labels as float64 0/1; anything else (2, -1, 0.5, 'yes') raises.
 
-    Booleans and numeric strings convert as NumPy converts them (True -> 1, "0" -> 0).
+    Booleans and numeric strings convert as NumPy converts them (True -> 1, "0" -> 0);
+    words ("yes", "TB") are refused with the advice to map them to 0/1.
     """
-    arr = as_1d_float(y, name=name)
+    try:
+        arr = as_1d_float(y, name=name)
+    except MedauditError as exc:
+        if "could not convert" not in str(exc):
+            raise
+        raise MedauditError(f"{str(exc).removesuffix('.')}. Labels must be 0 and 1 (1 = positive): "
+                            "map your labels to 0/1 yourself; medaudit does not guess the "
+                            "positive class.") from None
     bad = (arr != 0.0) & (arr != 1.0)
     if bad.any():
         vals = ", ".join(repr(float(v)) for v in np.unique(arr[bad])[:5])

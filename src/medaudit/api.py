@@ -47,8 +47,7 @@ from medaudit.blocks.claims import (
     ThresholdFrom,
 )
 from medaudit.exceptions import MedauditError
-from medaudit.io.specfile import validate_model
-from medaudit.io.yaml import load_yaml
+from medaudit.io.specfile import read_yaml_mapping, validate_model
 
 __all__ = ["audit", "Audit", "LevelClaim", "ComparisonClaim", "OperatingPointClaim", "RankingClaim",
            "ThresholdFrom"]
@@ -141,7 +140,14 @@ def _spec_mapping(spec: Any) -> tuple[dict[str, Any], Path]:
         return dict(spec), Path(".")
     if isinstance(spec, (str, os.PathLike)):
         path = Path(spec)
-        return load_yaml(path, what="audit spec"), path.parent
+        # a score table given where the spec goes gets `medaudit init`'s advice
+        raw = read_yaml_mapping(path, what="audit spec")
+        if raw.get("format") == "medaudit-claims" and "schema_version" in raw:
+            # `medaudit port SPEC CLAIMS` for `port CLAIMS SPEC`
+            raise MedauditError(f"{str(path)!r} is a claims file, not an audit spec: give it as "
+                                "the source (the first argument of `medaudit port` / `monitor`) "
+                                "and the local data's spec second.")
+        return raw, path.parent
     raise MedauditError(f"spec must be a YAML path, a mapping or an AuditSpec; got "
                         f"{type(spec).__name__}.")
 

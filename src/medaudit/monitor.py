@@ -96,7 +96,9 @@ class MonitorRun:
         o = self.provenance["monitor"]
         return (f"Correction for repeated looks: {o['correction']}"
                 + (f" ({o['spending']} spending over {o['planned_looks']} planned looks)"
-                   if o["correction"] == "alpha_spending" else "")
+                   if o["correction"] == "alpha_spending" else
+                   f" (rate sequences tuned for {o['planned_looks']} planned looks)"
+                   if o["correction"] == "confseq" and o.get("planned_looks") else "")
                 + f"; confidence level {o['confidence_level']:g}; decision rule score ≥ τ; "
                   "cumulative = every labelled case so far, period = that period's cases alone.")
 
@@ -203,10 +205,14 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     period_files : sequence of paths, optional
         One score table per period instead (the period is each file's name without suffix).
     periods : sequence, optional
-        The periods in order (default: sorted).
+        The periods in order.  Default: the order of ``period_files`` as given; numbered
+        periods (a numeric column) in number order; otherwise sorted as text (ISO months
+        such as "2026-07" sort as time does).
     correction : {"confseq", "alpha_spending", "none"}, default="confseq"
     planned_looks : int, optional
-        Looks declared in advance (required by ``alpha_spending``).
+        Looks declared in advance: required by ``alpha_spending``; with ``confseq`` it tunes
+        the rate sequences (Se, Sp) to be tightest at that horizon (anytime-valid either way,
+        but the intervals and verdicts change with it, so declare it before the first look).
     spending : {"pocock", "obrien_fleming"}, default="pocock"
     cohort : str, optional
         The site's cohort when the local data has several.
@@ -257,6 +263,15 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     if long[period].isna().any():
         i = int(long.index[long[period].isna()][0])
         raise MedauditError(f"the {period!r} column is empty in row {i + 1}; give every row its period.")
+    if isinstance(periods, (str, bytes)):
+        raise MedauditError(f"periods must be a list of the periods in order; got the text "
+                            f"{periods!r} (write periods=[{periods!r}, ...]).")
+    if periods is None and files is not None:
+        periods = [r["period"] for r in files]  # the order the files were given in, not A-Z
+    elif periods is None and pd.api.types.is_numeric_dtype(long[period]) and \
+            not pd.api.types.is_bool_dtype(long[period]):
+        # numbered periods in number order: as text, "10" would come before "2"
+        periods = [str(v) for v in sorted(long[period].unique().tolist())]
     long = long.assign(**{period: long[period].astype(str)})
     order = period_order(long[period].to_numpy(dtype=object),
                          None if periods is None else [str(p) for p in periods])

@@ -41,6 +41,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import re
 import sys
 import types
 from collections.abc import Mapping, Sequence
@@ -237,7 +238,10 @@ def restate(c: Mapping[str, Any], *, cohort: str, present: Mapping[str, set[str]
     models = [m for m in (d.get("order") or [d.get("model"), d.get("than")]) if m]
     for m in models:
         if m not in present:
-            return f"model {m} is absent from the local data (cohort {cohort})", ""
+            alike = [p for p in present if _name_key(p) == _name_key(m)]
+            hint = (f"; the local data has {alike[0]!r}: if it is the same model, give it the "
+                    f"source's name {m!r} in the local table") if alike else ""
+            return f"model {m} is absent from the local data (cohort {cohort}){hint}", ""
         if d["prompt"] not in present[m]:
             return f"prompt {d['prompt']} of {m} is absent from the local data", ""
     neg = d.get("negatives") or "all"
@@ -280,6 +284,11 @@ def restate(c: Mapping[str, Any], *, cohort: str, present: Mapping[str, set[str]
     except ValidationError as exc:
         return f"the claim cannot be re-stated here: {exc.errors()[0]['msg']}", ""
     return d, origin
+
+
+def _name_key(name: str) -> str:
+    """A model name with case, spaces, ``_`` and ``-`` folded (to spot ``A`` for ``a``)."""
+    return re.sub(r"[\s_-]+", "-", str(name).strip().casefold())
 
 
 def _on_local_scale(tau: float, source: str | None, local: str) -> tuple[float | None, str]:
@@ -446,8 +455,8 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
         ``source``: every threshold is the source's number, fixed.  ``local``: a threshold the
         source chose by a declared rule is chosen again on the local data by that rule.
     power : float, optional
-        Chance that the interval resolves an unresolved claim at the planned sample (None:
-        even odds), as ``medaudit plan``.
+        Chance that the interval resolves an unresolved claim at the planned sample, in
+        [0.5, 1) (None: even odds), as ``medaudit plan``.
     **options
         Spec keys of the local run (``n_resamples=500``, ``seed=1``).
 
@@ -473,6 +482,9 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
     from medaudit.audit.context import spec_inputs
     from medaudit.audit.run import audit as run_audit
     from medaudit.audit.run import versions
+    from medaudit.blocks.planning import check_plan_power
+
+    power = check_plan_power(power)  # before the local audit runs, not after
     from medaudit.audit.spec import AuditSpec
     from medaudit.blocks.planning import plan_claims
     from medaudit.exceptions import MedauditError

@@ -362,6 +362,21 @@ def test_names_are_checked_against_the_table():
     assert "(D02): name the claim's `cohort:`" in text
 
 
+def test_a_name_differing_only_in_unicode_form_is_called_that():
+    # probe finding: 'modèle' typed precomposed (NFC) against a table's combining accent
+    # (NFD, e.g. from macOS) got "unknown model 'modèle' (did you mean 'modèle'?)"
+    import unicodedata
+
+    nfd, nfc = (unicodedata.normalize(f, "modèle") for f in ("NFD", "NFC"))
+    assert nfd != nfc
+    t = _table()
+    table = validate_score_table(t.assign(model=t["model"].replace({"a": nfd})), source="t")
+    cfg = CL.ClaimsConfig.model_validate([{"model": nfc, "at_least": 0.5, "cohort": "site-1"}])
+    text = "\n".join(CL.Claims().check(cfg, table, ["site-1", "site-2"]))
+    assert "is written with other Unicode code points than the table's" in text
+    assert "did you mean" not in text and "write both the same way (Unicode NFC)" in text
+
+
 def test_losses_may_claim_levels_above_one():
     c = CL.ClaimsConfig.model_validate([{"model": "a", "metric": "log_loss", "at_most": 1.3}])
     assert c.declared[0].level == 1.3
@@ -473,6 +488,11 @@ def test_generated_claims_are_off_once_claims_are_declared_and_back_on_request()
      "claims.declared.0.threshold: Input should be a valid number"),
     ("abc", "`claims:` is a list of claims, or a mapping with `declared:`"),
     ({"declared": {"model": "a", "at_least": 0.5}}, "`declared:` is a list of claims"),
+    # probe finding: one claim given as the section got "claims.model: unknown key" per key
+    # on several lines ("did you mean 'auroc_at_least'?" for at_least)
+    ({"model": "a", "metric": "roc_auc", "at_least": 0.5},
+     "claims: `claims:` holds the keys of one claim (at_least, metric, model); a claim goes in a "
+     "list: `claims: [{model: ..., metric: ..., at_least: ...}]`"),
 ])
 def test_spec_messages_name_the_key_as_written(claims, want):
     """Key paths as the user wrote them: no union tags (`operating_point`, `rule`), and a

@@ -361,3 +361,36 @@ def test_an_undefined_auroc_is_not_defined_not_does_not_hold():
     point = _level_cell(claim, 0.9, "C", "d", {"estimate": 0.95, "ci_low": nan, "ci_high": nan,
                                                 "qualification": ""})
     assert point["verdict"] == "holds" and "point estimate, no interval" in point["qualification"]
+
+
+def test_generated_claims_on_degenerate_replicates_are_unresolved():
+    """Probe finding: on a two-image cohort (one positive, one negative, ordinary design)
+    half the replicates have one class; the declared "AUROC ≥ 0.7" was judged unresolved
+    for it, but the generated "AUROC ≥ 0.9" and ranking claims on the same interval said
+    holds.  Every claim now goes no further than unresolved there, with the reason."""
+    import medaudit
+
+    rng = np.random.default_rng(4)
+    n = 60
+    y = np.r_[np.repeat([1, 0], n // 2), 1, 0]
+    cohort = ["big"] * n + ["tiny", "tiny"]
+    ids = [f"i{i}" for i in range(n + 2)]
+    good = np.r_[0.5 * y[:n] + rng.uniform(0, 0.5, n), 0.9, 0.2]
+    weak = np.r_[0.1 * y[:n] + rng.uniform(0, 0.9, n), 0.4, 0.6]  # misranks the tiny pair
+    df = pd.DataFrame({"image_id": ids * 2, "cohort": cohort * 2, "model": ["a"] * (n + 2) +
+                       ["b"] * (n + 2), "label": np.r_[y, y], "score": np.r_[good, weak]})
+    res = medaudit.audit(df, n_resamples=200, claims={"generate": ["all"], "declared": [
+        {"model": "a", "metric": "roc_auc", "at_least": 0.7, "cohort": "tiny"}]})
+    tiny = res.claims[res.claims["cohort"] == "tiny"]
+    assert set(tiny["kind"]) >= {"level", "ranking", "reliability"}
+    for _, r in tiny.iterrows():
+        assert (r["estimate"], r["ci_low"], r["ci_high"]) == (1.0, 1.0, 1.0)
+        assert r["verdict"] == "unresolved", (r["claim"], r["verdict"])
+        assert "holds by its interval, judged unresolved" in r["qualification"]
+        assert "replicates undefined" in r["qualification"]
+    m = res.matrix
+    cells = m[(m["cohort"] == "tiny") & (m["kind"].isin(["ranking", "reliability"]))]
+    assert "holds" not in set(cells.loc[cells["estimate"] == 1.0, "verdict"])
+    big = res.claims[(res.claims["cohort"] == "big") & (res.claims["kind"] == "ranking")]
+    assert set(big["verdict"]) <= {"holds", "unresolved", "reversed", "does not hold"}
+    assert not big["qualification"].fillna("").str.contains("judged unresolved").any()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -256,6 +257,8 @@ def test_check_names_the_unknown_cohorts_and_models():
     ({"se_sp": [{"min_sensitivity": 0.8, "min_specificity": 0.8, "threshold": 0.5,
                  "rule": "youden"}]}, "exactly one of threshold"),
     ({"pairs": True}, "pairs"),
+    # probe finding: auc_sample_size(0.8, power=1e-9) needs 19 positives, power 0.5 needs 7
+    ({"power": 0.01}, "power must be at least 0.5"),
 ])
 def test_section_errors(section, message):
     from pydantic import ValidationError
@@ -337,6 +340,24 @@ def test_plan_claims_by_hand():
     f = (0.05 / 0.03) ** 2 * ((z + stats.norm.ppf(0.8)) / z) ** 2
     assert (pw["additional_pos"], pw["additional_neg"]) == (math.ceil(f * 60) - 60,
                                                             math.ceil(f * 140) - 140)
+
+
+@pytest.mark.parametrize("power, message", [
+    (0.3, "power = 0.3 is below 0.5"), (1e-9, "power = 1e-09 is below 0.5"),
+    (0.0, "power must lie strictly between 0 and 1"), (1.0, "power must lie strictly between 0"),
+    (True, "power must lie strictly between 0 and 1; got True"),
+    ("0.8", "power must lie strictly between 0 and 1; got '0.8'"),
+])
+def test_plan_claims_refuses_a_power_below_even_odds(power, message):
+    # probe finding: the factor ((z + z_power) / z)^2 falls to 0 near power = 0.025 and then
+    # grows again, so power 1e-9 asked for more cases than 0.5 (226 -> 1011 on one claim)
+    rows = [{"claim_id": "L01", "claim": "m1 AUROC ≥ 0.8", "kind": "reliability",
+             "change": "at E", "changed_to": "", "model": "m1", "cohort": "c",
+             "criterion": "roc_auc", "estimate": 0.83, "ci_low": 0.78, "ci_high": 0.88,
+             "verdict": "unresolved", "source_table": "discrimination.metrics"}]
+    with pytest.raises(P.MedauditError, match=re.escape(message)):
+        P.plan_claims(_claims(rows), _results(), Study(), power=power)
+    assert P.check_plan_power(0.5) == 0.5 and P.check_plan_power(None) is None
 
 
 def test_an_interval_that_decides_but_is_not_trusted_gets_no_number():

@@ -22,6 +22,7 @@ import yaml
 from scipy import stats
 
 from medaudit.cli.main import main
+from medaudit.exceptions import MedauditError
 from tests.port._source import claims_file, source_audit  # noqa: F401
 
 PERIODS = [f"2026-{m:02d}" for m in range(1, 7)]
@@ -157,6 +158,24 @@ def test_alpha_spending_plan(site, claims_file, tmp_path, capsys):  # noqa: F811
     assert set(s["correction"]) == {"alpha_spending"}
 
 
+def test_planned_looks_under_confseq_is_said_and_checked(site, claims_file, tmp_path, capsys):  # noqa: F811
+    # probe finding: --planned-looks with the default confseq changed the Se/Sp intervals
+    # and verdicts (it tunes the rate sequences) while the help and the page said it only
+    # mattered for alpha_spending; and --planned-looks 0 was refused as `planned_looks`
+    d, _ = site
+    out = tmp_path / "tuned"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(out),
+                 "--planned-looks", "5", "--quiet"]) == 0
+    assert "confseq (rate sequences tuned for 5 planned looks)" in (
+        out / "summary.md").read_text(encoding="utf-8")
+    bad = tmp_path / "bad"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(bad),
+                 "--planned-looks", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "medaudit: error: --planned-looks must be a positive integer; got 0."
+    assert not bad.exists()
+
+
 def test_no_period_column_is_one_line(claims_file, tmp_path, capsys):  # noqa: F811
     df = _batches().drop(columns="period")
     df.to_csv(tmp_path / "s.csv", index=False)
@@ -208,3 +227,40 @@ def test_period_files_name_the_file_line_and_raw_value(claims_file, tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert err == f"medaudit: error: {empty}: the period file has no rows.", err
     assert not (tmp_path / "o").exists()
+
+
+MONTHS = ["jan", "feb", "mar", "apr", "may", "jun"]
+
+
+def test_period_files_keep_the_order_they_were_given_in(monitored, site, claims_file, tmp_path):  # noqa: F811
+    # probe finding: `--period-files jan.csv feb.csv mar.csv` (the README's example) was
+    # monitored as feb, jan, mar (the names sorted as text): cumulative sequences and the
+    # change log ran in the wrong time order
+    d, df = site
+    files = []
+    for per, name in zip(PERIODS, MONTHS, strict=True):
+        f = tmp_path / f"{name}.csv"
+        df[df["period"] == per].drop(columns="period").to_csv(f, index=False)
+        files.append(str(f))
+    out = tmp_path / "months"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(out),
+                 "--period-files", *files, "--quiet"]) == 0
+    doc = json.loads((out / "monitor.json").read_text(encoding="utf-8"))
+    assert doc["provenance"]["local"]["periods"] == MONTHS
+    a, b = _csv(monitored, "series"), _csv(out, "series")
+    b["period"] = b["period"].map(dict(zip(MONTHS, PERIODS, strict=True)))
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_numbered_periods_in_number_order(site, claims_file):  # noqa: F811
+    # probe finding: a numeric period column (months 1..12) was sorted as text: 1, 10, 2, ...
+    from medaudit.monitor import monitor
+
+    _, df = site
+    numbered = df.assign(period=df["period"].map({p: [1, 2, 3, 10, 11, 12][i]
+                                                  for i, p in enumerate(PERIODS)}))
+    run = monitor(claims_file, numbered, primary_prompt="clinical")
+    assert run.provenance["local"]["periods"] == ["1", "2", "3", "10", "11", "12"]
+    with pytest.raises(MedauditError, match=r"periods must be a list of the periods in order; "
+                                            r"got the text '2026-01'"):
+        monitor(claims_file, df, periods="2026-01", primary_prompt="clinical")

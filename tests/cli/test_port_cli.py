@@ -116,3 +116,20 @@ def test_bad_local_spec_is_one_line(claims_file, tmp_path, capsys):  # noqa: F81
     assert main(["port", str(claims_file), str(spec), "--out", str(tmp_path / "o")]) == 2
     err = _one_line(capsys)
     assert "n_resampels" in err and not (tmp_path / "o").exists()
+
+
+def test_arguments_given_the_wrong_way_say_so(claims_file, local_spec, tmp_path, capsys):  # noqa: F811
+    # probe findings: the claims file given as the spec got "the audit spec is invalid (6
+    # problems)", and a score table given as the spec "must be a YAML mapping, not a str"
+    assert main(["port", str(local_spec), str(claims_file), "--out", str(tmp_path / "o")]) == 2
+    assert "is a YAML file (an audit spec?), not claims: the source comes first" in _one_line(capsys)
+    assert main(["port", str(claims_file), str(claims_file), "--out", str(tmp_path / "o")]) == 2
+    assert "is a claims file, not an audit spec: give it as the source" in _one_line(capsys)
+    table = tmp_path / "site.csv"
+    table.write_text("image_id,model,score,label\ni1,a,0.9,1\ni2,a,0.1,0\n", encoding="utf-8")
+    for cmd in ("port", "monitor"):
+        assert main([cmd, str(claims_file), str(table), "--out", str(tmp_path / "o")]) == 2
+        err = _one_line(capsys)
+        assert "looks like a score table, not a YAML audit spec" in err
+        assert f"`medaudit init {table}`" in err
+    assert not (tmp_path / "o").exists()

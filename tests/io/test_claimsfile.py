@@ -292,3 +292,52 @@ def test_export_refuses_what_is_not_an_audit(tmp_path):
     (tmp_path / "results.json").write_text("{}", encoding="utf-8")
     with pytest.raises(SchemaError, match="not the results of `medaudit audit`"):
         export_claims(tmp_path)
+
+
+def _declared_claims_file(tmp_path):
+    """A claims file of three declared claims (level, comparison, operating point)."""
+    rows = [
+        _row("D01", "level", "m: AUROC ≥ 0.7", claim_value=0.7, claim_side="greater",
+             declared={"kind": "level", "model": "m", "metric": "roc_auc", "at_least": 0.7}),
+        _row("D02", "comparison", "m is better than n on AUROC", model="m vs n",
+             criterion="roc_auc_difference", claim_value=0.0, claim_side="greater",
+             declared={"kind": "comparison", "model": "m", "than": "n", "metric": "roc_auc",
+                       "margin": 0.0}),
+        _row("D03", "operating point", "m: Se ≥ 0.8 at τ = 0.5", criterion="sensitivity",
+             threshold=0.5, claim_value=0.8, claim_side="greater",
+             declared={"kind": "operating_point", "model": "m", "sensitivity_at_least": 0.8,
+                       "threshold": 0.5}),
+    ]
+    doc = export_claims(_results(tmp_path, rows, {"b.t": []}))
+    return write_claims_file(doc, tmp_path / "d.claims.json")
+
+
+@pytest.mark.parametrize("claim, key, value, fragment", [
+    (0, "level", 95, "`declared` says at_least: 0.7 but `level` is 95"),
+    (0, "side", "less", "`declared` says at_least: 0.7 but `level` is 0.7 and `side` 'less'"),
+    (0, "kind", "comparison", "`declared` is a level claim but `kind` is 'comparison'"),
+    (0, "E.model", "n", "`declared` names model 'm' but `E.model` is 'n'"),
+    (0, "declared.at_least", 0.99, "`declared` says at_least: 0.99 but `level` is 0.7"),
+    (1, "models", ["n", "m"], "`declared` compares ['m', 'n'] but `models` is ['n', 'm']"),
+    (2, "E.threshold", 50, "`declared` says threshold: 0.5 but `E.threshold` is 50"),
+    (2, "level", 0.1, "`declared` says sensitivity_at_least: 0.8 but `level` is 0.1"),
+    (0, "ci_low", 0.99, "its interval runs backwards (ci_low 0.99 > ci_high 0.95)"),
+    (1, "E.prevalence", 5, "`E.prevalence` is 5, not a prevalence in (0, 1)"),
+])
+def test_declared_claim_that_contradicts_its_entry_is_refused(tmp_path, claim, key, value,
+                                                              fragment):
+    # probe finding: a resealed file whose `level`, `E` or `kind` disagreed with `declared`
+    # was judged on `declared` and reported with the other numbers ("level 95 ... holds")
+    path = _declared_claims_file(tmp_path)
+    assert read_claims_file(path)["claims"][claim]["declared"]
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    target = doc["claims"][claim]
+    *parents, last = key.split(".")
+    for p in parents:
+        target = target[p]
+    target[last] = value
+    path.write_text(json.dumps(seal_claims(doc), indent=2, ensure_ascii=False), encoding="utf-8")
+    _refused(path, f"claim 'D0{claim + 1}' contradicts itself: {fragment}", "ask its producer")
+    with pytest.raises(SchemaError, match="contradicts itself"):
+        write_claims_file(doc, tmp_path / "again.claims.json")
+    assert not (tmp_path / "again.claims.json").exists()

@@ -256,3 +256,19 @@ def test_a_valid_table_reads_as_before(tmp_path):
     assert t.attrs["first_line"] == 2 and "origin" not in t.attrs
     pd.testing.assert_frame_equal(t, pd.read_csv(p, keep_default_na=False, na_values=[""],
                                                  dtype={"image_id": str}))
+
+
+@pytest.mark.parametrize("value", ["3,496", "0,35", "1,234.5"])
+def test_a_score_with_a_comma_says_how_to_write_it(tmp_path, capsys, value):
+    # probe finding: a score exported with thousands separators or a decimal comma ('"3,496"'
+    # quoted in a comma-separated file) got only "must be finite numbers"
+    rows = _rows()
+    rows[0] = f'i0,site1,a,"{value}",0'
+    rc, err = _audit(tmp_path, _write(tmp_path / "s.csv", rows=rows), capsys)
+    assert rc == 2 and f"line 2 has '{value}'" in err
+    assert err.endswith("write them without thousands separators and with '.' as the decimal "
+                        "point.")
+    assert not (tmp_path / "out").exists()
+    rows[0] = "i0,site1,a,abc,0"
+    rc, err = _audit(tmp_path, _write(tmp_path / "t.csv", rows=rows), capsys)
+    assert rc == 2 and "thousands" not in err

@@ -69,6 +69,23 @@ def test_unknown_block(tmp_path):
         load_spec(_write(tmp_path, d))
 
 
+@pytest.mark.parametrize("key, value, want", [
+    ("blocks", "discrimination", "blocks: Input should be a valid list; got 'discrimination': "
+                                 "write a list, e.g. [discrimination]"),
+    ("subgroups", "sex", "subgroups: Input should be a valid list; got 'sex': write a list, e.g. "
+                         "[sex]"),
+    ("cohorts", "montgomery", "cohorts: Input should be a valid dictionary; got 'montgomery': "
+                              "write a mapping (key: value lines under it)"),
+])
+def test_scalar_where_a_list_or_mapping_goes_says_how_to_write_it(tmp_path, key, value, want):
+    # probe finding: `subgroups: sex` got pydantic's "Input should be a valid list" alone
+    d = _spec_dict()
+    d[key] = value
+    with pytest.raises(SchemaError) as info:
+        load_spec(_write(tmp_path, d))
+    assert want in str(info.value) and "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize("value", [0.0, 1.0, 1.5, -0.1])
 def test_prevalence_outside_unit_interval(tmp_path, value):
     d = _spec_dict()

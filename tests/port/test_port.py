@@ -186,6 +186,23 @@ def test_model_absent_locally_is_not_assessable(claims_file, site_table):  # noq
     assert t.loc["D01", "verdict"] == "holds"
 
 
+def test_model_renamed_locally_is_named_in_the_reason(claims_file, site_table):  # noqa: F811
+    # probe finding: a site table naming the model 'SIM_OPENCLIP' got only "model
+    # sim-openclip is absent" on every claim of it, with nothing pointing at the rename
+    local = site_table.drop(columns=["split"]).assign(model=lambda d: d["model"].replace(
+        {"sim-openclip": "SIM_OPENCLIP"}))
+    res = medaudit.port(claims_file, local, n_resamples=N_RESAMPLES, seed=7,
+                        primary_prompt="clinical")
+    r = res.claims.set_index("claim_id").loc["D02"]
+    assert r["verdict"] == "not assessable here"
+    assert r["reason"].startswith("model sim-openclip is absent from the local data (cohort ")
+    assert r["reason"].endswith("; the local data has 'SIM_OPENCLIP': if it is the same model, "
+                                "give it the source's name 'sim-openclip' in the local table")
+    gone = medaudit.port(claims_file, site_table[site_table["model"] != "sim-openclip"].drop(
+        columns=["split"]), n_resamples=N_RESAMPLES, seed=7, primary_prompt="clinical")
+    assert "the local data has" not in gone.claims.set_index("claim_id").loc["D02", "reason"]
+
+
 def test_tampered_and_future_files_are_refused(claims_file, tmp_path):  # noqa: F811
     doc = json.loads(claims_file.read_text(encoding="utf-8"))
     doc["claims"][0]["estimate"] = 0.99
@@ -206,6 +223,10 @@ def test_options_are_checked(claims_file):  # noqa: F811
         medaudit.port(claims_file, spec=LOCAL_SPEC, cohort="nowhere")
     with pytest.raises(MedauditError, match="thresholds must be"):
         medaudit.port(claims_file, spec=LOCAL_SPEC, thresholds="guess")
+    # probe finding: a power below even odds planned more cases as it fell; refused at the
+    # door, before the local audit runs
+    with pytest.raises(MedauditError, match=r"power = 0\.2 is below 0\.5: .* \[0\.5, 1\)"):
+        medaudit.port(claims_file, spec=LOCAL_SPEC, power=0.2)
 
 
 def test_one_class_reason_is_given(claims_file, site_table):  # noqa: F811

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +35,14 @@ def unknown(kind: str, names: Iterable[Any], known: Iterable[Any], where: str) -
         if declared and n in known.in_table:
             out.append(f"  - {where}: cohort {quote(n)} is in the table but not declared under "
                        f"`cohorts:`; add it there (declared: {quote(sorted(known_list))})")
+            continue
+        same = [k for k in known_list if unicodedata.normalize("NFC", str(k))
+                == unicodedata.normalize("NFC", str(n))]
+        if same:  # 'é' as one code point in one, 'e' + combining accent in the other
+            out.append(f"  - {where}: {kind} {quote(n)} is written with other Unicode code points "
+                       f"than the table's {quote(same[0])} (they look alike but differ: one "
+                       "precomposed, one with combining accents); write both the same way "
+                       "(Unicode NFC)")
             continue
         close = difflib.get_close_matches(str(n), [str(k) for k in known_list], n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -377,6 +377,11 @@ DeclaredClaim = Annotated[Annotated[LevelClaim, tag("level", LevelClaim)]
                                         "keys of one (at_least, than, order, sensitivity_at_least)")]
 
 
+#: keys only a declared claim has (a `claims:` mapping holding them is one claim, unlisted)
+_CLAIM_KEYS = frozenset({"model", "than", "metric", "order", "at_least", "at_most", "margin",
+                         "sensitivity_at_least", "specificity_at_least", "threshold", "kind"})
+
+
 class ClaimsConfig(BlockConfig):
     """The ``claims:`` section: declared claims, which generated claims to state, their levels."""
 
@@ -407,6 +412,12 @@ class ClaimsConfig(BlockConfig):
         if isinstance(v.get("declared"), Mapping):
             raise ValueError("`declared:` is a list of claims, one entry per claim (each line "
                              "starting with '- '); got a mapping")
+        own = _CLAIM_KEYS.intersection(v).difference(cls.model_fields)
+        if own:
+            # one claim written as the section itself (claims={"model": ..., ...} in Python)
+            raise ValueError(f"`claims:` holds the keys of one claim ({', '.join(sorted(own))}); "
+                             "a claim goes in a list: `claims: [{model: ..., metric: ..., "
+                             "at_least: ...}]` (claims=[{...}] in Python), or under `declared:`")
         return v
 
     @field_validator("auroc_at_least")

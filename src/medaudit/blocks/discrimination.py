@@ -287,6 +287,10 @@ def _cell(claim: dict, change: str, changed_to: str, row: pd.Series | None, bett
                qualification=ck.qualify_sorted(note, row.get("qualification", "")))
     if verdict is None:
         out["verdict"] = ck.verdict_difference(est, lo, hi, -1 if lower_is_better else 1)
+        # an interval that left replicates out decides nothing (as a declared claim's)
+        out["verdict"], out["qualification"] = ck.verdict_untrusted(
+            out["verdict"], out["qualification"], small=False,
+            n_degenerate=row.get("n_degenerate"), n_resamples=row.get("n_resamples"))
     for k in ("prompt", "cohort", "negatives", "prevalence", "threshold"):
         if k in row.index:
             out[k] = row[k]
@@ -373,7 +377,10 @@ def _level_cell(claim: dict[str, Any], level: float, change: str, to: str, row: 
             out["qualification"] = ck.qualify_sorted(out["qualification"],
                                                      "point estimate, no interval")
         else:
-            out["verdict"] = ck.verdict_level(row["estimate"], lo, hi, level)
+            out["verdict"], out["qualification"] = ck.verdict_untrusted(
+                ck.verdict_level(row["estimate"], lo, hi, level), out["qualification"],
+                small=False, n_degenerate=row.get("n_degenerate"),
+                n_resamples=row.get("n_resamples"))
     return out
 
 

@@ -71,7 +71,7 @@ from medaudit.stats import (
     se_sp_sample_size,
 )
 
-__all__ = ["Planning", "PlanningConfig", "plan_claims", "PLAN_COLUMNS"]
+__all__ = ["Planning", "PlanningConfig", "plan_claims", "check_plan_power", "PLAN_COLUMNS"]
 
 NAME = "planning"
 
@@ -133,7 +133,12 @@ class PlanningConfig(BlockConfig):
     @field_validator("alpha", "power")
     @classmethod
     def _frac(cls, v: float, info: Any) -> float:
-        return fraction(v, info.field_name)
+        v = fraction(v, info.field_name)
+        if info.field_name == "power" and v < 0.5:
+            # below even odds the sample sizes grow again as the power falls (a sample-size
+            # formula's (z_alpha + z_power)^2 changes sign near power = alpha)
+            raise ValueError(f"power must be at least 0.5 (even odds) for a sample size; got {v!r}")
+        return v
 
     @field_validator("prevalence")
     @classmethod
@@ -369,6 +374,31 @@ def _counts(row: Mapping[str, Any], results: Mapping[str, BlockResult]) -> tuple
     return float(got["n_pos"].iloc[0]), float(got["n_neg"].iloc[0])
 
 
+def check_plan_power(power: Any, *, name: str = "power") -> float | None:
+    """Return the power of a plan of cases (None: even odds) or raise naming ``name``.
+
+    A plan asks for at least even odds that the resolved interval excludes the claimed
+    value: below 0.5 the half-width factor ``((z + z_beta) / z)^2`` first shrinks to 0 and
+    then grows again (``power = 1e-9`` asked for more cases than ``0.5``), so such a
+    power is refused rather than planned.
+
+    Examples
+    --------
+    >>> check_plan_power(0.8), check_plan_power(None)
+    (0.8, None)
+    """
+    if power is None:
+        return None
+    if isinstance(power, bool) or not isinstance(power, (int, float, np.integer, np.floating)) \
+            or not 0.0 < float(power) < 1.0:
+        raise MedauditError(f"{name} must lie strictly between 0 and 1; got {power!r}.")
+    if float(power) < 0.5:
+        raise MedauditError(f"{name} = {float(power):g} is below 0.5: a plan asks for at least even "
+                            "odds that the interval excludes the claimed value; give a power in "
+                            "[0.5, 1) (0.5: the expected interval just excludes it).")
+    return float(power)
+
+
 def plan_claims(claims: pd.DataFrame, results: Mapping[str, BlockResult], study: Study, *,
                 power: float | None = 0.8, confidence_level: float = 0.95) -> pd.DataFrame:
     """How many more positives and negatives would resolve each unresolved claim.
@@ -383,8 +413,9 @@ def plan_claims(claims: pd.DataFrame, results: Mapping[str, BlockResult], study:
     study : Study
         The audit's study (the level of reliability claims).
     power : float, optional
-        The chance that the interval excludes the claimed value at the planned size; None
-        (or 0.5) asks for the expected interval to just exclude it.
+        The chance that the interval excludes the claimed value at the planned size, in
+        [0.5, 1) (:func:`check_plan_power`); None (or 0.5) asks for the expected interval to
+        just exclude it.
     confidence_level : float, default=0.95
         The level of the audit's intervals.
 
@@ -413,6 +444,7 @@ def plan_claims(claims: pd.DataFrame, results: Mapping[str, BlockResult], study:
     ('unresolved', 'holds', 107, 249)
     """
     rows = []
+    power = check_plan_power(power)
     pw = None if power is None or power == 0.5 else float(power)
     todo = claims[claims["verdict"].astype(str) == "unresolved"] if len(claims) else claims
     for _, r in todo.iterrows():

@@ -16,8 +16,11 @@ __all__ = ["register"]
 
 
 def _cmd_monitor(args: argparse.Namespace) -> int:
+    from medaudit.exceptions import MedauditError
     from medaudit.monitor import monitor
 
+    if args.planned_looks is not None and args.planned_looks < 1:
+        raise MedauditError(f"--planned-looks must be a positive integer; got {args.planned_looks}.")
     options = {} if args.confidence_level is None else {"confidence_level": args.confidence_level}
     run = monitor(args.source, spec=Path(args.spec), period=args.period_column,
                   period_files=args.period_files or None, periods=args.periods or None,
@@ -56,14 +59,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output directory (written atomically)")
     p.add_argument("--period-column", default="period", help="the period column (default: period)")
     p.add_argument("--period-files", nargs="+", default=None, metavar="FILE",
-                   help="one score table per period instead of a period column (the period is "
-                        "each file's name without suffix)")
+                   help="one score table per period, in time order, instead of a period column "
+                        "(the period is each file's name without suffix)")
     p.add_argument("--periods", nargs="+", default=None, metavar="PERIOD",
-                   help="the periods in order (default: sorted)")
+                   help="the periods in order (default: the order of --period-files as given; "
+                        "else numbers in number order, text sorted, as ISO months sort)")
     p.add_argument("--correction", choices=("confseq", "alpha_spending", "none"), default="confseq",
                    help="correction for repeated looks (default confseq: anytime-valid)")
     p.add_argument("--planned-looks", type=int, default=None,
-                   help="looks declared in advance (required by alpha_spending)")
+                   help="looks declared in advance: required by alpha_spending; with confseq it "
+                        "sets where the rate sequences are tightest (valid either way), so "
+                        "declare it before the first look")
     p.add_argument("--spending", choices=("pocock", "obrien_fleming"), default="pocock",
                    help="spending function of alpha_spending (default pocock)")
     p.add_argument("--confidence-level", type=float, default=None,

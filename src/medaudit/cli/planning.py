@@ -29,6 +29,10 @@ SHOWN = ("claim_id", "claim", "change", "changed_to", "cohort", "criterion", "es
          "additional_neg", "exact_additional")
 
 
+#: the columns of SHOWN that count cases
+_COUNTS = ("additional_pos", "additional_neg", "exact_additional")
+
+
 def plan_table(directory: Path, *, power: float | None):
     """The plan of the audit in ``directory`` (a MedauditError naming it when unreadable)."""
     from medaudit.audit.outcome import load_outcome
@@ -58,7 +62,9 @@ def markdown(table, *, power: float | None) -> str:
     if table.empty:
         return "\n".join(head + ["No claim of this audit is unresolved.", ""])
     shown = table[[c for c in SHOWN if c in table.columns]]
-    text = shown.apply(lambda col: [fmt_cell(v, col.name)[0] for v in col])
+    # case counts read as counts ("+226", not "226.000"): shown as the n_ columns are
+    text = shown.apply(lambda col: [fmt_cell(v, "n_" + col.name if col.name in _COUNTS
+                                             else col.name)[0] for v in col])
     return "\n".join(head + md_table(text) + [""])
 
 
@@ -83,12 +89,11 @@ PLAN_FILE = FileKind("a plan file medaudit wrote (`medaudit plan --out`)", is_pl
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
+    from medaudit.blocks.planning import check_plan_power
     from medaudit.exceptions import MedauditError
     from medaudit.io.output import atomic_write_bytes, check_output_file, recorded_inputs, write_csv
 
-    power = args.power
-    if power is not None and not 0.0 < power < 1.0:
-        raise MedauditError(f"--power must lie strictly between 0 and 1; got {power!r}.")
+    power = check_plan_power(args.power, name="--power")
     directory = Path(args.audit_dir)
     out = None if args.out is None else Path(args.out)
     if out is not None:
@@ -126,8 +131,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         ("medaudit plan audit/ --power 0.9 --out plan.csv", "at 90 % power, as CSV")))
     p.add_argument("audit_dir", help="output directory of `medaudit audit`")
     p.add_argument("--power", type=float, default=0.8,
-                   help="chance that the resolved interval excludes the claimed value (default "
-                        "0.8; 0.5 asks for the expected interval to just exclude it)")
+                   help="chance that the resolved interval excludes the claimed value, in [0.5, "
+                        "1) (default 0.8; 0.5 asks for the expected interval to just exclude it)")
     p.add_argument("--out", default=None, help="write the table here (.csv full precision, .md "
                                                "Markdown) instead of printing Markdown")
     p.add_argument("--overwrite", action="store_true",

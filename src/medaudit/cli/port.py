@@ -16,11 +16,10 @@ __all__ = ["register"]
 
 
 def _cmd_port(args: argparse.Namespace) -> int:
-    from medaudit.exceptions import MedauditError
+    from medaudit.blocks.planning import check_plan_power
     from medaudit.port import port
 
-    if args.power is not None and not 0.0 < args.power < 1.0:
-        raise MedauditError(f"--power must lie strictly between 0 and 1; got {args.power!r}.")
+    check_plan_power(args.power, name="--power")
     options = {k: v for k, v in (("seed", args.seed), ("n_resamples", args.n_resamples)) if v is not None}
     res = port(args.source, spec=Path(args.spec), cohort=args.cohort, prevalence=args.prevalence,
                thresholds="local" if args.reestimate_thresholds else "source", power=args.power,
@@ -65,7 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="choose a threshold the source chose by a declared rule again on the local "
                         "data (default: the source's number, fixed)")
     p.add_argument("--power", type=float, default=0.8,
-                   help="chance that the planned sample resolves an unresolved claim (default 0.8)")
+                   help="chance that the planned sample resolves an unresolved claim, in [0.5, 1) "
+                        "(default 0.8)")
     p.add_argument("--seed", type=int, default=None, help="run seed (default: the local spec's)")
     p.add_argument("--n-resamples", type=int, default=None,
                    help="bootstrap replicates B (default: the local spec's)")

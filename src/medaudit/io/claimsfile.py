@@ -496,6 +496,72 @@ def _check(doc: Any, where: str) -> None:
         raise SchemaError(f"{where}: the claims file was changed after it was written (its integrity "
                           "hash does not match its content); do not use it: ask its producer for "
                           "the original, or export it again from the audit.")
+    for c in doc["claims"]:
+        why = _contradiction(c)
+        if why:
+            raise SchemaError(f"{where}: claim {quote(c['id'])} contradicts itself: {why}; ask its "
+                              "producer for a consistent file (`medaudit claims export AUDIT_DIR` "
+                              "writes one).")
+
+
+#: a declared claim's kind -> the kind its claims-file entry carries
+_DECLARED_KIND = {"level": "level", "comparison": "comparison",
+                  "operating_point": "operating point", "ranking": "ranking"}
+
+
+def _same(a: Any, b: Any) -> bool:
+    fa, fb = _finite(a), _finite(b)
+    return fa is not None and fb is not None and math.isclose(fa, fb, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def _contradiction(c: Mapping[str, Any]) -> str | None:
+    """Where a claim contradicts itself, in words: an interval that runs backwards, a
+    numeric prevalence outside (0, 1), or a ``declared`` mapping that disagrees with its
+    kind, E, level or side.
+
+    A site re-states the claim from ``declared`` while the tables and the page show ``E``,
+    ``level`` and ``side``: a file (written by hand or by another tool) in which the two
+    differ would be judged on one claim and reported as another.  None when they agree or
+    ``declared`` is empty (a generated claim).
+    """
+    lo, hi = _finite(c.get("ci_low")), _finite(c.get("ci_high"))
+    if lo is not None and hi is not None and lo > hi:
+        return f"its interval runs backwards (ci_low {lo!r} > ci_high {hi!r})"
+    prev = c["E"].get("prevalence")
+    if not isinstance(prev, (str, type(None))) and not 0.0 < float(prev) < 1.0:
+        return f"`E.prevalence` is {prev!r}, not a prevalence in (0, 1) (or \"observed\")"
+    d = c.get("declared") or {}
+    if not isinstance(d, Mapping) or not d:
+        return None
+    e, kind = c["E"], d.get("kind")
+    if kind in _DECLARED_KIND and c["kind"] != _DECLARED_KIND[kind]:
+        return f"`declared` is a {kind} claim but `kind` is {quote(c['kind'])}"
+    if kind == "comparison":
+        pair = [d.get("model"), d.get("than")]
+        if c.get("models") is not None and list(c["models"]) != pair:
+            return f"`declared` compares {pair} but `models` is {list(c['models'])}"
+        if e["model"] != f"{pair[0]} vs {pair[1]}":
+            return f"`declared` compares {pair} but `E.model` is {quote(e['model'])}"
+        return None
+    if kind in ("level", "operating_point") and d.get("model") != e["model"]:
+        return f"`declared` names model {quote(d.get('model'))} but `E.model` is {quote(e['model'])}"
+    if kind == "level":
+        for key, side in (("at_least", "greater"), ("at_most", "less")):
+            if d.get(key) is not None and not (_same(d[key], c["level"]) and c["side"] == side):
+                return (f"`declared` says {key}: {d[key]!r} but `level` is {c['level']!r} and "
+                        f"`side` {c['side']!r}")
+    if kind == "operating_point":
+        crit = str(e["criterion"]).split("[", 1)[0]
+        rate = "sensitivity" if crit == "sensitivity_at_specificity" else crit
+        bound = d.get(f"{rate}_at_least")
+        if rate in ("sensitivity", "specificity") and bound is not None and not _same(
+                bound, c["level"]):
+            return f"`declared` says {rate}_at_least: {bound!r} but `level` is {c['level']!r}"
+        tau = d.get("threshold")
+        if _finite(tau) is not None and e.get("threshold") is not None and not _same(
+                tau, e["threshold"]):
+            return f"`declared` says threshold: {tau!r} but `E.threshold` is {e['threshold']!r}"
+    return None
 
 
 def is_claims_file(path: str | os.PathLike[str]) -> bool:
@@ -539,8 +605,9 @@ def read_claims_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     Refused with :class:`~medaudit.exceptions.SchemaError`, one line naming the file and what
     to do: not JSON (line and column), an unknown or future ``schema_version``, a document
-    the JSON Schema rejects (the JSON path of the first problem), duplicate claim ids, or an
-    integrity hash that does not match the content (a tampered or damaged file).
+    the JSON Schema rejects (the JSON path of the first problem), duplicate claim ids, an
+    integrity hash that does not match the content (a tampered or damaged file), or a claim
+    whose ``declared`` mapping contradicts its kind, E, level or side.
     """
     p = Path(path)
     doc = read_json(p, what="a claims file", fix="give the path of a claims file (*.claims.json) "
@@ -574,4 +641,8 @@ def read_claims_source(source: str | os.PathLike[str]) -> tuple[dict[str, Any], 
     if not p.exists():
         raise SchemaError(f"{str(p)!r} does not exist; give an audit folder written by `medaudit "
                           "audit`, its results.json, or a claims file (*.claims.json).")
+    if p.suffix.lower() in (".yaml", ".yml"):  # `port SPEC.yaml CLAIMS` for `port CLAIMS SPEC.yaml`
+        raise SchemaError(f"{str(p)!r} is a YAML file (an audit spec?), not claims: the source "
+                          "comes first (an audit folder, its results.json or a *.claims.json), "
+                          "then the local data's spec.")
     return read_claims_file(p), p

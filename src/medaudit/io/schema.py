@@ -36,6 +36,7 @@ it would break the report's tables and the one-line messages.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -319,8 +320,13 @@ def validate_score_table(
     bad = ~np.isfinite(score)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
+        raw = t["score"].iloc[i]
+        comma = (" Numbers with a comma ('3,496', '0,35') are not read: write them without "
+                 "thousands separators and with '.' as the decimal point."
+                 if isinstance(raw, str) and re.fullmatch(r"\s*[-+]?[\d.]*,[\d,.]*\s*", raw)
+                 and re.search(r"\d", raw) else "")
         raise SchemaError(f"{source}: column 'score' must be finite numbers; {where.places(bad)} "
-                          f"{_are(bad)} not ({where.place(i)} {_has(t['score'].iloc[i])}).")
+                          f"{_are(bad)} not ({where.place(i)} {_has(raw)}).{comma}")
     if probabilities:
         out = (score < 0) | (score > 1)
         if out.any():

@@ -103,6 +103,12 @@ def format_validation_error(exc: ValidationError, source: str, *, root: type[Bas
             # YAML read an unquoted no / yes / null / 007 as a boolean, None or a number
             msg += (f" (YAML read the value as {err.get('input')!r}; if you meant text, quote it, "
                     "e.g. 'no')")
+        elif err["type"] in ("list_type", "dict_type") and not isinstance(err.get("input"),
+                                                                         (list, dict)):
+            # `subgroups: sex` for `subgroups: [sex]`, `cohorts: s1` for a mapping
+            msg += f"; got {quote(str(err.get('input')))}" + (
+                f": write a list, e.g. [{err.get('input')}]" if err["type"] == "list_type"
+                else ": write a mapping (key: value lines under it)")
         lines.append((loc, msg))
     if len(lines) == 1:  # the common case: one problem, one line
         loc, msg = lines[0]
