@@ -89,3 +89,17 @@ def test_every_unit_is_drawn_once_on_average(case):
     assert np.all(np.abs(mean - 1) < 5 * sd), (mean, sd)
     # and the per-unit variance is the multinomial one
     np.testing.assert_allclose(units.var(axis=0), 1 - 1 / m, rtol=0.1)
+
+
+def test_a_cluster_design_with_nothing_to_redraw_is_refused():
+    # one cluster (or one per stratum) gives every replicate the same sample: a zero-width
+    # interval with no degenerate replicate to say so
+    from medaudit.exceptions import MedauditError
+    from medaudit.stats import designs
+
+    y = np.r_[np.zeros(10), np.ones(10)]
+    with pytest.raises(MedauditError, match="at least two clusters to resample"):
+        designs.make_plan("cluster", y, cluster=np.zeros(20))
+    with pytest.raises(MedauditError, match="at least two clusters in any stratum"):
+        designs.make_plan("cluster", y, cluster=np.arange(20) % 2, strata=np.arange(20) % 2)
+    assert designs.make_plan("cluster", y, cluster=np.arange(20) % 4).n_units == 4

@@ -20,8 +20,9 @@ def test_ids_are_stable_and_options_sorted():
 @pytest.mark.parametrize(("metrics", "message"), [
     ([], "metrics is empty"),
     (["roc_auc", "roc_auc"], "lists a metric twice"),
-    (["auroc"], "metric='auroc' is not a valid option"),
-    ([("roc_auc", {"ties": "pooled"})], "option of metric 'roc_auc'"),
+    (["auroc"], "metric 'auroc' is written 'roc_auc'"),
+    (["rocauc_typo"], "metric='rocauc_typo' is not a valid option"),
+    ([("roc_auc", {"ties": "pooled"})], "roc_auc option='ties' is not a valid option"),
     (["selective_risk"], "needs option 'coverage'"),
     ([("ece", {"binning": "edges"})], "ece binning"),
     ([("soft_roc_auc", {"variant": "strikt"})], "Did you mean 'strict'"),
@@ -56,3 +57,16 @@ def test_the_full_sample_row_gives_each_point_function():
     soft = MS.evaluate(MS.Prepared.build(p, s, need_conf=False, soft=True),
                        MS.parse_metrics(["soft_roc_auc"]), np.ones((1, 50)))
     assert soft["soft_roc_auc"][0] == pytest.approx(soft_roc_auc(p, s), rel=1e-12)
+
+
+def test_another_tools_metric_name_is_refused_with_the_id_to_write():
+    import numpy as np
+
+    from medaudit.exceptions import MedauditError
+    from medaudit.stats import bootstrap_metrics
+
+    y, s = np.array([0, 1, 0, 1]), np.array([0.1, 0.9, 0.2, 0.8])
+    with pytest.raises(MedauditError, match="'AUROC' is written 'roc_auc'"):
+        bootstrap_metrics(y, s, metrics=["AUROC"], n_resamples=5)
+    with pytest.raises(MedauditError, match=r"^ece option='n_binz' is not a valid option.*'n_bins'"):
+        bootstrap_metrics(y, s, metrics=[("ece", {"n_binz": 3})], n_resamples=5)

@@ -207,3 +207,16 @@ def test_results_are_plain_records():
     r = json.loads(json.dumps(cases_to_resolve(0.83, 0.78, 0.88, claim_value=0.8, n_pos=60,
                                                n_neg=140).to_dict()))
     assert r["status"] == "unresolved" and r["inputs"]["claim"] == "greater"
+
+
+@pytest.mark.parametrize("power", [1e-9, 0.1, 0.49])
+def test_a_power_below_even_odds_is_refused_where_sizes_would_grow_again(power):
+    # (z_alpha + z_power)^2 grows again once z_power < 0: 1e-9 asked for more cases than 0.5
+    from medaudit.exceptions import MedauditError
+    from medaudit.stats import auc_sample_size, cases_to_resolve
+
+    with pytest.raises(MedauditError, match=r"power must lie in \[0.5, 1.0\)"):
+        auc_sample_size(0.8, power=power)
+    with pytest.raises(MedauditError, match=r"power must lie in \[0.5, 1.0\)"):
+        cases_to_resolve(0.83, 0.78, 0.88, claim_value=0.8, n_pos=60, n_neg=140, power=power)
+    assert auc_sample_size(0.8, power=0.5).n_pos > 0

@@ -187,6 +187,30 @@ REGISTRY.update({name: (prob, conf, opts, lambda p, w, wr, wc, o, c, _f=kernel: 
 _REQUIRED.update(KX.REQUIRED_EXTRA)
 
 
+#: names people write for a metric (the report's words, other tools' names), lower case:
+#: refused with the id to write instead, never read silently as another metric
+ALIASES = {"auroc": "roc_auc", "auc": "roc_auc", "roc": "roc_auc", "rocauc": "roc_auc",
+           "roc_auc_score": "roc_auc", "c_statistic": "roc_auc", "c_index": "roc_auc",
+           "ap": "average_precision", "auprc": "average_precision", "pr_auc": "average_precision",
+           "average_precision_score": "average_precision", "brier": "brier_score",
+           "brier_score_loss": "brier_score", "logloss": "log_loss", "cross_entropy": "log_loss",
+           "se": "sensitivity", "sens": "sensitivity", "recall": "sensitivity", "tpr": "sensitivity",
+           "sp": "specificity", "spec": "specificity", "tnr": "specificity",
+           "precision": "ppv", "s_auroc": "soft_roc_auc", "s_ap": "soft_average_precision",
+           "partial_auc": "pauc", "f1_score": "f1", "balanced_accuracy_score": "balanced_accuracy"}
+
+
+def alias_error(name: str) -> None:
+    """Raise, naming the id to write, where ``name`` (before any ``[options]``) is another
+    tool's or the report's word for a registered metric (``AUROC``, ``auc``, ``brier``)."""
+    base = name.split("[", 1)[0].strip()
+    alias = ALIASES.get(base.lower().replace("-", "_").replace(" ", "_"))
+    if base not in REGISTRY and (alias is not None or base.lower() in REGISTRY):
+        want = alias or base.lower()
+        raise MedauditError(f"metric {name[:80]!r} is written {want!r} in medaudit (the id every "
+                            f"table prints); write metric: {want}.")
+
+
 def parse_metrics(metrics: str | Sequence[Any]) -> list[MetricSpec]:
     """Parse ``"roc_auc"``, ``("ece", {"n_bins": 10})`` or a list of these into specs."""
     items = [metrics] if isinstance(metrics, (str, MetricSpec)) or (
@@ -204,10 +228,12 @@ def parse_metrics(metrics: str | Sequence[Any]) -> list[MetricSpec]:
             spec = MetricSpec(item[0], dict(item[1]))
         else:
             raise MedauditError(f"metrics entries must be a name or (name, options); got {item!r}.")
+        if spec.name not in REGISTRY:
+            alias_error(spec.name)
         check_option(spec.name, tuple(REGISTRY), name="metric")
         allowed = REGISTRY[spec.name][2]
         for key in spec.options:
-            check_option(key, allowed or ("(no options)",), name=f"option of metric {spec.name!r}")
+            check_option(key, allowed or ("(no options)",), name=f"{spec.name} option")
         for key in _REQUIRED.get(spec.name, ()):
             if key not in spec.options:
                 raise MedauditError(f"metric {spec.name!r} needs option {key!r}, e.g. "

@@ -236,6 +236,15 @@ def make_plan(
                 raise MedauditError(
                     f"strata must contain whole clusters: cluster of item {bad} spans several "
                     "strata. Resample at a coarser level or fix the cluster ids.")
+        per_stratum = np.bincount(st_unit[np.unique(cl)])
+        if per_stratum.max(initial=0) < 2:
+            # every replicate would redraw the same clusters: an interval of zero width
+            # that looks like certainty
+            where = "" if strata is None else " in any stratum"
+            raise MedauditError(
+                f"design='cluster' needs at least two clusters{where} to resample; cluster= "
+                f"holds {n_cl} distinct id(s){where and ' with at most one per stratum'}. Give "
+                "one id per patient or study, or resample items (design='ordinary').")
         return _compile(design, st_unit, cl, n, base)
     if cluster is not None:
         raise MedauditError(f"cluster= is only used with design='cluster', not {design!r}.")

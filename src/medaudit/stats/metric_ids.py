@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from medaudit.exceptions import MedauditError
-from medaudit.stats._metricspec import REGISTRY, MetricSpec, parse_metrics
+from medaudit.stats._metricspec import ALIASES, REGISTRY, MetricSpec, alias_error, parse_metrics
 
 __all__ = ["parse_metric_id", "metric_spec", "higher_is_better", "depends_on_prevalence",
            "needs_probabilities", "metric_range", "LOWER_IS_BETTER", "METRIC_NAMES", "ALIASES"]
@@ -30,17 +30,6 @@ LOWER_IS_BETTER = frozenset({"brier_score", "log_loss", "ece", "aurc", "selectiv
 # cut-point coordinates are thresholds and rates chosen by a rule, not a quality to rank
 _NO_DIRECTION = frozenset({"cutpoint_threshold"})
 
-#: names people write for a metric (the report's words, other tools' names), lower case:
-#: refused with the id to write instead, never read silently as another metric
-ALIASES = {"auroc": "roc_auc", "auc": "roc_auc", "roc": "roc_auc", "rocauc": "roc_auc",
-           "roc_auc_score": "roc_auc", "c_statistic": "roc_auc", "c_index": "roc_auc",
-           "ap": "average_precision", "auprc": "average_precision", "pr_auc": "average_precision",
-           "average_precision_score": "average_precision", "brier": "brier_score",
-           "brier_score_loss": "brier_score", "logloss": "log_loss", "cross_entropy": "log_loss",
-           "se": "sensitivity", "sens": "sensitivity", "recall": "sensitivity", "tpr": "sensitivity",
-           "sp": "specificity", "spec": "specificity", "tnr": "specificity",
-           "precision": "ppv", "s_auroc": "soft_roc_auc", "s_ap": "soft_average_precision",
-           "partial_auc": "pauc", "f1_score": "f1", "balanced_accuracy_score": "balanced_accuracy"}
 #: metrics whose values lie outside [0, 1] (losses, likelihood ratios, thresholds, the
 #: debiased calibration error, which can fall below 0); every other one lies in [0, 1]
 _UNBOUNDED = {"log_loss": (0.0, math.inf), "lr_positive": (0.0, math.inf),
@@ -122,12 +111,7 @@ def metric_spec(name: str, options: Mapping[str, Any] | None = None) -> MetricSp
     """  # noqa: E501
     if not isinstance(name, str):
         raise MedauditError(f"a metric id is text such as 'roc_auc' or 'ece[n_bins=10]'; got {name!r}.")
-    base = name.split("[", 1)[0].strip()
-    alias = ALIASES.get(base.lower().replace("-", "_").replace(" ", "_"))
-    if base not in REGISTRY and (alias is not None or base.lower() in REGISTRY):
-        want = alias or base.lower()
-        raise MedauditError(f"metric {name[:80]!r} is written {want!r} in medaudit (the id every "
-                            f"table prints); write metric: {want}.")
+    alias_error(name)
     if "[" in name:
         spec = parse_metric_id(name)
         if options:

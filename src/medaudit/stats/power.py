@@ -87,10 +87,17 @@ def _z(alpha: float, alternative: str) -> float:
     return float(stats.norm.isf(alpha / 2.0 if alternative == "two-sided" else alpha))
 
 
+def _power(power) -> float:
+    """A target power in [0.5, 1): below even odds the normal-approximation sizes
+    ``(z_alpha + z_power)^2`` grow again as power falls (z_power < 0), so a power of 1e-9
+    asked for more cases than 0.5 does; no plan is made for a power below 0.5."""
+    return check_fraction(power, name="power", low=0.5, closed="left")
+
+
 def _checks(alpha, power, alternative):
     alternative = check_option(alternative, POWER_ALTERNATIVES, name="alternative")
     return (check_fraction(alpha, name="alpha"),
-            None if power is None else check_fraction(power, name="power"), alternative)
+            None if power is None else _power(power), alternative)
 
 
 def _kappa(kappa) -> float:
@@ -500,7 +507,7 @@ def cases_to_resolve(
     claim = check_option(claim, CLAIMS, name="claim")
     scales_with = check_option(scales_with, SCALES, name="scales_with")
     level = check_fraction(confidence_level, name="confidence_level")
-    pw = None if power is None else check_fraction(power, name="power")
+    pw = None if power is None else _power(power)
     est, lo, hi, v = (float(x) for x in (estimate, ci_low, ci_high, claim_value))
     if not all(math.isfinite(x) for x in (est, lo, hi, v)) or not lo <= est <= hi:
         raise MedauditError(f"need finite ci_low <= estimate <= ci_high; got {lo!r}, {est!r}, "
