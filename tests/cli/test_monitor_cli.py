@@ -68,6 +68,16 @@ def _csv(out, name):
     return pd.read_csv(out / f"monitor__{name}.csv", keep_default_na=False, na_values=[""])
 
 
+def _period_files(df, folder, names):
+    """One CSV per period of ``df`` (in PERIODS order), named ``names``, without the column."""
+    files = []
+    for per, name in zip(PERIODS, names, strict=True):
+        f = folder / f"{name}.csv"
+        df[df["period"] == per].drop(columns="period").to_csv(f, index=False)
+        files.append(str(f))
+    return files
+
+
 def test_change_log_at_or_after_the_drop_never_before(monitored):
     ch = _csv(monitored, "changes")
     se = ch[ch["claim_id"] == "D05.Se"]
@@ -133,11 +143,7 @@ def test_rerun_is_byte_identical_and_period_files_agree(monitored, site, claims_
     for p in sorted(monitored.rglob("*")):
         if p.is_file():
             assert p.read_bytes() == (again / p.relative_to(monitored)).read_bytes(), p.name
-    files = []
-    for per in PERIODS:
-        f = tmp_path / f"{per}.csv"
-        df[df["period"] == per].drop(columns="period").to_csv(f, index=False)
-        files.append(str(f))
+    files = _period_files(df, tmp_path, PERIODS)
     byfile = tmp_path / "byfile"
     assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(byfile),
                  "--period-files", *files, "--quiet"]) == 0
@@ -237,11 +243,7 @@ def test_period_files_keep_the_order_they_were_given_in(monitored, site, claims_
     # monitored as feb, jan, mar (the names sorted as text): cumulative sequences and the
     # change log ran in the wrong time order
     d, df = site
-    files = []
-    for per, name in zip(PERIODS, MONTHS, strict=True):
-        f = tmp_path / f"{name}.csv"
-        df[df["period"] == per].drop(columns="period").to_csv(f, index=False)
-        files.append(str(f))
+    files = _period_files(df, tmp_path, MONTHS)
     out = tmp_path / "months"
     assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(out),
                  "--period-files", *files, "--quiet"]) == 0

@@ -272,3 +272,15 @@ def test_a_score_with_a_comma_says_how_to_write_it(tmp_path, capsys, value):
     rows[0] = "i0,site1,a,abc,0"
     rc, err = _audit(tmp_path, _write(tmp_path / "t.csv", rows=rows), capsys)
     assert rc == 2 and "thousands" not in err
+
+
+def test_unquoted_decimal_commas_that_add_a_field_to_every_row_are_named(tmp_path, capsys):
+    # found trying the README on an own CSV: '0,35' unquoted in every row gives each row one
+    # field more than the header; pandas made the first column the index and shifted every
+    # value left, so the score column held a decimal's digits ('outside [0, 1], max 6e16')
+    rows = [r.replace("0.", "0,", 1) for r in _rows()]
+    assert all(r.count(",") == _rows()[0].count(",") + 1 for r in rows)
+    rc, err = _audit(tmp_path, _write(tmp_path / "s.csv", rows=rows), capsys)
+    assert rc == 2 and "the data rows have more fields than the header's 5 columns" in err
+    assert "decimal point" in err and "outside" not in err
+    assert not (tmp_path / "out").exists()

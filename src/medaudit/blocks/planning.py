@@ -70,6 +70,7 @@ from medaudit.stats import (
     roc_auc,
     se_sp_sample_size,
 )
+from medaudit.stats.power import MIN_POWER
 
 __all__ = ["Planning", "PlanningConfig", "plan_claims", "check_plan_power", "PLAN_COLUMNS"]
 
@@ -134,9 +135,7 @@ class PlanningConfig(BlockConfig):
     @classmethod
     def _frac(cls, v: float, info: Any) -> float:
         v = fraction(v, info.field_name)
-        if info.field_name == "power" and v < 0.5:
-            # below even odds the sample sizes grow again as the power falls (a sample-size
-            # formula's (z_alpha + z_power)^2 changes sign near power = alpha)
+        if info.field_name == "power" and v < MIN_POWER:  # sizes grow again below it
             raise ValueError(f"power must be at least 0.5 (even odds) for a sample size; got {v!r}")
         return v
 
@@ -392,7 +391,7 @@ def check_plan_power(power: Any, *, name: str = "power") -> float | None:
     if isinstance(power, bool) or not isinstance(power, (int, float, np.integer, np.floating)) \
             or not 0.0 < float(power) < 1.0:
         raise MedauditError(f"{name} must lie strictly between 0 and 1; got {power!r}.")
-    if float(power) < 0.5:
+    if float(power) < MIN_POWER:
         raise MedauditError(f"{name} = {float(power):g} is below 0.5: a plan asks for at least even "
                             "odds that the interval excludes the claimed value; give a power in "
                             "[0.5, 1) (0.5: the expected interval just excludes it).")

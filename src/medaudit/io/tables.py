@@ -102,6 +102,15 @@ def read_table(path: str | Path, *, what: str = "score table", id_columns: Seque
             sep = csv_options.get("sep", csv_options.get("delimiter", ","))
             header = _csv_header(path, sep)
             table = pd.read_csv(path, **csv_options)
+            if "index_col" not in csv_options and not isinstance(table.index, pd.RangeIndex):
+                # rows with one field more than the header: pandas silently makes the first
+                # column the index and shifts every value one column left (score <- a
+                # decimal's digits), which a later check would misdescribe
+                raise SchemaError(
+                    f"{str(path)!r}: the data rows have more fields than the header's "
+                    f"{len(header)} columns (a decimal comma such as 0,35, or a comma inside an "
+                    "unquoted value?); use '.' as the decimal point and quote values that "
+                    "hold the separator.")
             lines = _record_lines(path, table, sep, len(header))
             # data row i is line i + 2 of the file (line 1 is the header): messages name lines
             table.attrs["first_line"] = 2

@@ -31,7 +31,7 @@ from medaudit._validation import check_fraction, check_option, shown
 from medaudit.exceptions import MedauditError
 from medaudit.stats._results import _ToDict
 
-__all__ = ["auc_sample_size", "auc_power", "paired_auc_sample_size", "paired_auc_power",
+__all__ = ["MIN_POWER", "auc_sample_size", "auc_power", "paired_auc_sample_size", "paired_auc_power",
            "proportion_sample_size", "se_sp_sample_size", "cases_to_resolve",
            "cases_to_resolve_proportion", "SampleSize", "Resolution", "auc_variance"]
 
@@ -87,11 +87,16 @@ def _z(alpha: float, alternative: str) -> float:
     return float(stats.norm.isf(alpha / 2.0 if alternative == "two-sided" else alpha))
 
 
+#: the lowest target power a sample size is planned for: below even odds the normal-
+#: approximation sizes ``(z_alpha + z_power)^2`` grow again as power falls (z_power < 0),
+#: so a power of 1e-9 asked for more cases than 0.5 does (the spec, plan and port checks
+#: read this one number)
+MIN_POWER = 0.5
+
+
 def _power(power) -> float:
-    """A target power in [0.5, 1): below even odds the normal-approximation sizes
-    ``(z_alpha + z_power)^2`` grow again as power falls (z_power < 0), so a power of 1e-9
-    asked for more cases than 0.5 does; no plan is made for a power below 0.5."""
-    return check_fraction(power, name="power", low=0.5, closed="left")
+    """A target power in [MIN_POWER, 1)."""
+    return check_fraction(power, name="power", low=MIN_POWER, closed="left")
 
 
 def _checks(alpha, power, alternative):
