@@ -156,6 +156,24 @@ def test_auroc_significantly_below_chance_is_named():
     assert roc_auc_score(y, 1.0 - inverted) == pytest.approx(1.0 - auc.loc["inv", "estimate"])
 
 
+def test_a_constant_score_model_is_qualified_on_its_rank_metrics():
+    y = np.r_[np.ones(30), np.zeros(50)]
+    rng = np.random.default_rng(2)
+    ctx = make_context({"c": (y, {"flat": np.full(80, 0.4), "real": 0.6 * rng.uniform(size=80) + 0.3 * y})})
+    m = run(D, ctx).tables["metrics"].set_index(["model", "criterion"])
+    flat = m.loc["flat"]
+    # every positive-negative pair tied: AUROC 0.5 in every replicate (Mann-Whitney with ties)
+    assert flat.loc["roc_auc", ["estimate", "ci_low", "ci_high"]].tolist() == [0.5, 0.5, 0.5]
+    assert "constant scores (all 80 images scored 0.4)" in flat.loc["roc_auc", "qualification"]
+    assert "0.5 from ties alone" in flat.loc["roc_auc", "qualification"]
+    assert "order in which the tied images" in flat.loc["average_precision", "qualification"]
+    assert "order in which the tied images" in flat.loc["aurc", "qualification"]
+    # a constant forecast's Brier score is a real number about it: no caveat
+    assert "constant" not in str(flat.loc["brier_score", "qualification"])
+    assert flat.loc["brier_score", "estimate"] == pytest.approx(brier_score_loss(y, np.full(80, 0.4)))
+    assert not m.loc["real", "qualification"].astype(str).str.contains("constant").any()
+
+
 def test_below_chance_note_for_logits():
     from medaudit.blocks.notes import below_chance_note
 

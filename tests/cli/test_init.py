@@ -129,6 +129,28 @@ def test_init_spec_without_prompt_column_runs_unchanged(csv, tmp_path, capsys):
     assert set(metrics["cohort"]) == {"site-1", "site-2"} and set(metrics["model"]) == {"a", "b"}
 
 
+def test_a_table_without_cohort_column_is_one_site_for_init_summarize_and_audit(tmp_path, capsys):
+    # the README: "cohort may be left out for one site"; init and summarize read it as audit does
+    t = _table(sites=(("x", 120, 40),)).drop(columns="cohort")
+    table = tmp_path / "scores.csv"
+    t.to_csv(table, index=False)
+    spec = tmp_path / "spec.yaml"
+    rc, _, err = _run(["init", table, "--out", spec], capsys)
+    assert rc == 0, err
+    assert yaml.safe_load(spec.read_text())["cohorts"] == {"all": {"role": "primary"}}
+    for argv in (["audit", spec, "--out", tmp_path / "a"], ["summarize", table, "--out", tmp_path / "s"]):
+        rc, _, err = _run([*argv, "--quiet"], capsys)
+        assert rc == 0, err
+        metrics = pd.read_csv(argv[-1] / "tables" / "discrimination__metrics.csv")
+        assert set(metrics["cohort"]) == {"all"}
+        from sklearn.metrics import roc_auc_score
+
+        for model, g in t.groupby("model"):
+            row = metrics[(metrics.model == model) & (metrics.criterion == "roc_auc")]
+            assert row["estimate"].item() == pytest.approx(roc_auc_score(g["label"], g["score"]),
+                                                           rel=1e-12)
+
+
 # ----------------------------------------------------------------------------- refusals
 def test_existing_spec_is_kept_without_overwrite(csv, tmp_path, capsys):
     out = tmp_path / "spec.yaml"

@@ -63,6 +63,22 @@ def test_existing_file_needs_overwrite(source_audit, tmp_path, capsys):  # noqa:
     assert json.loads(out.read_text(encoding="utf-8"))["claims"]
 
 
+def test_an_audit_without_claims_is_not_exported(source_audit, tmp_path, capsys):  # noqa: F811
+    import shutil
+
+    bare = tmp_path / "bare"
+    shutil.copytree(source_audit, bare)
+    results = json.loads((bare / "results.json").read_text(encoding="utf-8"))
+    results["portability"] = []  # an audit whose spec stated no claim
+    (bare / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    assert export_claims(bare)["claims"] == []  # the library reads it; the command refuses it
+    out = tmp_path / "bare.claims.json"
+    assert main(["claims", "export", str(bare), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "holds no claims" in err and str(bare) in err, err
+    assert not out.exists()
+
+
 def test_never_inside_the_audit_folder(source_audit, capsys):  # noqa: F811
     before = _tree(source_audit)
     assert main(["claims", "export", str(source_audit), "--out",

@@ -133,3 +133,17 @@ def test_arguments_given_the_wrong_way_say_so(claims_file, local_spec, tmp_path,
         assert "looks like a score table, not a YAML audit spec" in err
         assert f"`medaudit init {table}`" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_claims_file_without_claims_is_refused_by_port_and_monitor(claims_file, local_spec,  # noqa: F811
+                                                                     tmp_path, capsys):
+    # schema-valid and sealed, but checking nothing would read as "no claim failed"
+    doc = json.loads(claims_file.read_text(encoding="utf-8"))
+    empty = tmp_path / "empty.claims.json"
+    empty.write_text(json.dumps(seal_claims({**doc, "claims": []})), encoding="utf-8")
+    for command in ("port", "monitor"):
+        out = tmp_path / command
+        assert main([command, str(empty), str(local_spec), "--out", str(out)]) == 2
+        err = _one_line(capsys)
+        assert str(empty) in err and "holds no claims" in err and "claims: declared:" in err
+        assert not out.exists()

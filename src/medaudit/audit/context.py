@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from medaudit.audit.spec import IN_MEMORY, AuditSpec, ModelCard, check_spec_against_table
+from medaudit.audit.spec import IN_MEMORY, SINGLE_COHORT, AuditSpec, ModelCard, check_spec_against_table
 from medaudit.blocks import BLOCKS
 from medaudit.blocks.context import AuditContext
 from medaudit.exceptions import SchemaError
@@ -27,8 +27,6 @@ from medaudit.io.tables import ID_COLUMNS, read_table
 __all__ = ["Loaded", "build_context", "make_context", "load_scores", "ensemble_seeds", "spec_inputs",
            "IN_MEMORY", "SINGLE_COHORT", "data_sources"]
 
-#: the cohort of a score table without a ``cohort`` column (one site, one cohort)
-SINGLE_COHORT = "all"
 
 
 def _under(base_dir: Path, p: str | Path) -> Path:
@@ -208,7 +206,8 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
     if "prompt" not in table.columns:  # a model without prompts: every row at the primary one
         table = table.assign(prompt=spec.primary_prompt)
         inputs["prompt_column"] = f"absent: every row read at prompt {spec.primary_prompt!r}"
-    if "cohort" not in table.columns and not spec.cohorts:  # one site: one cohort, "all"
+    # one site: one cohort, "all" (also when the spec names just it, as `medaudit init` writes)
+    if "cohort" not in table.columns and set(spec.cohorts) <= {SINGLE_COHORT}:
         table = table.assign(cohort=SINGLE_COHORT)
         inputs["cohort_column"] = f"absent: every row in cohort {SINGLE_COHORT!r}"
     if not spec.cohorts and "cohort" in table.columns:  # not declared: every cohort, primary

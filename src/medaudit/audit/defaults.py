@@ -51,7 +51,11 @@ def default_spec(table: pd.DataFrame, *, scores: str | Path, name: str | None = 
     **settings
         Top-level keys to set as given (``seed``, ``n_resamples``, ``n_permutations``).
     """
-    missing = [c for c in ("cohort", "score") if c not in table.columns]
+    from medaudit.audit.spec import SINGLE_COHORT
+
+    if "cohort" not in table.columns:  # one site: read as `medaudit audit` reads it
+        table = table.assign(cohort=SINGLE_COHORT)
+    missing = [c for c in ("score",) if c not in table.columns]
     if missing:  # let the score-table validation name every missing column
         return {"name": name or Path(scores).stem, "scores": str(scores),
                 "cohorts": {"_": {}}, **settings}
@@ -80,13 +84,18 @@ def checked_table(table: pd.DataFrame, *, source: str, score_scale: str | None =
     """``table`` validated as ``medaudit audit`` will read it (the ScoreTable checks).
 
     A table without a ``prompt`` column is checked at the prompt ``none`` (and returned
-    without it); the score scale is ``score_scale`` or, when None, the one the scores imply
-    (:func:`infer_score_scale`).  Errors name ``source`` and the 1-based line of a CSV.
+    without it); one without a ``cohort`` column is one site, returned with every row in the
+    cohort ``all`` (what ``medaudit audit`` does with it); the score scale is ``score_scale``
+    or, when None, the one the scores imply (:func:`infer_score_scale`).  Errors name
+    ``source`` and the 1-based line of a CSV.
     """
+    from medaudit.audit.spec import SINGLE_COHORT
     from medaudit.io.schema import unknown_columns, validate_score_table
 
     unknown_columns(table, source=source)  # before the prompt is filled: 'Prompt' is refused
     raw = table if "prompt" in table.columns else table.assign(prompt="none")
+    if "cohort" not in raw.columns:
+        raw = raw.assign(cohort=SINGLE_COHORT)
     inferred = infer_score_scale(raw) if "score" in raw.columns else "probabilities"  # else: named below
     probabilities = (score_scale or inferred) == "probabilities"
     key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in raw.columns else ())

@@ -45,6 +45,8 @@ SCORE_BLOCKS = tuple(n for n, b in BLOCKS.items() if "scores" in b.requires)
 _SCORE_INPUTS = ("scores", "simulate", "scores_wide")
 #: the ``scores:`` of a spec whose score table is handed over in memory (``medaudit.audit(df)``)
 IN_MEMORY = "<DataFrame>"
+#: the cohort of a score table without a ``cohort`` column (one site, one cohort)
+SINGLE_COHORT = "all"
 
 
 #: the columns :func:`medaudit.io.tables.read_wide` makes from a wide file (never kept as they are)

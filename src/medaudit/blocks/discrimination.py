@@ -56,6 +56,7 @@ from medaudit.blocks.cells import (
 from medaudit.blocks.context import AuditContext, Study
 from medaudit.blocks.notes import (
     below_chance_note,
+    constant_scores_note,
     degenerate_cells_note,
     degenerate_note,
     exposure_note,
@@ -126,7 +127,8 @@ class Discrimination(Block):
                 soft_cohorts.append(cohort)
                 if tied := tied_items(dict(cell.scores)):
                     soft_ties.append(f"{cohort} ({', '.join(f'{m}: {n}' for m, n in tied.items())})")
-            metric_rows += _metric_rows(ctx, cohort, prompt, models, res, cell.label_soft)
+            metric_rows += _metric_rows(ctx, cohort, prompt, models, res, cell.label_soft,
+                                        dict(cell.scores))
             diff_rows += _difference_rows(ctx, cohort, prompt, pairs, res, delong)
         n_degenerate_cells = sum(int(r["n_degenerate"] > 0) for r in metric_rows + diff_rows)
         metrics_table = pd.DataFrame(metric_rows)
@@ -142,7 +144,7 @@ class Discrimination(Block):
 
 
 def _metric_rows(ctx: AuditContext, cohort: str, prompt: str, models: list[str], res,
-                 label_soft: np.ndarray | None) -> list[dict]:
+                 label_soft: np.ndarray | None, scores: Mapping[str, np.ndarray]) -> list[dict]:
     ids = res.metric_ids + (list(SOFT_METRICS) if res.soft is not None else [])
     # a soft metric's achievable ceiling: its value for a scorer equal to the soft label
     ceiling = {mid: soft_ceiling(label_soft, metric=mid) for mid in SOFT_METRICS
@@ -151,7 +153,8 @@ def _metric_rows(ctx: AuditContext, cohort: str, prompt: str, models: list[str],
                      n_resamples=r.n_resamples, **interval(r),
                      **({"ceiling": ceiling.get(mid, math.nan)} if ceiling else {}),
                      qualification=join(exposure_note(ctx, m, cohort),
-                                        degenerate_note(r.n_degenerate, r.n_resamples)))
+                                        degenerate_note(r.n_degenerate, r.n_resamples),
+                                        constant_scores_note(scores[m], mid)))
             for m in models for mid in ids for r in [res.marginal[(m, mid)]]]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["join", "exposure_note", "degenerate_note", "degenerate_cells_note", "count_degenerate",
-           "tied_items", "below_chance_note"]
+           "tied_items", "constant_scores_note", "below_chance_note"]
 
 
 def join(*parts: str) -> str:
@@ -62,6 +62,24 @@ def tied_items(scores: dict[str, np.ndarray]) -> dict[str, int]:
         if n:
             out[m] = n
     return out
+
+
+def constant_scores_note(scores: np.ndarray, criterion: str) -> str:
+    """The caveat for a rank metric of a model that gave every image one score ('' otherwise).
+
+    Such a model ranks no image above another: its AUROC is 0.5 from ties alone (every
+    positive-negative pair counts one half) in every replicate, so the interval has no width
+    and reads as certainty; average precision and AURC then measure only the order in which
+    tied images are taken.  Said on the row, so nobody reads the 0.5 as a measured chance-level
+    ranking.  Brier score and ECE of a constant forecast are meaningful and get no caveat.
+    """
+    s = np.asarray(scores, dtype=float)
+    if criterion not in ("roc_auc", "average_precision", "aurc") or s.size < 2 or not np.all(s == s[0]):
+        return ""
+    what = ("so AUROC is 0.5 from ties alone and its interval has no width" if criterion == "roc_auc"
+            else "so this value reflects only the order in which the tied images are taken")
+    return f"constant scores (all {s.size} images scored {float(s[0])!r}): the model ranks no image " \
+           f"above another, {what}"
 
 
 def below_chance_note(metrics: Any, *, probabilities: bool, criterion: str = "roc_auc") -> list[str]:

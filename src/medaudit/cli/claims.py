@@ -35,7 +35,7 @@ def default_claims_path(source: Path) -> Path:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from medaudit.exceptions import MedauditError
-    from medaudit.io.claimsfile import CLAIMS_FILE, export_claims, write_claims_file
+    from medaudit.io.claimsfile import CLAIMS_FILE, export_claims, require_claims, write_claims_file
     from medaudit.io.output import check_output_file, recorded_inputs
 
     source = Path(args.audit_dir)
@@ -50,6 +50,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     check_output_file(out, inputs={"audit": folder, **paths}, overwrite=args.overwrite,
                       kind=CLAIMS_FILE, digests=digests)
     doc = export_claims(source)
+    require_claims(doc, folder / "results.json")
     write_claims_file(doc, out)
     if not args.quiet:
         print(f"wrote {out} ({len(doc['claims'])} claims, schema {doc['schema_version']}, "

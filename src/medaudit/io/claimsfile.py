@@ -42,7 +42,7 @@ from medaudit.io.output import FileKind, atomic_write_bytes, check_output_file
 __all__ = ["SCHEMA_VERSION", "KNOWN_SCHEMA_VERSIONS", "CLAIMS_SCHEMA", "SITE_VERDICTS",
            "export_claims", "write_claims_file", "read_claims_file", "check_claims", "seal_claims",
            "verify_claims_source", "canonical_json", "sha256_of", "schema_json", "read_json",
-           "read_claims_source", "is_claims_file", "CLAIMS_FILE"]
+           "read_claims_source", "require_claims", "is_claims_file", "CLAIMS_FILE"]
 
 #: the version this medaudit writes; a reader refuses any version it does not know
 SCHEMA_VERSION = "1.0"
@@ -624,14 +624,35 @@ def check_claims(doc: Any, where: str) -> None:
     _check(doc, where)
 
 
+def require_claims(doc: Mapping[str, Any], where: str | os.PathLike[str]) -> None:
+    """Refuse a claims document that holds no claim: a site would check nothing and pass.
+
+    An empty list is valid JSON for the schema, but porting or monitoring it writes a
+    portability matrix of nothing, which reads as "no claim failed"; the one-line
+    :class:`~medaudit.exceptions.SchemaError` names ``where`` and says how to give claims.
+    """
+    if not doc.get("claims"):
+        raise SchemaError(f"{where}: holds no claims, so there is nothing to check on local data. "
+                          "Declare the claims in the source audit's spec (`claims: declared:`) or "
+                          "let it generate them (`claims: generate: [...]`, see docs/spec.md), "
+                          "rerun that audit and export again.")
+
+
 def read_claims_source(source: str | os.PathLike[str]) -> tuple[dict[str, Any], Path]:
     """The claims of ``source`` and the file they were read from.
 
     ``source`` is an audit folder (its ``results.json`` is exported on the fly with
     :func:`export_claims`), a ``results.json``, or a claims file (read and checked with
     :func:`read_claims_file`: an unknown or future version, a tampered file or one the
-    schema rejects is refused with one line naming it).
+    schema rejects is refused with one line naming it).  A source that holds no claim is
+    refused too (:func:`require_claims`): checking nothing would read as passing.
     """
+    doc, where = _claims_source(source)
+    require_claims(doc, where)
+    return doc, where
+
+
+def _claims_source(source: str | os.PathLike[str]) -> tuple[dict[str, Any], Path]:
     p = Path(source)
     if p.is_dir() or p.name == "results.json":
         doc = export_claims(p)
