@@ -164,6 +164,7 @@ def test_a_constant_score_model_is_qualified_on_its_rank_metrics():
     flat = m.loc["flat"]
     # every positive-negative pair tied: AUROC 0.5 in every replicate (Mann-Whitney with ties)
     assert flat.loc["roc_auc", ["estimate", "ci_low", "ci_high"]].tolist() == [0.5, 0.5, 0.5]
+    assert roc_auc_score(y, np.full(80, 0.4)) == 0.5
     assert "constant scores (all 80 images scored 0.4)" in flat.loc["roc_auc", "qualification"]
     assert "0.5 from ties alone" in flat.loc["roc_auc", "qualification"]
     assert "order in which the tied images" in flat.loc["average_precision", "qualification"]

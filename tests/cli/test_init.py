@@ -138,6 +138,7 @@ def test_a_table_without_cohort_column_is_one_site_for_init_summarize_and_audit(
     rc, _, err = _run(["init", table, "--out", spec], capsys)
     assert rc == 0, err
     assert yaml.safe_load(spec.read_text())["cohorts"] == {"all": {"role": "primary"}}
+    assert "without a cohort column is read as cohort 'all'" in spec.read_text()
     for argv in (["audit", spec, "--out", tmp_path / "a"], ["summarize", table, "--out", tmp_path / "s"]):
         rc, _, err = _run([*argv, "--quiet"], capsys)
         assert rc == 0, err

@@ -28,7 +28,6 @@ __all__ = ["Loaded", "build_context", "make_context", "load_scores", "ensemble_s
            "IN_MEMORY", "SINGLE_COHORT", "data_sources"]
 
 
-
 def _under(base_dir: Path, p: str | Path) -> Path:
     return Path(p) if Path(p).is_absolute() else base_dir / p
 

@@ -55,8 +55,7 @@ def default_spec(table: pd.DataFrame, *, scores: str | Path, name: str | None = 
 
     if "cohort" not in table.columns:  # one site: read as `medaudit audit` reads it
         table = table.assign(cohort=SINGLE_COHORT)
-    missing = [c for c in ("score",) if c not in table.columns]
-    if missing:  # let the score-table validation name every missing column
+    if "score" not in table.columns:  # let the score-table validation name every missing column
         return {"name": name or Path(scores).stem, "scores": str(scores),
                 "cohorts": {"_": {}}, **settings}
     cohorts = sorted({str(c) for c in table["cohort"]})
@@ -329,11 +328,15 @@ def _cohort_line(c: CohortFacts) -> str:
 
 def _facts_comment(f: TableFacts, source: str) -> list[str]:
     """The header lines listing what the table says (``#``-commented)."""
+    from medaudit.audit.spec import SINGLE_COHORT
+
     lines = [f"What {source} holds ({_count(f.n_rows, 'row')}):",
              f"  {_count(len(f.models), 'model')}: {_names(f.models)}",
              ("  prompts: none (no prompt column: every model scores each image once)" if not f.prompts
               else f"  {_count(len(f.prompts), 'prompt')}: {_names(f.prompts)}"),
-             f"  {_count(len(f.cohorts), 'cohort')}:"]
+             f"  {_count(len(f.cohorts), 'cohort')}:" + (
+                 " (one site: a table without a cohort column is read as cohort 'all')"
+                 if [c.name for c in f.cohorts] == [SINGLE_COHORT] else "")]
     lines += [f"    {_shown(c.name)}: {_cohort_line(c)}" for c in f.cohorts[:_MAX_LISTED]]
     if len(f.cohorts) > _MAX_LISTED:
         lines.append(f"    ... and {len(f.cohorts) - _MAX_LISTED} more (all listed under cohorts:)")

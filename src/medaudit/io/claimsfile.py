@@ -647,23 +647,18 @@ def read_claims_source(source: str | os.PathLike[str]) -> tuple[dict[str, Any], 
     schema rejects is refused with one line naming it).  A source that holds no claim is
     refused too (:func:`require_claims`): checking nothing would read as passing.
     """
-    doc, where = _claims_source(source)
-    require_claims(doc, where)
-    return doc, where
-
-
-def _claims_source(source: str | os.PathLike[str]) -> tuple[dict[str, Any], Path]:
     p = Path(source)
     if p.is_dir() or p.name == "results.json":
-        doc = export_claims(p)
-        where = p / "results.json" if p.is_dir() else p
+        doc, where = export_claims(p), (p / "results.json" if p.is_dir() else p)
         check_claims(doc, str(where))
-        return doc, where
-    if not p.exists():
+    elif not p.exists():
         raise SchemaError(f"{str(p)!r} does not exist; give an audit folder written by `medaudit "
                           "audit`, its results.json, or a claims file (*.claims.json).")
-    if p.suffix.lower() in (".yaml", ".yml"):  # `port SPEC.yaml CLAIMS` for `port CLAIMS SPEC.yaml`
+    elif p.suffix.lower() in (".yaml", ".yml"):  # `port SPEC.yaml CLAIMS` for `port CLAIMS SPEC.yaml`
         raise SchemaError(f"{str(p)!r} is a YAML file (an audit spec?), not claims: the source "
                           "comes first (an audit folder, its results.json or a *.claims.json), "
                           "then the local data's spec.")
-    return read_claims_file(p), p
+    else:
+        doc, where = read_claims_file(p), p
+    require_claims(doc, where)
+    return doc, where
