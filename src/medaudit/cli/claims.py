@@ -37,6 +37,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from medaudit.exceptions import MedauditError
     from medaudit.io.claimsfile import CLAIMS_FILE, export_claims, require_claims, write_claims_file
     from medaudit.io.output import check_output_file, recorded_inputs
+    from medaudit.report._common import plural
 
     source = Path(args.audit_dir)
     out = Path(args.out) if args.out is not None else default_claims_path(source)
@@ -53,7 +54,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     require_claims(doc, folder / "results.json")
     write_claims_file(doc, out)
     if not args.quiet:
-        print(f"wrote {out} ({len(doc['claims'])} claims, schema {doc['schema_version']}, "
+        print(f"wrote {out} ({plural(len(doc['claims']), 'claim')}, schema {doc['schema_version']}, "
               f"sha256 of the source tables {doc['content_hash']['value'][:12]}…)")
     return 0
 

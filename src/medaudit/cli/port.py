@@ -18,6 +18,7 @@ __all__ = ["register"]
 def _cmd_port(args: argparse.Namespace) -> int:
     from medaudit.blocks.planning import check_plan_power
     from medaudit.port import port
+    from medaudit.report._common import plural
 
     check_plan_power(args.power, name="--power")
     options = {k: v for k, v in (("seed", args.seed), ("n_resamples", args.n_resamples)) if v is not None}
@@ -27,7 +28,7 @@ def _cmd_port(args: argparse.Namespace) -> int:
     out = res.write(Path(args.out), overwrite=args.overwrite)
     if not args.quiet:
         counts = res.claims["verdict"].value_counts()
-        print(f"wrote {out}/ ({len(res.claims)} source claims: "
+        print(f"wrote {out}/ ({plural(len(res.claims), 'source claim')}: "
               + ", ".join(f"{int(n)} {v}" for v, n in counts.items()) + ")\n"
               "  report.html        opens on the claims table with the site's verdicts\n"
               "  summary.md         the same, in Markdown\n"

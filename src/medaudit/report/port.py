@@ -27,7 +27,7 @@ import pandas as pd
 
 from medaudit.io.claimsfile import SITE_VERDICTS
 from medaudit.report import format as fmt
-from medaudit.report._common import plain_text, simulations
+from medaudit.report._common import plain_text, plural, simulations
 from medaudit.report._types import RenderedFigure
 
 __all__ = ["port_summary", "port_page", "claims_view", "monitor_figure", "PORT_SHOWN"]
@@ -147,7 +147,7 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
         lines += ["> **Simulated data.** " + "; ".join(sims) + ". No real model or patient is "
                   "involved.", ""]
     lines += ["## The source's claims at this site", "",
-              f"{len(claims)} source claims: {_counts(claims)}. Each claim re-stated on the local "
+              f"{plural(len(claims), 'source claim')}: {_counts(claims)}. Each claim re-stated on the local "
               "data with the change explicit (cohort → the site; π → the site's, for "
               "prevalence-dependent metrics; thresholds carried as fixed numbers).", ""]
     lines += fmt.md_table(claims_view(claims))
