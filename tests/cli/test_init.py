@@ -152,6 +152,16 @@ def test_a_table_without_cohort_column_is_one_site_for_init_summarize_and_audit(
                                                            rel=1e-12)
 
 
+def test_one_site_with_one_class_is_one_line_without_cohort_advice(tmp_path, capsys):
+    t = _table(sites=(("x", 120, 40),)).drop(columns="cohort")
+    table = tmp_path / "pos.csv"
+    t[t["label"] == 1].to_csv(table, index=False)
+    rc, _, err = _run(["summarize", table, "--out", tmp_path / "s"], capsys)
+    assert rc == 2 and err.count("\n") == 0, err
+    assert "has only positives (label 1), 40 image(s)" in err and "leave" not in err
+    assert not (tmp_path / "s").exists()
+
+
 # ----------------------------------------------------------------------------- refusals
 def test_existing_spec_is_kept_without_overwrite(csv, tmp_path, capsys):
     out = tmp_path / "spec.yaml"

@@ -124,6 +124,10 @@ def check_summarizable(table: pd.DataFrame, *, source: str, score_scale: str | N
     for cohort, g in images.groupby("cohort", sort=True):
         if g["label"].nunique() < 2:
             only = "positives (label 1)" if int(g["label"].iloc[0]) == 1 else "negatives (label 0)"
+            if "cohort" not in table.columns:  # one site: there is no cohort to leave out
+                raise SchemaError(f"{source}: has only {only}, {len(g)} image(s) (no cohort column: "
+                                  "one site); an audit needs positives and negatives (label 1 and "
+                                  "label 0).")
             raise SchemaError(
                 f"{source}: cohort {cohort!r} has only {only}, {len(g)} image(s); summarize audits "
                 "every cohort of the table and each needs positives and negatives. Remove the "
