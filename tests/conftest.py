@@ -39,3 +39,17 @@ if importlib.util.find_spec("matplotlib") is not None:  # figures are optional
     import matplotlib
 
     matplotlib.use("Agg")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules holding a test marked ``slow`` (tens of seconds) run first.
+
+    pytest-xdist hands each worker a contiguous share and idle workers steal from the
+    others' tails, so a long test collected late leaves one worker running it alone at the
+    end.  Whole modules move (order within a module kept), so module-scoped fixtures are
+    still set up once per worker.
+    """
+    slow = {item.module.__name__ for item in items
+            if item.get_closest_marker("slow") is not None and getattr(item, "module", None)}
+    items.sort(key=lambda item: getattr(item, "module", None) is None
+               or item.module.__name__ not in slow)

@@ -51,6 +51,7 @@ def local():
     return run(agreement, _ctx(LocalBackend()))
 
 
+@pytest.mark.slow
 def test_agreement_on_ray_is_byte_identical_to_local(ray_session, local, tmp_path):
     backend = RayBackend(num_workers=2)
     counting = _Counting(backend)

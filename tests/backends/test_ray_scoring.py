@@ -73,6 +73,7 @@ def test_plan_shards_matches_the_local_batches(manifest):
 
 
 # Ray Data's own configuration warns about its deprecated options on first use
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data")
 def test_ray_scoring_equals_local_and_reruns_skip_finished_shards(ray_session, manifest, tmp_path):
     m, base = manifest

@@ -30,7 +30,7 @@ from medaudit.exceptions import DegenerateDataWarning, SchemaError
 from medaudit.io.schema import validate_score_table
 from medaudit.stats import bootstrap_pvalue, subgroup_bootstrap
 from medaudit.stats.designs import make_plan
-from medaudit.stats.multiplicity import _holm
+from medaudit.stats.multiplicity import _bh, _holm
 from tests import _oracles as O
 from tests._support import context, one, run, select
 
@@ -328,17 +328,18 @@ def test_between_group_tests_are_holm_adjusted_within_their_family(result):
 @settings(max_examples=60)
 @given(p=st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.0, 0.01, 0.05, 1.0])),
                   min_size=1, max_size=12), alpha=st.sampled_from([0.05, 0.1, 0.2]))
-def test_numpy_holm_is_statsmodels_holm(p, alpha):
+def test_numpy_holm_and_bh_are_statsmodels(p, alpha):
     from unittest import mock
 
     p = np.array(p)
-    r, pa = _holm(p, alpha)
-    # statsmodels' Holm branch ends with gc.collect(), whose cost grows with the heap of the
-    # whole test session (about 1 s per example late in a run); it changes no number
-    with mock.patch("gc.collect", return_value=0):
-        r_sm, pa_sm, _, _ = multipletests(p, alpha=alpha, method="holm")
-    np.testing.assert_array_equal(pa, pa_sm)
-    np.testing.assert_array_equal(r, r_sm)
+    for ours, theirs in ((_holm, "holm"), (_bh, "fdr_bh")):
+        r, pa = ours(p, alpha)
+        # statsmodels' Holm branch ends with gc.collect(), whose cost grows with the heap of
+        # the whole test session (about 1 s per example late in a run); it changes no number
+        with mock.patch("gc.collect", return_value=0):
+            r_sm, pa_sm, _, _ = multipletests(p, alpha=alpha, method=theirs)
+        np.testing.assert_array_equal(pa, pa_sm)  # to the last bit
+        np.testing.assert_array_equal(r, r_sm)
 
 
 def test_verdicts_follow_the_direction_of_each_metric(result):

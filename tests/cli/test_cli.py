@@ -27,6 +27,7 @@ def _files(d: Path) -> dict[str, bytes]:
 DEMO = ["--scale", "0.03", "--n-resamples", "30", "--n-permutations", "19", "--quiet"]
 
 
+@pytest.mark.slow
 def test_demo_is_the_audit_of_the_embedded_spec_and_byte_identical(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["demo", "--out", str(a), *DEMO]) == 0

@@ -219,6 +219,7 @@ def test_readme_states_what_score_does_without_weights():
         " ".join(helptext.split())
 
 
+@pytest.mark.slow
 def test_score_without_weights_offline_is_one_clear_line(tmp_path):
     pytest.importorskip("open_clip")
     from PIL import Image

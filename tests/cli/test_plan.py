@@ -59,6 +59,7 @@ def audit_dir(tmp_path_factory) -> Path:
     return d / "out"
 
 
+@pytest.mark.slow
 def test_the_new_tables_and_figures_reach_every_output(audit_dir):
     tables = {p.name for p in (audit_dir / "tables").glob("*.csv")}
     for name in ("operating_points__threshold_metrics", "operating_points__cutpoints",

@@ -197,6 +197,7 @@ def test_provenance_section(small):
 
 # --------------------------------------------------------------------------- determinism
 
+@pytest.mark.slow
 def test_render_is_deterministic(small, tmp_path):
     outcome, out, page = small
     assert Report(outcome).render() == page  # in memory == written from results.json

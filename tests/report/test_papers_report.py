@@ -191,6 +191,7 @@ def readers_report(tmp_path_factory):
     return outcome, out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH")
 @pytest.mark.parametrize("which", ["enhance_report", "readers_report"])
 def test_real_paper001_002_examples_render_in_chromium(which, request, tmp_path):

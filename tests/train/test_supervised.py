@@ -96,6 +96,7 @@ def run_plain(data):
 
 # the 3-image retained selection cohort has one positive: the audit's per-seed DeLong on it
 # is undefined and says so (UndefinedMetricWarning); that cohort is not what this test checks
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::medaudit.exceptions.UndefinedMetricWarning")
 def test_scoretable_is_consumed_by_the_audit(data, run_excl):
     from medaudit.audit.run import audit

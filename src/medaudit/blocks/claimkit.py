@@ -37,14 +37,14 @@ them together, declared claims first.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 __all__ = ["CLAIM_COLUMNS", "AXES", "VERDICTS", "COHORT_KINDS", "NOT_EVIDENCE", "table", "qualify",
            "qualify_sorted", "to_float", "verdict_difference", "verdict_level", "verdict_at_most",
-           "verdict_ceiling", "pair_rows", "claim_base", "claim_cell", "cohort_axis"]
+           "verdict_ceiling", "pair_rows", "PairIndex", "claim_base", "claim_cell", "cohort_axis"]
 
 CLAIM_COLUMNS = ("claim_id", "claim", "kind", "origin", "change", "changed_to", "model", "prompt",
                  "cohort", "negatives", "prevalence", "threshold", "criterion", "task", "estimate",
@@ -211,6 +211,30 @@ def pair_rows(df: pd.DataFrame, a: str, b: str, criterion: str) -> pd.DataFrame:
     m = (df["criterion"] == criterion) & (
         ((df["model_a"] == a) & (df["model_b"] == b)) | ((df["model_a"] == b) & (df["model_b"] == a)))
     return df[m]
+
+
+class PairIndex:
+    """The first row of ``df`` per (values of ``by``, criterion, unordered model pair).
+
+    The same row as ``pair_rows(df[df[by] == key], a, b, criterion).iloc[0]``, found by one
+    dict lookup: a ranking claim reads a difference under every changed element of E, and
+    filtering the whole table for each of those cells cost most of the claims' time.
+    Keys holding None or NaN are left out, as a comparison never matches them.
+    """
+
+    def __init__(self, df: pd.DataFrame, by: Sequence[str] = ()):
+        self.df, self._at = df, {}
+        if df.empty:
+            return
+        cols = [*by, "criterion", "model_a", "model_b"]
+        for i, (*key, crit, a, b) in enumerate(zip(*(df[c].tolist() for c in cols), strict=True)):
+            if not any(v is None or (isinstance(v, float) and math.isnan(v)) for v in key):
+                self._at.setdefault((*key, crit, frozenset((a, b))), i)
+
+    def first(self, a: str, b: str, criterion: str, *key: Any) -> pd.Series | None:
+        """The first row comparing ``a`` and ``b`` (either order) on ``criterion`` at ``key``."""
+        i = self._at.get((*key, criterion, frozenset((a, b))))
+        return None if i is None else self.df.iloc[i]
 
 
 def claim_base(claim_id: str, text: str, kind: str, *, model: str, prompt: Any, cohort: Any,

@@ -313,6 +313,12 @@ def _ranking_claims(results: Mapping[str, BlockResult], study: Study) -> list[di
     by_prompt = ck.table(results, "prompts", "model_differences_by_prompt")
     by_group = ck.table(results, "spectrum", "model_differences")
     prev = ck.table(results, "prevalence", "differences")
+    # each cell below is one lookup (the first row per key and model pair, as the filters
+    # it replaces found it), not a filter of the whole table
+    at_cohort = ck.PairIndex(diffs, ["cohort"])
+    at_prompt = ck.PairIndex(by_prompt, ["cohort", "prompt"])
+    at_group = ck.PairIndex(by_group, ["cohort", "negatives"])
+    at_prev = ck.PairIndex(prev, ["cohort", "prevalence"])
     n = 0
     for cohort in study.cohorts_with_role("primary", "extension"):
         base = diffs[(diffs["cohort"] == cohort) & (diffs["criterion"] == "roc_auc_difference")]
@@ -328,35 +334,34 @@ def _ranking_claims(results: Mapping[str, BlockResult], study: Study) -> list[di
             rows.append(_cell(claim, "at E", "", r, hi_m, source=src))
             for other in study.cohorts:
                 if other != cohort:
-                    o = ck.pair_rows(diffs[diffs["cohort"] == other], a, b, "roc_auc_difference")
-                    rows.append(_cell(claim, ck.cohort_axis(study, other), other, _first(o), hi_m,
+                    o = at_cohort.first(a, b, "roc_auc_difference", other)
+                    rows.append(_cell(claim, ck.cohort_axis(study, other), other, o, hi_m,
                                       source=src))
             if not by_prompt.empty:
                 bp = by_prompt[(by_prompt["cohort"] == cohort) & (by_prompt["prompt"] != r["prompt"])]
                 for p in dict.fromkeys(bp["prompt"]):
-                    o = ck.pair_rows(bp[bp["prompt"] == p], a, b, "roc_auc_difference")
-                    rows.append(_cell(claim, "prompt", p, _first(o), hi_m,
+                    o = at_prompt.first(a, b, "roc_auc_difference", cohort, p)
+                    rows.append(_cell(claim, "prompt", p, o, hi_m,
                                       source="prompts.model_differences_by_prompt"))
             if not by_group.empty:
                 bg = by_group[by_group["cohort"] == cohort]
                 for g in dict.fromkeys(bg["negatives"]):
-                    o = ck.pair_rows(bg[bg["negatives"] == g], a, b, "roc_auc_difference")
-                    rows.append(_cell(claim, "negatives", g, _first(o), hi_m,
+                    o = at_group.first(a, b, "roc_auc_difference", cohort, g)
+                    rows.append(_cell(claim, "negatives", g, o, hi_m,
                                       source="spectrum.model_differences"))
-            here = diffs[diffs["cohort"] == cohort]
-            o = ck.pair_rows(here, a, b, "soft_roc_auc_difference")
-            if len(o):  # the cohort has soft labels: the reference standard as a changed element
-                rows.append(_cell(claim, "reference", "soft labels", o.iloc[0], hi_m, source=src,
+            o = at_cohort.first(a, b, "soft_roc_auc_difference", cohort)
+            if o is not None:  # the cohort has soft labels: the reference standard as a changed element
+                rows.append(_cell(claim, "reference", "soft labels", o, hi_m, source=src,
                                   criterion="soft_roc_auc"))
-            o = ck.pair_rows(here, a, b, "brier_score_difference")
-            rows.append(_cell(claim, "criterion", "brier_score", _first(o), hi_m, lower_is_better=True,
+            o = at_cohort.first(a, b, "brier_score_difference", cohort)
+            rows.append(_cell(claim, "criterion", "brier_score", o, hi_m, lower_is_better=True,
                               source=src, criterion="brier_score"))
             if not prev.empty:
                 pv = prev[prev["cohort"] == cohort]
                 for pi in dict.fromkeys(pv["prevalence"]):
-                    o = ck.pair_rows(pv[pv["prevalence"] == pi], a, b, "brier_score_difference")
+                    o = at_prev.first(a, b, "brier_score_difference", cohort, pi)
                     rows.append(_cell(claim, "criterion at prevalence", f"brier_score at π={pi}",
-                                      _first(o), hi_m,
+                                      o, hi_m,
                                       lower_is_better=True, source="prevalence.differences",
                                       criterion=f"brier_score[prevalence={pi}]"))
     return rows

@@ -28,7 +28,7 @@ from medaudit.report.format import fmt_signed
 from medaudit.report.labels import criterion_label, design_label, rule_label
 
 __all__ = ["plot_discrimination", "plot_prompt_heatmap", "plot_spectrum", "plot_reliability",
-           "plot_prevalence", "plot_transport", "plot_risk_coverage", "style", "DPI"]
+           "plot_prevalence", "plot_transport", "plot_risk_coverage", "style", "figure_bytes", "DPI"]
 
 DPI = 110
 #: matplotlib's tab10 qualitative palette: ten distinct colours, so up to ten models or
@@ -64,6 +64,21 @@ def style() -> Iterator[None]:
         warnings.filterwarnings("ignore", message=r"constrained_layout not applied",
                                 category=UserWarning)
         yield
+
+
+def figure_bytes(fig: Any) -> tuple[bytes, str]:
+    """The PNG bytes (dpi :data:`DPI`) and SVG text of a drawn figure, without dates or
+    software names, so the same figure gives the same bytes."""
+    import io
+
+    with style():
+        png, svg = io.BytesIO(), io.BytesIO()
+        fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None})
+        # keep the layout just computed, so the SVG matches the PNG: no engine at all (None),
+        # as "none" leaves a placeholder engine for which savefig draws the figure twice
+        fig.set_layout_engine(None)
+        fig.savefig(svg, format="svg", metadata={"Date": None})
+    return png.getvalue(), svg.getvalue().decode("utf-8")
 
 
 def _styled(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -43,7 +43,6 @@ Figures, their source tables and drawing functions:
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -68,6 +67,7 @@ from medaudit.report._figures_blocks import (
     _styled,
     _uniq,
     _ylim_from,
+    figure_bytes,
     lit,
     model_styles,
     plot_discrimination,
@@ -511,15 +511,6 @@ FIGURES: tuple[tuple[str, str, Callable[[Tables], Built | None]], ...] = (
 )
 
 
-def _render(fig: Any) -> tuple[bytes, str]:
-    with style():
-        png, svg = io.BytesIO(), io.BytesIO()
-        fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None})
-        fig.set_layout_engine("none")  # keep the layout just computed: the SVG matches the PNG
-        fig.savefig(svg, format="svg", metadata={"Date": None})
-    return png.getvalue(), svg.getvalue().decode("utf-8")
-
-
 def render_figure(name: str, tables: Tables) -> RenderedFigure | None:
     """Render one figure of :data:`FIGURES` by name; None when its table is absent or empty."""
     for stem, block, build in FIGURES:
@@ -530,7 +521,7 @@ def render_figure(name: str, tables: Tables) -> RenderedFigure | None:
                 return None
             ax, title, caption = built
             number = stem.split("_", 1)[0].removeprefix("fig")
-            png, svg = _render(ax.figure)
+            png, svg = figure_bytes(ax.figure)
             return RenderedFigure(name=stem, block=block, title=f"Figure {number}. {title}",
                                   caption=caption, png=png, svg=svg)
     raise ValueError(f"unknown figure {name!r}; expected one of {[f[0] for f in FIGURES]}.")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import html as _html
-import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -282,7 +281,7 @@ def monitor_figure(series: pd.DataFrame, *, claim_id: str) -> RenderedFigure:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from medaudit.report._figures_blocks import DPI, style
+    from medaudit.report._figures_blocks import figure_bytes, style
 
     g = series[series["claim_id"] == claim_id]
     periods = list(dict.fromkeys(g["period"].astype(str)))
@@ -306,10 +305,7 @@ def monitor_figure(series: pd.DataFrame, *, claim_id: str) -> RenderedFigure:
         ax.set_ylim(max(0.0, min(float(g["ci_low"].min()), level) - 0.05), 1.0)
         ax.legend(fontsize=7, loc="lower left")
         fig.tight_layout()
-        png, svg = io.BytesIO(), io.BytesIO()
-        fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None})
-        fig.set_layout_engine("none")
-        fig.savefig(svg, format="svg", metadata={"Date": None})
+        png, svg = figure_bytes(fig)
         plt.close(fig)
     first = g.iloc[0]
     caption = (f"{first['claim']}: estimate and interval at each period, cumulative (all cases so "
@@ -317,4 +313,4 @@ def monitor_figure(series: pd.DataFrame, *, claim_id: str) -> RenderedFigure:
                "the claimed level. A look without the class the claim needs has no point.")
     return RenderedFigure(name=f"monitor_{claim_id}", block="monitor",
                           title=f"Claim {claim_id} over time", caption=caption,
-                          png=png.getvalue(), svg=svg.getvalue().decode("utf-8"))
+                          png=png, svg=svg)

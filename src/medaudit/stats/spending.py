@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special
+from scipy import special
 
 from medaudit._validation import as_1d_float, check_fraction, check_option
 from medaudit.exceptions import MedauditError
@@ -200,6 +200,8 @@ def spending_bounds(information: ArrayLike, *, alpha: float = 0.05,
             elif _excess_crossing(0.0, *args) <= 0:
                 c = 0.0
             else:
+                from scipy import optimize  # here, not at the top: ~0.3 s to import
+
                 c = optimize.brentq(_excess_crossing, 0.0, 40.0, args=args, xtol=1e-13, rtol=1e-13)
         bounds[k] = c
         # the density of S_k = Z_k sqrt(I_k) on the continuation region, for the next look
