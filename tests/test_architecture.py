@@ -28,7 +28,7 @@ ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 #: matching prefix.  Keep in step with the table in docs/architecture.md (a test checks).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("medaudit", "medaudit.exceptions", "medaudit._validation", "medaudit._versions",
-              "medaudit.progress")),
+              "medaudit._words", "medaudit.progress")),
     ("stats", ("medaudit.stats",)),
     ("io", ("medaudit.io",)),
     ("data", ("medaudit.datasets", "medaudit.imaging", "medaudit.simulate")),

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from medaudit._words import plural
+
 __all__ = ["default_spec", "checked_table", "check_summarizable", "describe_table",
            "infer_score_scale", "yaml_flow", "starter_yaml", "TableFacts", "CohortFacts",
            "MAX_SUBGROUP_LEVELS"]
@@ -320,12 +322,9 @@ def _names(names: Sequence[str]) -> str:
     return shown + (f" and {len(names) - _MAX_LISTED} more" if len(names) > _MAX_LISTED else "")
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
 def _cohort_line(c: CohortFacts) -> str:
-    return (f"{_count(c.n_images, 'image')}, {c.n_positive:,} positive, {c.n_negative:,} negative"
+    return (f"{plural(c.n_images, 'image', grouped=True)}, {c.n_positive:,} positive, "
+            f"{c.n_negative:,} negative"
             + (f"; negative groups {', '.join(f'{_shown(g)} ({n:,})' for g, n in c.negative_groups)}"
                if c.negative_groups else ""))
 
@@ -334,11 +333,11 @@ def _facts_comment(f: TableFacts, source: str) -> list[str]:
     """The header lines listing what the table says (``#``-commented)."""
     from medaudit.audit.spec import SINGLE_COHORT
 
-    lines = [f"What {source} holds ({_count(f.n_rows, 'row')}):",
-             f"  {_count(len(f.models), 'model')}: {_names(f.models)}",
+    lines = [f"What {source} holds ({plural(f.n_rows, 'row', grouped=True)}):",
+             f"  {plural(len(f.models), 'model', grouped=True)}: {_names(f.models)}",
              ("  prompts: none (no prompt column: every model scores each image once)" if not f.prompts
-              else f"  {_count(len(f.prompts), 'prompt')}: {_names(f.prompts)}"),
-             f"  {_count(len(f.cohorts), 'cohort')}:" + (
+              else f"  {plural(len(f.prompts), 'prompt', grouped=True)}: {_names(f.prompts)}"),
+             f"  {plural(len(f.cohorts), 'cohort', grouped=True)}:" + (
                  " (one site: a table without a cohort column is read as cohort 'all')"
                  if [c.name for c in f.cohorts] == [SINGLE_COHORT] else "")]
     lines += [f"    {_shown(c.name)}: {_cohort_line(c)}" for c in f.cohorts[:_MAX_LISTED]]

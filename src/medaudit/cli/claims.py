@@ -34,10 +34,10 @@ def default_claims_path(source: Path) -> Path:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    from medaudit._words import plural
     from medaudit.exceptions import MedauditError
     from medaudit.io.claimsfile import CLAIMS_FILE, export_claims, require_claims, write_claims_file
     from medaudit.io.output import check_output_file, recorded_inputs
-    from medaudit.report._common import plural
 
     source = Path(args.audit_dir)
     out = Path(args.out) if args.out is not None else default_claims_path(source)

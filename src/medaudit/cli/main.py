@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from medaudit import __version__
+from medaudit._words import plural
 from medaudit.cli._help import CommandParser, examples, output_flags
 from medaudit.exceptions import MedauditError
 
@@ -96,11 +97,11 @@ def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
         n_figs = len(list((out / "figures").glob("*.png"))) if (out / "figures").exists() else 0
         print(f"wrote {out}/\n"
               f"  report.html        the self-contained report (open it in a browser)\n"
-              f"  summary.md         portability matrix of {_count(n_claims, 'claim')}, in Markdown\n"
+              f"  summary.md         portability matrix of {plural(n_claims, 'claim')}, in Markdown\n"
               f"  portability.csv    the matrix in long form (also .parquet)\n"
               f"  results.json       every number at full precision with its provenance\n"
-              f"  tables/            {_count(n_tables, 'block table')}, CSV and Parquet\n"
-              f"  figures/           {_count(n_figs, 'figure')}, PNG and SVG")
+              f"  tables/            {plural(n_tables, 'block table')}, CSV and Parquet\n"
+              f"  figures/           {plural(n_figs, 'figure')}, PNG and SVG")
     return 0
 
 
@@ -301,11 +302,6 @@ def _show_warning(message: Any, category: type, filename: str, lineno: int, file
     from medaudit.io.messages import one_line
 
     print(f"medaudit: warning: {one_line(str(message), limit=2000)}", file=sys.stderr, flush=True)
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 figure``, ``2 figures``."""
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

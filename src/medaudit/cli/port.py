@@ -16,9 +16,9 @@ __all__ = ["register"]
 
 
 def _cmd_port(args: argparse.Namespace) -> int:
+    from medaudit._words import plural
     from medaudit.blocks.planning import check_plan_power
     from medaudit.port import port
-    from medaudit.report._common import plural
 
     check_plan_power(args.power, name="--power")
     options = {k: v for k, v in (("seed", args.seed), ("n_resamples", args.n_resamples)) if v is not None}

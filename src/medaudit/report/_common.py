@@ -15,7 +15,7 @@ import pandas as pd
 from medaudit.report import format as fmt
 
 __all__ = ["QUALIFICATIONS", "TABLE21", "label_text", "plain_text", "outcome_tables", "block_table",
-           "unique_texts", "and_list", "plural", "split_qualifications", "provenance_files",
+           "unique_texts", "and_list", "split_qualifications", "provenance_files",
            "simulations", "data_sources"]
 
 #: qualification kind -> (mark, legend text, keyword in the qualification text)
@@ -69,10 +69,6 @@ def and_list(items: Sequence[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def plural(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
 def split_qualifications(text: Any) -> list[dict[str, str]]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from medaudit._words import plural
 from medaudit.blocks import BLOCKS
 from medaudit.report import format as fmt
 from medaudit.report._common import (
@@ -21,7 +22,6 @@ from medaudit.report._common import (
     block_table,
     label_text,
     plain_text,
-    plural,
     provenance_files,
     split_qualifications,
     unique_texts,

@@ -32,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from medaudit._words import plural
 from medaudit.blocks import BLOCKS
 from medaudit.blocks import claimkit as ck
 from medaudit.io.output import FileKind, default_file_mode, file_starts_with
@@ -42,7 +43,6 @@ from medaudit.report._common import (
     label_text,
     outcome_tables,
     plain_text,
-    plural,
     simulations,
     split_qualifications,
     unique_texts,

@@ -24,9 +24,10 @@ from typing import Any
 
 import pandas as pd
 
+from medaudit._words import plural
 from medaudit.io.claimsfile import SITE_VERDICTS
 from medaudit.report import format as fmt
-from medaudit.report._common import plain_text, plural, simulations
+from medaudit.report._common import plain_text, simulations
 from medaudit.report._types import RenderedFigure
 
 __all__ = ["port_summary", "port_page", "claims_view", "monitor_figure", "PORT_SHOWN"]
