@@ -327,3 +327,22 @@ def test_logit_scores_report_auroc_only():
     res = run(spectrum, ctx)
     assert set(res.tables["groups"]["criterion"]) == {"roc_auc"}
     assert any("logits" in n for n in res.notes)
+
+
+def test_a_model_scoring_positives_and_a_group_alike_is_qualified():
+    """A model that gives the positives and one negative group a single score ranks none of
+    them above another: that group's AUROC is 0.5 from ties alone (scikit-learn agrees) and
+    its roc_auc and aurc rows say so; the other group's rows and every Brier row do not."""
+    r = np.random.default_rng(3)
+    pos = {"flat": np.full(20, 0.6), "real": r.beta(5, 2, 20)}
+    groups = {"same": {"flat": np.full(30, 0.6), "real": r.beta(2, 3, 30)},
+              "other": {"flat": r.beta(2, 5, 30), "real": r.beta(2, 5, 30)}}
+    ctx = _context(_table("c1", pos, groups), [{"cohort": "c1", "groups": ["same", "other"],
+                                                "test": "none", "prevalence": 0.1}])
+    g = run(spectrum, ctx).tables["groups"]
+    marked = g[g["qualification"].str.contains("constant scores", regex=False)]
+    assert sorted(zip(marked["model"], marked["group"], marked["criterion"], strict=True)) == [
+        ("flat", "same", "aurc"), ("flat", "same", "roc_auc")]
+    y, s = _subset(ctx, "c1", "flat", "same")
+    auc = marked[marked["criterion"] == "roc_auc"]["estimate"].iloc[0]
+    assert auc == roc_auc_score(y, s) == 0.5

@@ -566,3 +566,32 @@ def test_one_level_has_no_between_group_contrast():
     between = summ[(summ["group"] == "between_groups") & (summ["criterion"] == "roc_auc_difference")]
     assert len(between) == 1 and np.isnan(between["estimate"].iloc[0])
     assert "no between-group contrast" in between["qualification"].iloc[0]
+
+
+def test_a_constant_score_model_is_qualified_on_its_rank_metric_rows():
+    """A model scoring every image alike (or every image of one level alike) ranks none above
+    another: its AUROC is 0.5 from ties alone (scikit-learn agrees) and the row says so, as
+    the discrimination block's does; Brier rows of a constant forecast carry no such caveat."""
+    t = _table()
+    flat = t["model"] == "beta"
+    t.loc[flat, "score"] = 0.4  # beta: one score for every image
+    # alpha: one score for every Philips image of site_a only
+    philips = (t["model"] == "alpha") & (t["cohort"] == "site_a") & (t["scanner"] == "Philips")
+    t.loc[philips, "score"] = 0.7
+    res = run(subgroups, _ctx(section=("scanner",), table=t))
+    m = res.tables["metrics"]
+    auc = m[m["criterion"] == "roc_auc"]
+    beta = auc[auc["model"] == "beta"]
+    assert len(beta) and beta["qualification"].str.contains("constant scores", regex=False).all()
+    whole = beta[beta["group"] == ALL]
+    assert len(whole) == 2  # one per cohort
+    for _, r in whole.iterrows():
+        g = t[(t["cohort"] == r["cohort"]) & (t["model"] == "beta")]
+        assert r["estimate"] == roc_auc_score(g["label"], g["score"]) == 0.5
+    brier = m[(m["criterion"] == "brier_score") & (m["model"] == "beta")]
+    assert len(brier) and not brier["qualification"].str.contains("constant", regex=False).any()
+    alpha = auc[auc["model"] == "alpha"]
+    marked = alpha[alpha["qualification"].str.contains("constant scores", regex=False)]
+    assert list(zip(marked["cohort"], marked["group"], strict=True)) == [("site_a", "Philips")]
+    g = t[philips]
+    assert marked["estimate"].iloc[0] == roc_auc_score(g["label"], g["score"]) == 0.5

@@ -63,7 +63,7 @@ from pydantic import Field, model_validator
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
 from medaudit.blocks.cells import SOFT_METRICS, BootstrapCell, run_cells
 from medaudit.blocks.context import AuditContext, Resampling, cell_rng
-from medaudit.blocks.notes import exposure_note, join
+from medaudit.blocks.notes import constant_scores_note, exposure_note, join
 from medaudit.blocks.rows import interval, spec_row, verdict
 from medaudit.exceptions import SchemaError
 from medaudit.io.specfile import fraction
@@ -383,17 +383,21 @@ def _group_rows(ctx: AuditContext, i: int, entry: SpectrumEntry, w, pos, masks, 
         soft_negatives=None if soft is None else {g: soft[masks[g]] for g in groups})
         for m in models]
     run = functools.partial(run_shared_positive, resampling=ctx.resampling)
-    for m, (sp, marginal, perms, smarg) in zip(models, ctx.map(run, cells), strict=True):
+    for m, cell, (sp, marginal, perms, smarg) in zip(models, cells, ctx.map(run, cells),
+                                                     strict=True):
         expo = exposure_note(ctx, m, cohort, label="")
         for g in groups:
             qual = join(expo, _small([g], sizes))
+            # the positives and this group scored alike: the rank metrics say so on their rows
+            alike = np.r_[cell.positives, cell.negatives[g]]
             for mid in [x for x in sp.options["metrics"] if x not in SOFT_METRICS]:
                 r = marginal[(g, mid)]
                 prev = entry.prevalence if mid.startswith("brier_score") else "observed"
                 group_rows.append(spec_row(
                     model=m, prompt=prompt, cohort=cohort, negatives=g, prevalence=prev,
                     criterion=mid, design=r.design, n_resamples=n_res,
-                    family=None, entry=i, group=g, **_interval(r), qualification=qual))
+                    family=None, entry=i, group=g, **_interval(r),
+                    qualification=join(qual, constant_scores_note(alike, mid))))
             for mid in SOFT_METRICS if smarg is not None else ():
                 r = smarg[(g, mid)]
                 group_rows.append(spec_row(

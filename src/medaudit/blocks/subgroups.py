@@ -85,7 +85,13 @@ from pydantic import AfterValidator, Discriminator, Field
 
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
 from medaudit.blocks.context import AuditContext, Resampling, cell_rng
-from medaudit.blocks.notes import degenerate_cells_note, degenerate_note, exposure_note, join
+from medaudit.blocks.notes import (
+    constant_scores_note,
+    degenerate_cells_note,
+    degenerate_note,
+    exposure_note,
+    join,
+)
 from medaudit.blocks.rows import interval, spec_row, verdict
 from medaudit.exceptions import DegenerateDataWarning, SchemaError
 from medaudit.io.specfile import TAG_MARK, tag
@@ -269,19 +275,25 @@ def _row(ctx: AuditContext, model: str, cohort: str, column: str, group: str, r,
 
 
 def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstrapResult,
-               models: list[str], min_size: int) -> tuple[list[dict], list[dict], list[dict]]:
+               models: list[str], min_size: int, cell: SubgroupCell
+               ) -> tuple[list[dict], list[dict], list[dict]]:
     """The metrics, contrasts and summary rows of one cohort x column."""
     levels = res.levels
     metric_ids = list(res.options["metrics"])
     metrics, contrasts, summary = [], [], []
     for m in models:
+        s = np.asarray(cell.scores[m])
         for mid in metric_ids:
             r_all = res.overall[(m, mid)]
-            metrics.append(_row(ctx, m, cohort, column, ALL, r_all, "", criterion=mid))
+            # a model that scores every image of the cohort (or of a level) alike ranks none
+            # above another: said on its rank-metric rows, as the discrimination block does
+            metrics.append(_row(ctx, m, cohort, column, ALL, r_all, constant_scores_note(s, mid),
+                                criterion=mid))
             notes = {}
             for lv in levels:
                 r = res.by_group[(m, lv, mid)]
-                notes[lv] = _group_note(r.n, r.n_pos, r.n_neg, r.estimate, min_size)
+                notes[lv] = join(_group_note(r.n, r.n_pos, r.n_neg, r.estimate, min_size),
+                                 constant_scores_note(s[cell.groups == lv], mid))
                 metrics.append(_row(ctx, m, cohort, column, lv, r, notes[lv], criterion=mid))
             direction = DIRECTION[mid]
             for lv in levels:
@@ -451,8 +463,8 @@ class Subgroups(Block):
                                           metrics=metrics, design=ctx.cohort_design(cohort)))
         results = ctx.map(functools.partial(run_subgroups, resampling=ctx.resampling), cells)
         metric_rows, contrast_rows, summary_rows = [], [], []
-        for (cohort, column), res in zip(where, results, strict=True):
-            a, b, c = _cell_rows(ctx, cohort, column, res, models, cfg.min_group_size)
+        for (cohort, column), res, cell in zip(where, results, cells, strict=True):
+            a, b, c = _cell_rows(ctx, cohort, column, res, models, cfg.min_group_size, cell)
             metric_rows += a
             contrast_rows += b
             summary_rows += c
