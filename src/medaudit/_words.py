@@ -1,7 +1,7 @@
 """Words for messages and pages: a count with its noun.
 
 One home for ``1 claim`` / ``2 claims``, used by the CLI's lines, the defaults' report of
-what a table holds and the report pages (``medaudit.report._common`` re-exports it).
+what a table holds and the report pages.
 """
 
 from __future__ import annotations

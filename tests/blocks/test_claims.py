@@ -518,3 +518,26 @@ def test_claim_text_states_the_options_once():
         {"model": "a", "metric": "ppv[threshold=0.3]", "at_least": 0.1}])
     assert [CL._text(x) for x in c.declared] == ["a: Se at Sp [min_specificity=0.9] ≥ 0.8",
                                                  "a: ppv[threshold=0.3] ≥ 0.1"]
+
+
+def test_a_constant_score_model_is_said_on_the_claim_cells_where_it_is_constant():
+    """Model b scores every site-1 woman 0.5: the declared claims' cells on that stratum say
+    its AUROC is 0.5 from ties alone (scikit-learn agrees), naming b where two models are
+    compared; the other strata, and b's Brier claim, carry no such words."""
+    table = _table()
+    flat = (table["model"] == "b") & (table["cohort"] == "site-1") & (table["sex"] == "F")
+    table.loc[flat, "score"] = 0.5
+    t, ctx, _, _ = _rows([{"id": "L", "model": "b", "metric": "roc_auc", "at_least": 0.6,
+                           "cohort": "site-1"},
+                          {"id": "C", "model": "a", "than": "b", "metric": "roc_auc",
+                           "cohort": "site-1"},
+                          {"id": "B", "model": "b", "metric": "brier_score", "at_most": 0.3,
+                           "cohort": "site-1"}], table=table, subgroups=["sex"])
+    said = t[t["qualification"].fillna("").str.contains("constant scores", regex=False)]
+    assert sorted(zip(said["claim_id"], said["changed_to"], strict=True)) == [
+        ("C", "sex = F"), ("L", "sex = F")]
+    level = said[said["claim_id"] == "L"].iloc[0]
+    sub = table[flat]
+    assert level["estimate"] == roc_auc_score(sub["label"], sub["score"]) == 0.5
+    assert level["qualification"].startswith("constant scores")
+    assert "b: constant scores" in said[said["claim_id"] == "C"].iloc[0]["qualification"]

@@ -1,8 +1,8 @@
 """``claimkit.PairIndex`` finds the row the filters it replaced found.
 
-Witness: the filter itself, ``pair_rows(df[df[by] == key], a, b, criterion)`` and its first
-row, on random tables with repeated keys, both model orders, NaN and None keys, and
-criteria that are absent.
+Witness: the boolean filter it replaced, written out here, and its first row, on random
+tables with repeated keys, both model orders, NaN and None keys, and criteria that are
+absent.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ def _filtered_first(df, a, b, criterion, **key):
     sub = df
     for col, v in key.items():
         sub = sub[sub[col] == v]
-    rows = ck.pair_rows(sub, a, b, criterion)
+    m = (sub["criterion"] == criterion) & (((sub["model_a"] == a) & (sub["model_b"] == b))
+                                           | ((sub["model_a"] == b) & (sub["model_b"] == a)))
+    rows = sub[m]
     return rows.iloc[0] if len(rows) else None
 
 

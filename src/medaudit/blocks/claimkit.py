@@ -44,7 +44,7 @@ import pandas as pd
 
 __all__ = ["CLAIM_COLUMNS", "AXES", "VERDICTS", "COHORT_KINDS", "NOT_EVIDENCE", "table", "qualify",
            "qualify_sorted", "to_float", "verdict_difference", "verdict_level", "verdict_at_most",
-           "verdict_ceiling", "pair_rows", "PairIndex", "claim_base", "claim_cell", "cohort_axis"]
+           "verdict_ceiling", "PairIndex", "claim_base", "claim_cell", "cohort_axis"]
 
 CLAIM_COLUMNS = ("claim_id", "claim", "kind", "origin", "change", "changed_to", "model", "prompt",
                  "cohort", "negatives", "prevalence", "threshold", "criterion", "task", "estimate",
@@ -204,21 +204,13 @@ def verdict_untrusted(verdict: str, qualification: str, *, small: bool, n_degene
     return "unresolved", "; ".join(p for p in (qualification, extra) if p)
 
 
-def pair_rows(df: pd.DataFrame, a: str, b: str, criterion: str) -> pd.DataFrame:
-    """Rows of ``df`` comparing models ``a`` and ``b`` (either order) on ``criterion``."""
-    if df.empty:
-        return df
-    m = (df["criterion"] == criterion) & (
-        ((df["model_a"] == a) & (df["model_b"] == b)) | ((df["model_a"] == b) & (df["model_b"] == a)))
-    return df[m]
-
-
 class PairIndex:
     """The first row of ``df`` per (values of ``by``, criterion, unordered model pair).
 
-    The same row as ``pair_rows(df[df[by] == key], a, b, criterion).iloc[0]``, found by one
-    dict lookup: a ranking claim reads a difference under every changed element of E, and
-    filtering the whole table for each of those cells cost most of the claims' time.
+    The same row as the first of ``df`` filtered on ``by == key``, ``criterion`` and the pair
+    (``model_a, model_b`` in either order), found by one dict lookup: a ranking claim reads a
+    difference under every changed element of E, and filtering the whole table for each of
+    those cells cost most of the claims' time.
     Keys holding None or NaN are left out, as a comparison never matches them.
     """
 

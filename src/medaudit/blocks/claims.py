@@ -81,7 +81,7 @@ from medaudit.blocks import claimkit as ck
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
 from medaudit.blocks.cells import BootstrapCell, run_cells
 from medaudit.blocks.context import AuditContext, Resampling, Study, cell_rng
-from medaudit.blocks.notes import degenerate_note, exposure_note, join
+from medaudit.blocks.notes import constant_scores_note, degenerate_note, exposure_note, join
 from medaudit.blocks.rows import spec_row
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
 from medaudit.io.specfile import TAG_MARK, fraction, tag
@@ -927,6 +927,11 @@ def _judge_cell(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any
     assert isinstance(claim, _MetricClaim)
     spec = claim.spec(ev.prevalence)
     mid = _SOFT[spec.name] if ev.soft else spec.id
+    # a model that scores every image of this stratum alike ranks none above another: said
+    # on the claim's cell, as on the discrimination, subgroups and spectrum rows
+    if not ev.soft:
+        notes += [f"{m}: {note}" if len(cell.scores) > 1 else note
+                  for m, s in cell.scores.items() if (note := constant_scores_note(s, spec.name))]
     if isinstance(claim, LevelClaim):
         r = res.marginal[(claim.model, mid)]
         est, lo, hi = r.estimate, r.ci_low, r.ci_high

@@ -283,6 +283,7 @@ def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstr
     metrics, contrasts, summary = [], [], []
     for m in models:
         s = np.asarray(cell.scores[m])
+        by_level = {lv: s[cell.groups == lv] for lv in levels}  # each level's scores, once
         for mid in metric_ids:
             r_all = res.overall[(m, mid)]
             # a model that scores every image of the cohort (or of a level) alike ranks none
@@ -293,7 +294,7 @@ def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstr
             for lv in levels:
                 r = res.by_group[(m, lv, mid)]
                 notes[lv] = join(_group_note(r.n, r.n_pos, r.n_neg, r.estimate, min_size),
-                                 constant_scores_note(s[cell.groups == lv], mid))
+                                 constant_scores_note(by_level[lv], mid))
                 metrics.append(_row(ctx, m, cohort, column, lv, r, notes[lv], criterion=mid))
             direction = DIRECTION[mid]
             for lv in levels:
