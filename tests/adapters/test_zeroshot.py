@@ -22,6 +22,7 @@ from medaudit.adapters import (
     class_prototype,
     family_average,
     load_encoder,
+    read_manifest,
     score_manifest,
     two_class_score,
 )
@@ -334,3 +335,15 @@ def test_registry_and_device():
     assert default_device() == ("cuda" if torch.cuda.is_available() else "cpu")
     with pytest.raises(MedauditError, match="preprocess= and tokenizer="):
         load_encoder("openclip", model=object())
+
+
+def test_manifest_label_error_names_the_file_line(tmp_path):
+    """A label that is not 0/1 is named by its line in the manifest file, as in a score table."""
+    p = tmp_path / "m.csv"
+    p.write_text("image_id,path,cohort,label\na,a.png,c,1\nb,b.png,c,yes\nd,d.png,c,0\ne,e.png,c,2\n")
+    with pytest.raises(SchemaError, match=r"m\.csv: column 'label' must be 0 or 1 \(1 = TB\); "
+                                          r"lines 3, 5 are not \(line 3 has 'yes'\)"):
+        read_manifest(p)
+    p.write_text("image_id,path,cohort,label\na,a.png,c,1\nb,b.png,c,0.0\n")
+    ok = read_manifest(p)
+    assert ok["label"].tolist() == [1, 0] and ok["label"].dtype == np.int64

@@ -44,7 +44,7 @@ def test_every_block_declares_its_contract(name):
 
 def test_figures_and_registry_agree():
     """Every figure a block declares is drawn by the report, and every figure belongs to one."""
-    drawn = {name: block for name, block, _ in F.FIGURES}
+    drawn = {f.stem: f.block for f in F.FIGURES}
     declared = {f: b.name for b in BLOCKS.values() for f in b.figures}
     assert declared == drawn
 

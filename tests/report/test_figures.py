@@ -286,9 +286,9 @@ def test_render_all_order_formats_and_captions(rendered, tmp_path):
     # the eight paper-000 figures, in fixed order (figures 9-12 need paper 001/002 blocks,
     # which this audit does not run: tests/report/test_papers_report.py draws them)
     # (figures 13-15 draw tables operating_points writes only when the spec asks for them)
-    assert names == [stem for stem, block, _ in F.FIGURES
-                     if block not in ("label_uncertainty", "error_structure", "agreement")
-                     and stem not in CURVE_FIGURES]
+    assert names == [f.stem for f in F.FIGURES
+                     if f.block not in ("label_uncertainty", "error_structure", "agreement")
+                     and f.stem not in CURVE_FIGURES]
     for f in rendered:
         assert f.png.startswith(b"\x89PNG\r\n\x1a\n") and len(f.png) > 5000
         assert f.svg.lstrip().startswith("<?xml") and "</svg>" in f.svg

@@ -10,6 +10,7 @@ power), pandas' own groupby mean for the seed ensemble (medaudit.audit.context.e
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -274,3 +275,17 @@ def test_build_model_loads_a_local_backbone_and_refuses_a_misfit():
     assert tuple(m.fc.weight.shape) == (1, 2048)
     with pytest.raises(MedauditError, match="do not fit"):
         build_model(resnet18(weights=None).state_dict())
+
+
+@pytest.mark.parametrize(("section", "key"), [("source", "cohort"), (None, "name")])
+@pytest.mark.parametrize("bad", ["", "a|b"])
+def test_cohort_and_model_names_refuse_empty_and_bar(tmp_path, section, key, bad):
+    """'|' joins cohort, model and prompt into one key of the score table: the spec refuses it."""
+    doc = {"source": {"cohort": "s", "manifest": "m.csv"}}
+    (doc[section] if section else doc)[key] = bad
+    p = tmp_path / "train.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(SchemaError, match=rf"{key}.*must be a non-empty name without '\|'"):
+        load_supervised_spec(p)
+    assert SupervisedSpec.model_validate({"source": {"cohort": "s/1", "manifest": "m.csv"},
+                                          "name": "resnet-50"}).name == "resnet-50"

@@ -34,9 +34,8 @@ from medaudit._versions import versions
 from medaudit.adapters.cache import EmbeddingCache, bytes_sha256
 from medaudit.adapters.prompts import PAPER000_FAMILIES, PAPER000_VERSION, PromptFamily
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.io.messages import quote
 from medaudit.io.modelcard import ModelCard
-from medaudit.io.schema import require_columns, text_columns
+from medaudit.io.schema import binary_labels, require_columns, text_columns
 
 __all__ = ["open_rgb", "check_manifest", "unit_rows", "class_prototype", "two_class_score",
            "family_prototypes", "family_average", "read_manifest", "score_manifest", "ScoringResult",
@@ -157,14 +156,7 @@ def check_manifest(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     require_columns(df, MANIFEST_COLUMNS, source=source, what="scoring manifest",
                     optional=_CARRIED, noun="manifest")
     t = text_columns(df, ("image_id", "path", "cohort"), source=source)
-    lab = pd.to_numeric(t["label"], errors="coerce")
-    bad = ~lab.isin([0, 1]).to_numpy()
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise SchemaError(f"{source}: column 'label' must be 0 or 1 (1 = TB); row(s) "
-                          f"{np.flatnonzero(bad)[:5].tolist()} are not (row {i}: "
-                          f"{quote(t['label'].iloc[i])}).")
-    t["label"] = lab.astype(np.int64)
+    t["label"] = binary_labels(t, source=source, positive="TB")
     dup = t.duplicated(["cohort", "image_id"], keep=False).to_numpy()
     if dup.any():
         raise SchemaError(f"{source}: (cohort, image_id) repeats at row(s) "

@@ -43,13 +43,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from medaudit.exceptions import SchemaError
 from medaudit.io.messages import quote
 
 __all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "FILLED_COLUMNS", "validate_score_table",
            "require_columns", "row_list", "unknown_columns", "text_columns", "take_rows", "stack_files",
-           "RowOrigin"]
+           "RowOrigin", "binary_labels"]
 
 SCORE_COLUMNS = ("image_id", "cohort", "model", "prompt", "score", "label")
 OPTIONAL_COLUMNS = ("label_soft", "negative_group", "patient_id", "split", "seed")
@@ -193,6 +194,25 @@ def _has(v: Any) -> str:
 
 def _are(mask: np.ndarray) -> str:
     return "is" if int(np.count_nonzero(mask)) == 1 else "are"
+
+
+def binary_labels(table: pd.DataFrame, column: str = "label", *, source: str,
+                  positive: str = "positive", origin: pd.DataFrame | None = None) -> NDArray[np.int64]:
+    """Column ``column`` of ``table`` as 0/1 integers; :class:`SchemaError` naming the rows that are not.
+
+    ``positive`` says in the message what 1 stands for (``"1 = TB"``); rows are named by
+    their lines in the file that ``origin`` (default ``table``, the same rows) was read from,
+    where it is known.
+    """
+    raw = table[column]
+    lab = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isin(lab, (0.0, 1.0))
+    if bad.any():
+        where, i = _Where(table if origin is None else origin), int(np.flatnonzero(bad)[0])
+        raise SchemaError(f"{source}: column {column!r} must be 0 or 1 (1 = {positive}); "
+                          f"{where.places(bad)} {_are(bad)} not ({where.place(i)} "
+                          f"{_has(raw.iloc[i])}).")
+    return lab.astype(np.int64)
 
 
 def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str, what: str,
@@ -349,14 +369,7 @@ def validate_score_table(
                               f"separator); {where.places(bar)} do ({where.place(i)}: "
                               f"{quote(t[col].iloc[i])}). "
                               "Rename it, e.g. with '/' or '-'.")
-    lab = pd.to_numeric(t["label"], errors="coerce").to_numpy(dtype=float)
-    badl = ~np.isin(lab, (0.0, 1.0))
-    if badl.any():
-        i = int(np.flatnonzero(badl)[0])
-        raise SchemaError(f"{source}: column 'label' must be 0 or 1 (1 = positive); "
-                          f"{where.places(badl)} {_are(badl)} not ({where.place(i)} "
-                          f"{_has(t['label'].iloc[i])}).")
-    t["label"] = lab.astype(np.int64)
+    t["label"] = binary_labels(t, source=source, origin=table)
     if "label_soft" in t.columns:
         ps = pd.to_numeric(t["label_soft"], errors="coerce").to_numpy(dtype=float)
         badp = ~np.isfinite(ps) | (ps < 0) | (ps > 1)

@@ -25,7 +25,7 @@ from medaudit.report._figures_blocks import (
 )
 from medaudit.report.labels import criterion_label
 
-__all__ = ["plot_error_rates", "build_error_rates"]
+__all__ = ["plot_error_rates", "build_error_rates", "error_rates_caption", "ERROR_RATES_TITLE"]
 
 _COLS = ("model", "cohort", "negatives", "criterion", "estimate", "ci_low", "ci_high")
 
@@ -111,17 +111,24 @@ def plot_error_rates(table: pd.DataFrame, *, ax: Any = None, model: str | None =
     return fig
 
 
+def error_rates_caption(t: pd.DataFrame) -> str:
+    """The caption of the error-rate figure drawn from ``error_structure.rates`` table ``t``."""
+    designs = ", ".join(str(d) for d in _uniq(t["design"])) if "design" in t else ""
+    b = ", ".join(str(int(_f(x))) for x in _uniq(t["n_resamples"])) if "n_resamples" in t else ""
+    return ("False-positive rate #{ŷ=1, y=0}/#{y=0} and false-negative rate #{ŷ=0, y=1}/#{y=1} "
+            "per finding (criteria fpr, fnr), one marker per institution, with percentile "
+            f"intervals [ci_low, ci_high] from table error_structure.rates (design {designs}, "
+            f"B = {b}).")
+
+
+#: the title of the error-rate figure in the report
+ERROR_RATES_TITLE = "False-positive and false-negative rates by institution"
+
+
 def build_error_rates(tables: dict[str, dict[str, pd.DataFrame]]) -> tuple[Any, str, str] | None:
     """``(axes, title, caption)`` of the error-rate figure; None when the table is absent."""
     t = (tables.get("error_structure") or {}).get("rates")
     if t is None or len(t) == 0:
         return None
     t = t if isinstance(t, pd.DataFrame) else pd.DataFrame(t)
-    fig = plot_error_rates(t)
-    designs = ", ".join(str(d) for d in _uniq(t["design"])) if "design" in t else ""
-    b = ", ".join(str(int(_f(x))) for x in _uniq(t["n_resamples"])) if "n_resamples" in t else ""
-    caption = ("False-positive rate #{ŷ=1, y=0}/#{y=0} and false-negative rate #{ŷ=0, y=1}/#{y=1} "
-               "per finding (criteria fpr, fnr), one marker per institution, with percentile "
-               f"intervals [ci_low, ci_high] from table error_structure.rates (design {designs}, "
-               f"B = {b}).")
-    return fig.axes[0], "False-positive and false-negative rates by institution", caption
+    return plot_error_rates(t).axes[0], ERROR_RATES_TITLE, error_rates_caption(t)

@@ -100,6 +100,14 @@ def _constraints(ops: pd.DataFrame | None, cohort: Any, model: str) -> list[tupl
     return out
 
 
+def _curve_rows(table: pd.DataFrame, columns: list[str], what: str, cohort: str | None,
+                threshold_metrics: pd.DataFrame | None) -> tuple[pd.DataFrame, list, dict, dict]:
+    """The rows of a curve figure, its models (sorted), their styles and the threshold sources."""
+    df = _rows(table, columns, what, cohort=cohort)
+    models = sorted(_uniq(df["model"]))
+    return df, models, model_styles(models), _sources(threshold_metrics)
+
+
 # ----------------------------------------------------------------------------- ROC
 @_styled
 def plot_roc_curves(table: pd.DataFrame, *, ax: Any = None, band: pd.DataFrame | None = None,
@@ -114,10 +122,8 @@ def plot_roc_curves(table: pd.DataFrame, *, ax: Any = None, band: pd.DataFrame |
     declared or rule-chosen threshold (one marker per threshold source).
     """
     what = "plot_roc_curves"
-    df = _rows(table, ["model", "cohort", "sensitivity", "specificity"], what, cohort=cohort)
-    models = sorted(_uniq(df["model"]))
-    styles = model_styles(models)
-    sources = _sources(threshold_metrics)
+    df, models, styles, sources = _curve_rows(
+        table, ["model", "cohort", "sensitivity", "specificity"], what, cohort, threshold_metrics)
 
     def draw(a: Any, key: tuple, g: pd.DataFrame) -> tuple[list, list]:
         c = key[0]
@@ -191,10 +197,8 @@ def plot_pr_curves(table: pd.DataFrame, *, ax: Any = None, band: pd.DataFrame | 
     rule-chosen threshold.
     """
     what = "plot_pr_curves"
-    df = _rows(table, ["model", "cohort", "precision", "recall"], what, cohort=cohort)
-    models = sorted(_uniq(df["model"]))
-    styles = model_styles(models)
-    sources = _sources(threshold_metrics)
+    df, models, styles, sources = _curve_rows(
+        table, ["model", "cohort", "precision", "recall"], what, cohort, threshold_metrics)
 
     def draw(a: Any, key: tuple, g: pd.DataFrame) -> tuple[list, list]:
         c = key[0]

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ from medaudit.report.labels import criterion_label
 __all__ = ["plot_discrimination", "plot_prompt_heatmap", "plot_spectrum", "plot_reliability",
            "plot_prevalence", "plot_transport", "plot_seeds", "plot_retained_delta",
            "plot_risk_coverage", "plot_roc_curves", "plot_pr_curves", "plot_calibration_curves",
-           "render_all", "render_figure", "save_figures", "FIGURES", "DPI"]
+           "render_all", "render_figure", "save_figures", "FIGURES", "FigureSpec", "DPI"]
 
 
 # ----------------------------------------------------------------------------- Fig. 7 (drawing)
@@ -271,30 +272,71 @@ def _caption(*parts: str) -> str:
 
 
 # ----------------------------------------------------------------------------- the figures
-Built = tuple[Any, str, str]  # (axes, title, caption)
+@dataclass(frozen=True, slots=True)
+class FigureSpec:
+    """One report figure as data: the table it is drawn from, how, and what its caption says.
+
+    Attributes
+    ----------
+    stem : str
+        File stem, ``fig<number>_<what>``; the number is the figure's number in the report.
+    block, table : str
+        The source table ``tables[block][table]``; the figure is left out when it is absent
+        or empty.
+    title : str or callable
+        The title after ``Figure <number>.``; a callable gets the tables (a title that
+        depends on which companion tables are present).
+    draw : callable
+        ``draw(rows, tables) -> Axes`` (an axes of the figure to save).
+    caption : callable
+        ``caption(rows, tables) -> str``: what is drawn, from which table, design and B.
+    criterion : str, optional
+        Keep only the rows of this criterion (no such rows, or no ``criterion`` column: no
+        figure).
+    needs : callable, optional
+        ``needs(rows) -> bool``: a further condition on the rows for the figure to be drawn.
+    """
+
+    stem: str
+    block: str
+    table: str
+    title: str | Callable[[Tables], str]
+    draw: Callable[[pd.DataFrame, Tables], Any]
+    caption: Callable[[pd.DataFrame, Tables], str]
+    criterion: str | None = None
+    needs: Callable[[pd.DataFrame], bool] | None = None
+
+    def rows(self, tables: Tables) -> pd.DataFrame | None:
+        """The rows the figure is drawn from; None when it is not drawn."""
+        t = _table(tables, self.block, self.table)
+        if self.criterion is not None:
+            t = _where(t, criterion=self.criterion)
+        return None if t is None or (self.needs is not None and not self.needs(t)) else t
+
+    def render(self, tables: Tables) -> RenderedFigure | None:
+        """Draw the figure to PNG and SVG; None when its rows are absent."""
+        with style():
+            t = self.rows(tables)
+            if t is None:
+                return None
+            ax = self.draw(t, tables)
+            title = self.title if isinstance(self.title, str) else self.title(tables)
+            caption = self.caption(t, tables)
+        number = self.stem.split("_", 1)[0].removeprefix("fig")
+        png, svg = figure_bytes(ax.figure)
+        return RenderedFigure(name=self.stem, block=self.block, title=f"Figure {number}. {title}",
+                              caption=caption, png=png, svg=svg)
 
 
-def _fig1(tables: Tables) -> Built | None:
-    t = _where(_table(tables, "discrimination", "metrics"), criterion="roc_auc")
-    if t is None:
-        return None
-    ax = plot_discrimination(t)
-    prompt = ", ".join(_names(t["prompt"]))
-    return ax, "AUROC by cohort and model", _caption(
-        f"AUROC (criterion roc_auc) of every model on every cohort at prompt {prompt}: point "
-        "estimate and interval [ci_low, ci_high] from table discrimination.metrics.",
-        _designs(t), _b(t), _exposure_note(t), "Dotted line: AUROC 0.5.")
+def _prompts(t: pd.DataFrame) -> str:
+    return ", ".join(_names(t["prompt"]))
 
 
-def _fig2(tables: Tables) -> Built | None:
-    t = _where(_table(tables, "prompts", "contrasts"), criterion="roc_auc_difference")
-    if t is None:
-        return None
-    ax = plot_prompt_heatmap(t)
+def _fig2_caption(t: pd.DataFrame, _: Tables) -> str:
     fams = _names(f for f in t["family"] if str(f) != "descriptive") if "family" in t else []
     n_sig = int(t["significant"].map(lambda v: v is True or str(v).lower() == "true").sum()) \
         if "significant" in t else 0
-    return ax, "ΔAUROC vs the primary prompt family", _caption(
+    return _caption(
         f"AUROC(alternative) − AUROC({', '.join(_names(t['prompt_b']))}) per cohort and model "
         "(criterion roc_auc_difference, column estimate) from table prompts.contrasts.",
         _designs(t, by="family"),
@@ -302,133 +344,56 @@ def _fig2(tables: Tables) -> Built | None:
         f"({n_sig} cell(s)); hatched cells are descriptive (not in the tested family).")
 
 
-def _fig3(tables: Tables) -> Built | None:
-    t = _where(_table(tables, "spectrum", "groups"), criterion="roc_auc")
-    if t is None:
-        return None
-    ax = plot_spectrum(t)
-    return ax, "AUROC by negative group", _caption(
-        "AUROC of the positives against each negative (control) group, per model (criterion "
-        "roc_auc), with intervals [ci_low, ci_high], from table spectrum.groups; lines join the "
-        "groups of one model, which share the positives.", _designs(t), _b(t), _exposure_note(t))
+def _fig7_draw(t: pd.DataFrame, tables: Tables) -> Any:
+    return plot_seeds(t, comparisons=_table(tables, "retained", "comparisons"))
 
 
-def _fig4(tables: Tables) -> Built | None:
-    t = _table(tables, "discrimination", "reliability")
-    if t is None:
-        return None
-    ax = plot_reliability(t)
-    crit = ", ".join(_names(t["criterion"])) if "criterion" in t else "reliability"
-    return ax, "Reliability diagrams", _caption(
-        f"Mean score vs observed fraction positive per equal-width bin ({crit}) at prompt "
-        f"{', '.join(_names(t['prompt']))}, from table discrimination.reliability; marker area "
-        "proportional to the number of images in the bin; empty bins omitted; dotted diagonal = "
-        "perfect calibration.", _designs(t))
-
-
-def _fig5(tables: Tables) -> Built | None:
-    t = _where(_table(tables, "prevalence", "metrics"), criterion="brier_score")
-    if t is None:
-        return None
-    ax = plot_prevalence(t)
-    return ax, "Prevalence-weighted Brier score across π", _caption(
-        "Brier score with positives weighted π and negatives 1 − π (criterion brier_score; "
-        "scores unchanged), per model, with interval bands [ci_low, ci_high], from table "
-        "prevalence.metrics; dotted line: the entry's primary π.", _designs(t), _b(t))
-
-
-def _fig6(tables: Tables) -> Built | None:
-    t = _table(tables, "transport", "transport")
-    if t is None:
-        return None
-    ax = plot_transport(t)
-    return ax, "Transported thresholds: target sensitivity and specificity", _caption(
-        "Sensitivity and specificity on each target cohort at the threshold τ chosen on the "
-        "source cohort (criterion sensitivity / specificity, rule in the panel title), with "
-        "intervals [ci_low, ci_high], from table transport.transport; dashed line: the rule's "
-        "constraint (target_value) on the constrained metric; 'τ fixed' marks targets resampled "
-        "with τ held fixed.", _designs(t), _b(t), _exposure_note(t))
-
-
-def _fig7(tables: Tables) -> Built | None:
-    t = _table(tables, "retained", "seeds")
+def _fig7_caption(t: pd.DataFrame, tables: Tables) -> str:
     comp = _table(tables, "retained", "comparisons")
-    if _where(t, criterion="roc_auc") is None:
-        return None
-    ax = plot_seeds(t, comparisons=comp)
     extra = ""
     if comp is not None:
         extra = _caption("Right: AUROC(b) − AUROC(a) on the retained targets with interval "
                          "[ci_low, ci_high] from table retained.comparisons (diamonds) and the "
                          "seed-paired differences with mean ± SD.", _designs(comp), _b(comp))
-    return ax, "Optimisation seeds", _caption(
+    return _caption(
         "AUROC (criterion roc_auc) of each optimisation seed (dots), mean ± SD over seeds "
         "(bar; the SD describes optimisation variability, not a confidence interval) and the "
         "seed ensemble with its interval (diamond), from table retained.seeds.",
         _designs(t[t["kind"] == "ensemble"]) if "kind" in t else "", extra)
 
 
-def _fig8(tables: Tables) -> Built | None:
-    t = _table(tables, "operating_points", "risk_coverage")
-    if t is None:
-        return None
-    ax = plot_risk_coverage(t)
-    return ax, "Risk-coverage curves", _caption(
-        "Selective risk (error rate of the decision s ≥ threshold among the most confident "
-        "images, confidence max(s, 1 − s)) against coverage k/n, per model (criterion "
-        f"{', '.join(_names(t['criterion']))}; point estimates), from table "
-        "operating_points.risk_coverage.", _designs(t))
-
-
-def _fig9(tables: Tables) -> Built | None:
+# the paper 001/002 figures import their drawing modules when drawn, not with the report
+def _fig9_draw(t: pd.DataFrame, tables: Tables) -> Any:
     from medaudit.report._figures_labels import plot_soft_vs_ordinary
 
-    t = _table(tables, "label_uncertainty", "metrics")
-    if t is None:
-        return None
-    fig = plot_soft_vs_ordinary(t, _table(tables, "label_uncertainty", "agreement"))
-    return fig.axes[0], "Ordinary vs soft metrics across models", _caption(
-        "Each model's ordinary metric against the aggregated hard label (x) and its soft "
-        "counterpart against the soft label (y), one panel per cohort and metric pair, from "
-        "table label_uncertainty.metrics; R² in each title is the Pearson R² across models from "
-        "table label_uncertainty.agreement (paper 001 Fig. 1).", _designs(t), _b(t))
+    return plot_soft_vs_ordinary(t, _table(tables, "label_uncertainty", "agreement")).axes[0]
 
 
-def _fig10(tables: Tables) -> Built | None:
+def _fig10_draw(t: pd.DataFrame, _: Tables) -> Any:
     from medaudit.report._figures_labels import plot_rank_stability
 
-    t = _table(tables, "label_uncertainty", "stability")
-    if t is None:
-        return None
-    fig = plot_rank_stability(t)
-    return fig.axes[0], "Ranking stability under annotation resampling", _caption(
-        "Mean (marker) and percentile range (bar) over the annotation-bootstrap replicates of "
-        "the rank correlation (Spearman ρ, Kendall τ-b) between each replicate's model ranking "
-        "and the original ranking, per metric (ordinary vs soft), from table "
-        "label_uncertainty.stability (each item's annotations resampled with replacement).",
-        _designs(t), _b(t))
+    return plot_rank_stability(t).axes[0]
 
 
-def _fig11(tables: Tables) -> Built | None:
-    from medaudit.report._figures_agreement import build_error_rates
+def _fig11_draw(t: pd.DataFrame, _: Tables) -> Any:
+    from medaudit.report._figures_agreement import plot_error_rates
 
-    t = _table(tables, "error_structure", "rates")
-    return None if t is None else build_error_rates({"error_structure": {"rates": t}})
+    return plot_error_rates(t).axes[0]
 
 
-def _fig12(tables: Tables) -> Built | None:
+def _fig11_caption(t: pd.DataFrame, _: Tables) -> str:
+    from medaudit.report._figures_agreement import error_rates_caption
+
+    return error_rates_caption(t)
+
+
+def _fig12_draw(t: pd.DataFrame, _: Tables) -> Any:
     from medaudit.report._figures_estimators import plot_estimator_budget
 
-    t = _table(tables, "agreement", "fixed_policy_summary")
-    if t is None or "ece[n_bins=10]" not in set(t["criterion"].astype(str)):
-        return None
-    fig = plot_estimator_budget(t, criterion="ece[n_bins=10]")
-    return fig.axes[0], "Estimator calibration error against the target label budget", _caption(
-        "ECE (10 equal-width bins) of each reliability estimator's predicted agreement on the "
-        "held-out target rows against the number of target labels used (leave-one-institution-"
-        "out; mean over repeats with ± one SD band), per model and target institution, from "
-        "table agreement.fixed_policy_summary (paper 002 Figs. 1-2).",
-        "Budgets: " + ", ".join(_names(t["budget"])) + "." if "budget" in t else "")
+    return plot_estimator_budget(t, criterion=_BUDGET_CRITERION).axes[0]
+
+
+_BUDGET_CRITERION = "ece[n_bins=10]"
 
 
 def _threshold_note(tm: pd.DataFrame | None, what: str) -> str:
@@ -439,92 +404,160 @@ def _threshold_note(tm: pd.DataFrame | None, what: str) -> str:
             f"(threshold source {srcs}; one marker shape per source).")
 
 
-def _fig13(tables: Tables) -> Built | None:
-    t = _table(tables, "operating_points", "roc_curve")
-    if t is None:
-        return None
-    band = _table(tables, "operating_points", "roc_band")
-    ops = _table(tables, "operating_points", "operating_points")
-    tm = _table(tables, "operating_points", "threshold_metrics")
-    ax = plot_roc_curves(t, band=band, operating_points=ops, threshold_metrics=tm)
-    return ax, "ROC curves with bands and operating points", _caption(
+def _ops(tables: Tables, name: str) -> pd.DataFrame | None:
+    return _table(tables, "operating_points", name)
+
+
+def _band_note(band: pd.DataFrame | None, what: str) -> str:
+    return "" if band is None else _caption(what, _designs(band), _b(band))
+
+
+def _fig13_caption(t: pd.DataFrame, tables: Tables) -> str:
+    band, ops = _ops(tables, "roc_band"), _ops(tables, "operating_points")
+    return _caption(
         "Empirical ROC curve (1 − specificity against sensitivity at every observed threshold, "
-        f"decision s ≥ threshold) of every model at prompt {', '.join(_names(t['prompt']))}, "
+        f"decision s ≥ threshold) of every model at prompt {_prompts(t)}, "
         "from table operating_points.roc_curve.",
-        _caption("Shaded: pointwise interval of the sensitivity at fixed specificities "
-                 "(table operating_points.roc_band, pROC's ci.se).", _designs(band), _b(band))
-        if band is not None else "",
+        _band_note(band, "Shaded: pointwise interval of the sensitivity at fixed specificities "
+                   "(table operating_points.roc_band, pROC's ci.se)."),
         "Diamonds: sensitivity at specificity ≥ x drawn at FPR = 1 − x with its interval; "
         "squares: specificity at sensitivity ≥ x drawn at TPR = x (table "
         "operating_points.operating_points)." if ops is not None else "",
-        _threshold_note(tm, "(1 − specificity, sensitivity)"), "Dotted diagonal: chance.")
+        _threshold_note(_ops(tables, "threshold_metrics"), "(1 − specificity, sensitivity)"),
+        "Dotted diagonal: chance.")
 
 
-def _fig14(tables: Tables) -> Built | None:
-    t = _table(tables, "operating_points", "pr_curve")
-    if t is None:
-        return None
-    tm = _table(tables, "operating_points", "threshold_metrics")
-    band = _table(tables, "operating_points", "pr_band")
-    ax = plot_pr_curves(t, band=band, threshold_metrics=tm)
-    return ax, "Precision-recall curves" + (" with bands" if band is not None else ""), _caption(
+def _fig14_caption(t: pd.DataFrame, tables: Tables) -> str:
+    band = _ops(tables, "pr_band")
+    return _caption(
         "Precision (PPV) against recall (sensitivity) at every observed threshold of every model "
-        f"at prompt {', '.join(_names(t['prompt']))}, from table "
+        f"at prompt {_prompts(t)}, from table "
         "operating_points.pr_curve; dotted line: the cohort's prevalence.",
-        _caption("Shaded: pointwise interval of the precision at fixed recalls (table "
-                 "operating_points.pr_band).", _designs(band), _b(band))
-        if band is not None else "",
-        _threshold_note(tm, "(recall, PPV at the cohort's prevalence)"))
+        _band_note(band, "Shaded: pointwise interval of the precision at fixed recalls (table "
+                   "operating_points.pr_band)."),
+        _threshold_note(_ops(tables, "threshold_metrics"), "(recall, PPV at the cohort's prevalence)"))
 
 
-def _fig15(tables: Tables) -> Built | None:
-    t = _table(tables, "operating_points", "calibration_curve")
-    if t is None:
-        return None
-    ax = plot_calibration_curves(t)
-    return ax, "Reliability curves with bootstrap intervals", _caption(
-        "Mean score against the observed fraction of positives per bin "
-        f"({', '.join(_names(t['criterion']))}; equal_mass: bin edges at score quantiles) "
-        "with the bootstrap interval of the fraction (bars; bins fixed on the full sample), "
-        "from table operating_points.calibration_curve; the Wilson interval of each bin is in "
-        "the table (prop_low, prop_high); dotted diagonal: perfect calibration.",
-        _designs(t), _b(t))
-
-
-#: (file stem, block, builder) in report order
-FIGURES: tuple[tuple[str, str, Callable[[Tables], Built | None]], ...] = (
-    ("fig1_discrimination", "discrimination", _fig1),
-    ("fig2_prompt_contrasts", "prompts", _fig2),
-    ("fig3_spectrum", "spectrum", _fig3),
-    ("fig4_reliability", "discrimination", _fig4),
-    ("fig5_prevalence", "prevalence", _fig5),
-    ("fig6_transport", "transport", _fig6),
-    ("fig7_seeds", "retained", _fig7),
-    ("fig8_risk_coverage", "operating_points", _fig8),
-    ("fig9_soft_vs_ordinary", "label_uncertainty", _fig9),
-    ("fig10_rank_stability", "label_uncertainty", _fig10),
-    ("fig11_error_rates", "error_structure", _fig11),
-    ("fig12_estimator_budget", "agreement", _fig12),
-    ("fig13_roc_curves", "operating_points", _fig13),
-    ("fig14_pr_curves", "operating_points", _fig14),
-    ("fig15_calibration_curves", "operating_points", _fig15),
+#: every report figure, in report order
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec(
+        "fig1_discrimination", "discrimination", "metrics", "AUROC by cohort and model",
+        lambda t, _: plot_discrimination(t), criterion="roc_auc",
+        caption=lambda t, _: _caption(
+            f"AUROC (criterion roc_auc) of every model on every cohort at prompt {_prompts(t)}: "
+            "point estimate and interval [ci_low, ci_high] from table discrimination.metrics.",
+            _designs(t), _b(t), _exposure_note(t), "Dotted line: AUROC 0.5.")),
+    FigureSpec(
+        "fig2_prompt_contrasts", "prompts", "contrasts", "ΔAUROC vs the primary prompt family",
+        lambda t, _: plot_prompt_heatmap(t), _fig2_caption, criterion="roc_auc_difference"),
+    FigureSpec(
+        "fig3_spectrum", "spectrum", "groups", "AUROC by negative group",
+        lambda t, _: plot_spectrum(t), criterion="roc_auc",
+        caption=lambda t, _: _caption(
+            "AUROC of the positives against each negative (control) group, per model (criterion "
+            "roc_auc), with intervals [ci_low, ci_high], from table spectrum.groups; lines join "
+            "the groups of one model, which share the positives.",
+            _designs(t), _b(t), _exposure_note(t))),
+    FigureSpec(
+        "fig4_reliability", "discrimination", "reliability", "Reliability diagrams",
+        lambda t, _: plot_reliability(t),
+        lambda t, _: _caption(
+            "Mean score vs observed fraction positive per equal-width bin "
+            f"({', '.join(_names(t['criterion'])) if 'criterion' in t else 'reliability'}) at "
+            f"prompt {_prompts(t)}, from table discrimination.reliability; marker area "
+            "proportional to the number of images in the bin; empty bins omitted; dotted "
+            "diagonal = perfect calibration.", _designs(t))),
+    FigureSpec(
+        "fig5_prevalence", "prevalence", "metrics", "Prevalence-weighted Brier score across π",
+        lambda t, _: plot_prevalence(t), criterion="brier_score",
+        caption=lambda t, _: _caption(
+            "Brier score with positives weighted π and negatives 1 − π (criterion brier_score; "
+            "scores unchanged), per model, with interval bands [ci_low, ci_high], from table "
+            "prevalence.metrics; dotted line: the entry's primary π.", _designs(t), _b(t))),
+    FigureSpec(
+        "fig6_transport", "transport", "transport",
+        "Transported thresholds: target sensitivity and specificity",
+        lambda t, _: plot_transport(t),
+        lambda t, _: _caption(
+            "Sensitivity and specificity on each target cohort at the threshold τ chosen on the "
+            "source cohort (criterion sensitivity / specificity, rule in the panel title), with "
+            "intervals [ci_low, ci_high], from table transport.transport; dashed line: the "
+            "rule's constraint (target_value) on the constrained metric; 'τ fixed' marks targets "
+            "resampled with τ held fixed.", _designs(t), _b(t), _exposure_note(t))),
+    FigureSpec(
+        "fig7_seeds", "retained", "seeds", "Optimisation seeds", _fig7_draw, _fig7_caption,
+        needs=lambda t: _where(t, criterion="roc_auc") is not None),
+    FigureSpec(
+        "fig8_risk_coverage", "operating_points", "risk_coverage", "Risk-coverage curves",
+        lambda t, _: plot_risk_coverage(t),
+        lambda t, _: _caption(
+            "Selective risk (error rate of the decision s ≥ threshold among the most confident "
+            "images, confidence max(s, 1 − s)) against coverage k/n, per model (criterion "
+            f"{', '.join(_names(t['criterion']))}; point estimates), from table "
+            "operating_points.risk_coverage.", _designs(t))),
+    FigureSpec(
+        "fig9_soft_vs_ordinary", "label_uncertainty", "metrics",
+        "Ordinary vs soft metrics across models", _fig9_draw,
+        lambda t, _: _caption(
+            "Each model's ordinary metric against the aggregated hard label (x) and its soft "
+            "counterpart against the soft label (y), one panel per cohort and metric pair, from "
+            "table label_uncertainty.metrics; R² in each title is the Pearson R² across models "
+            "from table label_uncertainty.agreement (paper 001 Fig. 1).", _designs(t), _b(t))),
+    FigureSpec(
+        "fig10_rank_stability", "label_uncertainty", "stability",
+        "Ranking stability under annotation resampling", _fig10_draw,
+        lambda t, _: _caption(
+            "Mean (marker) and percentile range (bar) over the annotation-bootstrap replicates "
+            "of the rank correlation (Spearman ρ, Kendall τ-b) between each replicate's model "
+            "ranking and the original ranking, per metric (ordinary vs soft), from table "
+            "label_uncertainty.stability (each item's annotations resampled with replacement).",
+            _designs(t), _b(t))),
+    FigureSpec(
+        "fig11_error_rates", "error_structure", "rates",
+        "False-positive and false-negative rates by institution", _fig11_draw, _fig11_caption),
+    FigureSpec(
+        "fig12_estimator_budget", "agreement", "fixed_policy_summary",
+        "Estimator calibration error against the target label budget", _fig12_draw,
+        lambda t, _: _caption(
+            "ECE (10 equal-width bins) of each reliability estimator's predicted agreement on "
+            "the held-out target rows against the number of target labels used "
+            "(leave-one-institution-out; mean over repeats with ± one SD band), per model and "
+            "target institution, from table agreement.fixed_policy_summary (paper 002 Figs. 1-2).",
+            "Budgets: " + ", ".join(_names(t["budget"])) + "." if "budget" in t else ""),
+        needs=lambda t: _BUDGET_CRITERION in set(t["criterion"].astype(str))),
+    FigureSpec(
+        "fig13_roc_curves", "operating_points", "roc_curve",
+        "ROC curves with bands and operating points",
+        lambda t, tables: plot_roc_curves(t, band=_ops(tables, "roc_band"),
+                                          operating_points=_ops(tables, "operating_points"),
+                                          threshold_metrics=_ops(tables, "threshold_metrics")),
+        _fig13_caption),
+    FigureSpec(
+        "fig14_pr_curves", "operating_points", "pr_curve",
+        lambda tables: "Precision-recall curves" + (
+            " with bands" if _ops(tables, "pr_band") is not None else ""),
+        lambda t, tables: plot_pr_curves(t, band=_ops(tables, "pr_band"),
+                                         threshold_metrics=_ops(tables, "threshold_metrics")),
+        _fig14_caption),
+    FigureSpec(
+        "fig15_calibration_curves", "operating_points", "calibration_curve",
+        "Reliability curves with bootstrap intervals", lambda t, _: plot_calibration_curves(t),
+        lambda t, _: _caption(
+            "Mean score against the observed fraction of positives per bin "
+            f"({', '.join(_names(t['criterion']))}; equal_mass: bin edges at score quantiles) "
+            "with the bootstrap interval of the fraction (bars; bins fixed on the full sample), "
+            "from table operating_points.calibration_curve; the Wilson interval of each bin is "
+            "in the table (prop_low, prop_high); dotted diagonal: perfect calibration.",
+            _designs(t), _b(t))),
 )
 
 
 def render_figure(name: str, tables: Tables) -> RenderedFigure | None:
     """Render one figure of :data:`FIGURES` by name; None when its table is absent or empty."""
-    for stem, block, build in FIGURES:
-        if stem == name:
-            with style():
-                built = build(tables)
-            if built is None:
-                return None
-            ax, title, caption = built
-            number = stem.split("_", 1)[0].removeprefix("fig")
-            png, svg = figure_bytes(ax.figure)
-            return RenderedFigure(name=stem, block=block, title=f"Figure {number}. {title}",
-                                  caption=caption, png=png, svg=svg)
-    raise ValueError(f"unknown figure {name!r}; expected one of {[f[0] for f in FIGURES]}.")
+    for spec in FIGURES:
+        if spec.stem == name:
+            return spec.render(tables)
+    raise ValueError(f"unknown figure {name!r}; expected one of {[f.stem for f in FIGURES]}.")
 
 
 def render_all(tables: Tables) -> list[RenderedFigure]:
@@ -542,12 +575,7 @@ def render_all(tables: Tables) -> list[RenderedFigure]:
         PNG bytes (dpi 110) and SVG text with title and caption; figures whose table is
         absent or empty are left out (names keep their fixed number).
     """
-    out = []
-    for stem, _, _ in FIGURES:
-        fig = render_figure(stem, tables)
-        if fig is not None:
-            out.append(fig)
-    return out
+    return [f for f in (spec.render(tables) for spec in FIGURES) if f is not None]
 
 
 def save_figures(figs: Sequence[RenderedFigure], directory: str | Path) -> list[Path]:

@@ -389,7 +389,7 @@ def start_figures(outcome: Any, *, workers: int | None = None
         log.info("no figures: %s", exc)
         return list
     tables = outcome_tables(outcome)
-    stems = [stem for stem, _, _ in _figures.FIGURES]
+    stems = [f.stem for f in _figures.FIGURES]
     n = min(usable_cores() if workers is None else int(workers), len(stems))
     pool = fork_pool(n) if n >= 2 else None
     if pool is None:

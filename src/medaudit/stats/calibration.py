@@ -60,6 +60,9 @@ def brier_score(y_true: ArrayLike, y_prob: ArrayLike, *, prevalence: float | Non
     Returns
     -------
     float
+        The mean squared error of the probabilities (of :math:`BS_\pi` when
+        ``prevalence`` is given); nan, with a warning, when ``prevalence`` is given and a
+        class is absent.
 
     Notes
     -----
@@ -110,6 +113,8 @@ def ece(
     Returns
     -------
     float
+        The ECE in [0, 1]; nan, with a warning, when ``prevalence`` is given and a class
+        is absent.
 
     Notes
     -----

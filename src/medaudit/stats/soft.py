@@ -14,6 +14,7 @@ selectable by name (``variant="inclusive"`` and ``variant="as_written"``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -134,11 +135,9 @@ def soft_roc_auc(
         n_pos = float(p.sum())
         if _undefined(n_pos, p.size - n_pos, "soft_roc_auc"):
             return math.nan
-        w = np.ones((1, p.size))
-        return float(K.soft_auroc_grouped(w, K.rank(p, s), variant)[0])
+        return _grouped(K.soft_auroc_grouped, p, s, variant)
     # point estimate without weights: one sort, one gather, one cumulative sum
     ps, cum, tmp = _labels_by_score(p, s)
-    np.cumsum(ps, out=cum)
     n_pos = cum[-1]
     if _undefined(n_pos, p.size - n_pos, "soft_roc_auc"):
         return math.nan
@@ -154,9 +153,14 @@ def soft_roc_auc(
     return float(num / (n_pos * (p.size - n_pos)))
 
 
+def _grouped(kernel: Callable[..., np.ndarray], p: np.ndarray, s: np.ndarray, variant: str) -> float:
+    """A grouped-ties soft metric from its weighted kernel, with every weight 1."""
+    return float(kernel(np.ones((1, p.size)), K.rank(p, s), variant)[0])
+
+
 def _labels_by_score(p: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Soft labels in descending score order, ties in input order (as ``K.order_desc``),
-    and two free scratch arrays of the same size.
+    their cumulative sum, and a free scratch array of the same size.
 
     Each score and its label are packed into one complex number and sorted in place:
     numpy orders complex values by real part, then imaginary part, so untied scores
@@ -164,8 +168,8 @@ def _labels_by_score(p: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarr
     gather that missed the cache at every item (about 0.65x one argsort of the scores
     where numpy's sorts are not vectorised, and on par with argsort plus gather where
     AVX-512 makes argsort fast).  Only with ties, where the label would break them, is
-    the order redone with a stable sort.  The packed buffer is then reused as the two
-    scratch arrays.
+    the order redone with a stable sort.  The packed buffer is then reused for the
+    cumulative sum and the scratch array.
     """
     n = s.size
     z = np.empty(n, dtype=np.complex128)
@@ -176,7 +180,8 @@ def _labels_by_score(p: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarr
     tied = n > 1 and bool(np.any(ss[1:] == ss[:-1]))
     labels = p[np.argsort(-s, kind="stable")] if tied else z.imag[::-1].copy()
     flat = z.view(np.float64)
-    return labels, flat[:n], flat[n:]
+    cum = np.cumsum(labels, out=flat[:n])
+    return labels, cum, flat[n:]
 
 
 def soft_average_precision(
@@ -228,11 +233,9 @@ def soft_average_precision(
     if ties == "grouped":
         if _undefined(float(p.sum()), 1.0, "soft_average_precision", need_neg=False):
             return math.nan
-        w = np.ones((1, p.size))
-        return float(K.soft_ap_grouped(w, K.rank(p, s), variant)[0])
+        return _grouped(K.soft_ap_grouped, p, s, variant)
     # point estimate without weights: the precision at rank i is (self + C_before_i) / i
     ps, cum, prec = _labels_by_score(p, s)
-    np.cumsum(ps, out=cum)
     n_pos = cum[-1]
     if _undefined(n_pos, 1.0, "soft_average_precision", need_neg=False):
         return math.nan

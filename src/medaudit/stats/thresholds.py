@@ -28,10 +28,21 @@ __all__ = [
 ]
 
 
-def _at(kernel, y_true, y_score, target, name, metric, sample_weight=None) -> float:
-    """``kernel`` (a ranked kernel of :mod:`._kernels`) at the validated ``target`` on the
-    ranked sample, its weights in sorted order; nan, with a warning, when a class has no
-    weight.  The four public rules differ only in the kernel and the target's name."""
+#: public rule -> (its ranked kernel of :mod:`._kernels`, the name of its target argument)
+_RULES = {
+    "sensitivity_at_specificity": (K.se_at_sp, "min_specificity"),
+    "specificity_at_sensitivity": (K.sp_at_se, "min_sensitivity"),
+    "threshold_for_sensitivity": (K.tau_sensitivity, "min_sensitivity"),
+    "threshold_for_specificity": (K.tau_specificity, "min_specificity"),
+}
+
+
+def _at(metric: str, y_true: ArrayLike, y_score: ArrayLike, target: float,
+        sample_weight: ArrayLike | None = None) -> float:
+    """Rule ``metric``'s kernel at the validated ``target`` on the ranked sample, its weights
+    in sorted order; nan, with a warning, when a class has no weight.  The four public rules
+    differ only in the kernel and the target's name (:data:`_RULES`)."""
+    kernel, name = _RULES[metric]
     x = check_fraction(target, name=name, low=0.0, high=1.0, closed="both")
     y, s = labels_scores(y_true, y_score)
     w, n_pos, n_neg = weights(sample_weight, y)
@@ -59,8 +70,7 @@ def sensitivity_at_specificity(
     ...                            min_specificity=1.0)
     0.5
     """
-    return _at(K.se_at_sp, y_true, y_score, min_specificity, "min_specificity",
-               "sensitivity_at_specificity", sample_weight)
+    return _at("sensitivity_at_specificity", y_true, y_score, min_specificity, sample_weight)
 
 
 def specificity_at_sensitivity(
@@ -77,8 +87,7 @@ def specificity_at_sensitivity(
     ...                            min_sensitivity=1.0)
     0.75
     """
-    return _at(K.sp_at_se, y_true, y_score, min_sensitivity, "min_sensitivity",
-               "specificity_at_sensitivity", sample_weight)
+    return _at("specificity_at_sensitivity", y_true, y_score, min_sensitivity, sample_weight)
 
 
 def threshold_for_sensitivity(
@@ -94,8 +103,7 @@ def threshold_for_sensitivity(
     ...                           min_sensitivity=0.75)
     0.7
     """
-    return _at(K.tau_sensitivity, y_true, y_score, min_sensitivity, "min_sensitivity",
-               "threshold_for_sensitivity")
+    return _at("threshold_for_sensitivity", y_true, y_score, min_sensitivity)
 
 
 def threshold_for_specificity(
@@ -115,8 +123,7 @@ def threshold_for_specificity(
     >>> threshold_for_specificity([0, 1], [0.9, 0.1], min_specificity=0.95)
     inf
     """
-    return _at(K.tau_specificity, y_true, y_score, min_specificity, "min_specificity",
-               "threshold_for_specificity")
+    return _at("threshold_for_specificity", y_true, y_score, min_specificity)
 
 
 def operating_point(y_true: ArrayLike, y_score: ArrayLike, *, threshold: float,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from medaudit.io.specfile import Strict as _Strict
 
@@ -25,6 +25,17 @@ __all__ = ["ManifestSpec", "SourceSpec", "SupervisedSpec", "load_supervised_spec
 DEFAULT_SEEDS = (2026, 2027, 2028, 2029, 2030)
 
 
+
+
+def _key_name(v: str) -> str:
+    # the scores it writes join cohort, model and prompt into one key with '|'
+    if not v or "|" in v:
+        raise ValueError(f"must be a non-empty name without '|'; got {v!r}")
+    return v
+
+
+#: a cohort or model name: not empty, no '|'
+KeyName = Annotated[str, AfterValidator(_key_name)]
 
 
 class ManifestSpec(_Strict):
@@ -37,7 +48,7 @@ class ManifestSpec(_Strict):
     (deterministic subsets for smoke runs only).
     """
 
-    cohort: str
+    cohort: KeyName
     manifest: str
     #: base folder of relative image paths; default: the manifest's folder
     image_root: str | None = None
@@ -65,13 +76,6 @@ class ManifestSpec(_Strict):
                                  f"{exc}") from None
         return v
 
-    @field_validator("cohort")
-    @classmethod
-    def _cohort(cls, v: str) -> str:
-        if not v or "|" in v:
-            raise ValueError(f"cohort must be a non-empty name without '|'; got {v!r}")
-        return v
-
 
 class SourceSpec(ManifestSpec):
     """The source cohort: split once into optimisation and selection subsets."""
@@ -88,7 +92,7 @@ class SourceSpec(ManifestSpec):
 class SupervisedSpec(_Strict):
     """A supervised ResNet-50 source model: data, protocol, seeds and optional exclusion."""
 
-    name: str = "resnet50"
+    name: KeyName = "resnet50"
     source: SourceSpec
     evaluation: list[ManifestSpec] = Field(default_factory=list)
     #: overlap-screen output (columns dataset, image_id, path, reason): when given, the
@@ -116,13 +120,6 @@ class SupervisedSpec(_Strict):
     num_threads: int | None = Field(None, ge=1)
     #: keep each seed's last-epoch checkpoint (model + optimiser, ~3x the model) after it ends
     keep_last_checkpoint: bool = False
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not v or "|" in v:
-            raise ValueError(f"name must be a non-empty model name without '|'; got {v!r}")
-        return v
 
     @field_validator("seeds")
     @classmethod
