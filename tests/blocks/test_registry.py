@@ -49,6 +49,17 @@ def test_figures_and_registry_agree():
     assert declared == drawn
 
 
+def test_every_figure_reads_a_table_its_block_declares():
+    """A FigureSpec row names its block's table by the name the block writes it under, and the
+    figures are numbered 1, 2, ... in report order (the number is read from the stem)."""
+    for f in F.FIGURES:
+        assert f.table in {t.name for t in BLOCKS[f.block].tables}, (f.stem, f.table)
+    assert [int(f.stem.split("_", 1)[0].removeprefix("fig")) for f in F.FIGURES] == list(
+        range(1, len(F.FIGURES) + 1))
+    with pytest.raises(AttributeError):
+        F.FIGURES[0].table = "other"  # frozen
+
+
 def test_every_block_has_a_report_section():
     spec = AuditSpec.model_validate({"name": "sections", "simulate": "paper000",
                                      "cohorts": {"c": {}}, "blocks": ["discrimination"]})
