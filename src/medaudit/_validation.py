@@ -188,7 +188,13 @@ def check_option(value: Any, allowed: Iterable[str], *, name: str) -> str:
 def check_fraction(
     x: Any, *, name: str, low: float = 0.0, high: float = 1.0, closed: str = "neither"
 ) -> float:
-    """Return ``x`` as a float inside (low, high) (``closed`` says which ends are allowed)."""
+    """Return ``x`` as a float inside (low, high) (``closed`` says which ends are allowed).
+
+    Booleans and text are refused, as :func:`check_n_resamples` refuses them: ``True`` is
+    not a confidence level, and ``"0.95"`` is a value read as text somewhere upstream.
+    """
+    if isinstance(x, (bool, np.bool_, str, bytes)):
+        raise MedauditError(f"{name} must be a number; got {shown(x)}.")
     try:
         val = float(x)
     except (TypeError, ValueError):
@@ -200,6 +206,21 @@ def check_fraction(
         rb = "]" if closed in ("both", "right") else ")"
         raise MedauditError(f"{name} must lie in {lb}{low}, {high}{rb}; got {shown(x)}.")
     return val
+
+
+def missing_mask(values: NDArray[Any]) -> NDArray[np.bool_]:
+    """Where ``values`` (a numpy array of any dtype) holds a missing value: None, NaN,
+    pandas' ``NA`` or ``NaT``, as :func:`pandas.isna` reads them."""
+    kind = values.dtype.kind
+    if kind in "biuUSV":  # no missing value is representable in these dtypes
+        return np.zeros(values.shape, dtype=bool)
+    if kind in "fc":
+        return np.isnan(values)
+    if kind in "mM":
+        return np.isnat(values)
+    import pandas as pd  # object arrays: None, float('nan'), pd.NA, pd.NaT, Decimal('NaN')
+
+    return np.asarray(pd.isna(values), dtype=bool)
 
 
 def check_n_resamples(n_resamples: int, *, name: str = "n_resamples") -> int:

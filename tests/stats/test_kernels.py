@@ -290,3 +290,58 @@ def test_transport_layout_kernels_equal_the_definitions(kind, x):
             rse, rsp = K.rates_at(wr, r, tau)
             np.testing.assert_array_equal(se, rse, err_msg=name)
             np.testing.assert_array_equal(sp, rsp, err_msg=name)
+
+
+# ----------------------------------------------------------------------------- many copies
+@pytest.mark.parametrize(("x", "y"), [(1, 2), (1, 1000), (65, 66), (100, 300), (127, 129), (128, 129),
+                                      (5, 5), (3e5, 3e5 + 64), (1e6, 2e6 + 3)])
+def test_harmonic_gap_is_the_sum_of_reciprocals(x, y):
+    want = math.fsum(1.0 / k for k in np.arange(x, y))
+    got = K._harmonic_gap(np.array([x]), np.array([y]))[0]
+    assert got == pytest.approx(want, rel=4e-16, abs=0)
+
+
+def test_harmonic_gap_keeps_its_digits_far_from_the_origin():
+    # H_{x+100} - H_x at x = 10^9: 100 terms of ~1e-9, which a difference of digammas
+    # (each ~20.7) would get right to only 8 digits
+    x = 1e9
+    want = math.fsum(1.0 / (x + k) for k in range(100))
+    assert K._harmonic_gap(np.array([x]), np.array([x + 100]))[0] == pytest.approx(want, rel=1e-15)
+
+
+def _ap_by_copies(p, s, w, own_is_one=False):
+    """AP with individual ranks by expanding every item into its copies (long double sums)."""
+    o = np.argsort(-np.asarray(s), kind="stable")
+    pp = np.repeat(np.asarray(p, dtype=float)[o], np.asarray(w, dtype=int)[o]).astype(np.longdouble)
+    before = np.cumsum(pp) - pp
+    rank = np.arange(1, pp.size + 1, dtype=np.longdouble)
+    own = np.ones_like(pp) if own_is_one else pp
+    return float(np.sum(pp * (before + own) / rank) / pp.sum())
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_average_precision_with_large_integer_weights_is_the_copies_ap(soft):
+    """Weights above the copy loop's limit take the closed-form tail: the same AP as the
+    data written out copy by copy."""
+    rng = np.random.default_rng(3)
+    n = 10
+    p = rng.random(n) if soft else (rng.random(n) < 0.5).astype(float)
+    p[:2] = (1.0, 0.0)
+    s = np.round(rng.normal(size=n), 1)
+    w = rng.integers(1, 3000, n).astype(float)
+    w[:3] = (64.0, 65.0, 2999.0)  # the loop's last copy, the tail's first, a long tail
+    r = K.rank(p, s)
+    for variant in ("as_written", "known_self"):
+        got = float(K.average_precision_stable(w[r.order], r, variant))
+        want = _ap_by_copies(p, s, w, own_is_one=variant == "known_self")
+        assert got == pytest.approx(want, rel=1e-14)
+
+
+def test_average_precision_with_a_billion_copies_is_fast_and_right():
+    # a negative, then a positive, each 10^9 copies: AP = (1/W) sum_j j / (W + j)
+    # = 1 - (H_2W - H_W) = 1 - ln 2 + 1/(4W) + O(W^-2)
+    from medaudit.stats import average_precision
+
+    W = 10**9
+    got = average_precision([0, 1], [0.9, 0.1], sample_weight=[W, W])
+    assert got == pytest.approx(1.0 - math.log(2.0) + 1.0 / (4.0 * W), rel=1e-14)

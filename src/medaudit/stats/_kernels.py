@@ -299,12 +299,47 @@ def _ap_copies(c_before, den, w, p) -> NDArray[np.float64]:
         first *= p
     num = _first_copies(first, w)
     cf, df = c_before.reshape(-1), den.reshape(-1)
+    # copies j0..w: (C + j p) / (K + j) = p + (C - p K) / (K + j), so their sum is
+    # p L + (C - p K) S with L = w - j0 + 1 and S = sum_j 1 / (K + j), K + j = df + j - 1
     if p is None:
-        num += _extra_copies(w, lambda i, j: (cf[i] + j) / (df[i] + (j - 1)))
+        num += _extra_copies(w, lambda i, j: (cf[i] + j) / (df[i] + (j - 1)),
+                             lambda i, j0, wi: (wi - j0 + 1) + (cf[i] - (df[i] - 1)) * _harmonic_gap(
+                                 df[i] + (j0 - 1), df[i] + wi))
     else:
         pf = np.ascontiguousarray(np.broadcast_to(p, w.shape)).reshape(-1)
-        num += _extra_copies(w, lambda i, j: pf[i] * ((cf[i] + j * pf[i]) / (df[i] + (j - 1))))
+        num += _extra_copies(w, lambda i, j: pf[i] * ((cf[i] + j * pf[i]) / (df[i] + (j - 1))),
+                             lambda i, j0, wi: pf[i] * (pf[i] * (wi - j0 + 1) + (
+                                 cf[i] - pf[i] * (df[i] - 1)) * _harmonic_gap(
+                                 df[i] + (j0 - 1), df[i] + wi)))
     return num
+
+
+def _harmonic_gap(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``sum_{k=x}^{y-1} 1/k = psi(y) - psi(x)`` for whole numbers ``1 <= x <= y``, to a few ulps.
+
+    A difference of two digammas loses the digits they share (at x = 10^9 and y = x + 100,
+    eight of them), so the gap is formed from the asymptotic series, term by term: the
+    logarithm as ``log1p((y - x) / x)`` and each power as its own small difference, after
+    summing the first terms below 128 directly (where the series is not yet accurate).
+    """
+    x = np.asarray(x, dtype=np.float64).copy()
+    y = np.asarray(y, dtype=np.float64)
+    out = np.zeros(np.broadcast(x, y).shape)
+    while True:  # at most 127 steps, each a vector pass over the few entries below 128
+        low = (x < 128.0) & (x < y)
+        if not low.any():
+            break
+        out[low] += 1.0 / x[low]
+        x[low] += 1.0
+    big = x < y
+    xb, yb = x[big], y[big]
+    ix2, iy2 = 1.0 / (xb * xb), 1.0 / (yb * yb)
+    # psi(t) = ln t - 1/(2t) - 1/(12 t^2) + 1/(120 t^4) - 1/(252 t^6) + ..., t >= 128: the
+    # next term is below 1e-24 of the value
+    out[big] += (np.log1p((yb - xb) / xb) + (yb - xb) / (2.0 * xb * yb)
+                 - (iy2 - ix2) / 12.0 + (iy2 * iy2 - ix2 * ix2) / 120.0
+                 - (iy2 ** 3 - ix2 ** 3) / 252.0)
+    return out
 
 
 def average_precision_grouped(w: NDArray[np.float64], r: Ranked) -> NDArray[np.float64]:
@@ -819,13 +854,20 @@ def auroc_layout(t: LayoutSums) -> NDArray[np.float64]:
     return _safe_div(num, t.w_pos * t.w_neg.astype(np.float64))
 
 
-def _extra_copies(w: NDArray, term) -> NDArray[np.float64]:
+#: copies summed one by one before a closed-form tail takes over (bootstrap counts never
+#: come near it: the loop, and so every replicate, is unchanged; an integer sample_weight
+#: of 10^9 would otherwise cost 10^9 passes)
+_COPY_LOOP = 64
+
+
+def _extra_copies(w: NDArray, term, tail=None) -> NDArray[np.float64]:
     """Per row, ``sum over entries with count w >= 2 of sum_{j=2..w} term(flat index, j)``.
 
     Most counts are 0 or 1, so only the entries drawn twice or more are visited again:
     gathered once, then the live set is compressed for each further copy (no sort).
     Each row's sum runs over its entries in column order, so it does not depend on the
-    number of rows in the batch.
+    number of rows in the batch.  ``tail(flat index, j0, w)``, when given, is the closed
+    form of ``sum_{j=j0..w} term(index, j)``, used past :data:`_COPY_LOOP` copies.
     """
     b, m = w.shape
     many = w >= 2  # a fresh C-ordered mask whatever the layout of w (a view, say)
@@ -837,6 +879,9 @@ def _extra_copies(w: NDArray, term) -> NDArray[np.float64]:
     live = np.flatnonzero(w_s >= 3)
     j = 3
     while live.size:
+        if tail is not None and j > _COPY_LOOP:
+            extra[live] += tail(idx[live], j, w_s[live])
+            break
         extra[live] += term(idx[live], j)
         j += 1
         live = live[w_s[live] >= j]

@@ -607,10 +607,21 @@ def check_values(spec) -> None:
         if not (isinstance(cost, (int, float, np.number)) and np.isfinite(cost) and cost > 0):
             raise MedauditError(f"{spec.name} cost must be a positive number; got {cost!r}.")
     if "threshold" in o:
-        try:
-            tau = float(o["threshold"])
-        except (TypeError, ValueError):
-            raise MedauditError(f"{spec.name} threshold must be a number; got "
-                                f"{shown(o['threshold'])}.") from None
-        if np.isnan(tau) or tau == -np.inf:
-            raise MedauditError(f"{spec.name} threshold must be a number or +inf; got {tau!r}.")
+        check_threshold(spec)
+
+
+def check_threshold(spec) -> None:
+    """A metric's ``threshold`` option: a number or +inf (the rule ``s >= threshold``; NaN
+    would flag no image and -inf every image, so neither is a threshold)."""
+    from medaudit.exceptions import MedauditError
+
+    o = spec.options
+    if isinstance(o["threshold"], (bool, np.bool_)):  # (text: metric ids spell +inf "inf")
+        raise MedauditError(f"{spec.name} threshold must be a number; got {shown(o['threshold'])}.")
+    try:
+        tau = float(o["threshold"])
+    except (TypeError, ValueError):
+        raise MedauditError(f"{spec.name} threshold must be a number; got "
+                            f"{shown(o['threshold'])}.") from None
+    if np.isnan(tau) or tau == -np.inf:
+        raise MedauditError(f"{spec.name} threshold must be a number or +inf; got {tau!r}.")

@@ -265,6 +265,8 @@ def _check_values(spec: MetricSpec) -> None:
         raise MedauditError(f"{spec.name} n_bins must be a positive integer; got {shown(o['n_bins'])}.")
     if spec.name in KX.REGISTRY_EXTRA:
         KX.check_values(spec)
+    elif "threshold" in o:  # sensitivity / specificity at a fixed threshold
+        KX.check_threshold(spec)
 
 
 def needs_probabilities(specs: Sequence[MetricSpec]) -> bool:

@@ -175,6 +175,7 @@ def labels_from_sums(
     # rating: a relative tolerance far above that noise (1e-9 of the scale per rating)
     # and far below any real difference between two ratings treats them as the ties they are.
     tol = 1e-9 * np.maximum(k, 1.0) * (hi - lo)
+    _check_sums(s, k, lo, hi, tol)
     if hard_rule == "majority":
         d = 2.0 * (s - k * lo) - k * (hi - lo)
         hard = np.where(d > tol, 1.0, 0.0)
@@ -189,6 +190,27 @@ def labels_from_sums(
     soft = np.where(empty, np.nan, soft)
     hard = np.where(empty, np.nan, hard)
     return soft, hard
+
+
+def _check_sums(s: NDArray[np.float64], k: NDArray[np.float64], lo: float, hi: float,
+                tol: NDArray[np.float64]) -> None:
+    """Counts are whole and non-negative, and each sum is one of ``k`` ratings on the scale."""
+    try:
+        s, k, tol = np.broadcast_arrays(s, k, tol)
+    except ValueError:
+        raise MedauditError(f"sum_raw and count must have the same shape; got {s.shape} and "
+                            f"{k.shape}.") from None
+    bad_k = ~np.isfinite(k) | (k < 0) | (k != np.round(k))
+    if bad_k.any():
+        i = int(np.flatnonzero(bad_k.ravel())[0])
+        raise MedauditError(f"count must be whole numbers >= 0; item {i} has {k.ravel()[i]!r}.")
+    bad = (k > 0) & (~np.isfinite(s) | (s < k * lo - tol) | (s > k * hi + tol))
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise MedauditError(
+            f"sum_raw must lie between count x {lo:g} and count x {hi:g} (ratings on the scale "
+            f"({lo:g}, {hi:g})); item {i} has sum {s.ravel()[i]!r} of {int(k.ravel()[i])} "
+            "rating(s). Check scale=.")
 
 
 # ------------------------------------------------------------------- ranks, correlations
@@ -445,7 +467,7 @@ def resampled_item_sums(
     item = np.repeat(np.arange(n_items), count)
     slot_size = count[item].astype(np.float64) * (1.0 - 2.0**-52)  # floor(u * k) < k for all u < 1
     slot_offset = offsets[item]
-    size = batch or max(1, min(n_resamples, _BATCH_ELEMENTS // max(n_r, 1)))
+    size = min(batch, n_resamples) if batch else max(1, min(n_resamples, _BATCH_ELEMENTS // max(n_r, 1)))
     u_buf = np.empty((size, n_r))
     done = 0
     while done < n_resamples:
@@ -526,7 +548,7 @@ def annotation_bootstrap(
                             f"{float(r[out_of_scale][0])!r}.")
     rules = dict(scale=(lo, hi), hard_rule=hard_rule, threshold=threshold,
                  threshold_rule=threshold_rule, tie=tie)
-    labels_from_sums([0.0], [1], **rules)  # validates the rule options up front
+    labels_from_sums([lo], [1], **rules)  # validates the rule options up front
     ids = metric_ids(ap_ties=ap_ties, soft_variant=soft_variant, soft_ties=soft_ties,
                      soft_ap_variant=soft_ap_variant)
     opts = {"ap_ties": ap_ties, **soft_options(soft_variant, soft_ties, soft_ap_variant)}

@@ -10,7 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from medaudit._validation import as_1d_float, check_option, check_same_length
-from medaudit.exceptions import MedauditError
+from medaudit.exceptions import MedauditError, UndefinedMetricWarning
+from medaudit.stats._common import warn
 from medaudit.stats._results import TestResult
 
 __all__ = ["cohen_kappa", "jaccard", "spearman", "kendall"]
@@ -31,8 +32,12 @@ def cohen_kappa(rater_a: ArrayLike, rater_b: ArrayLike) -> TestResult:
     >>> round(r.estimate, 6), r.details["observed_agreement"]
     (0.615385, 0.8)
     """
-    a = np.asarray(rater_a, dtype=object).ravel()
-    b = np.asarray(rater_b, dtype=object).ravel()
+    a = np.asarray(rater_a, dtype=object)
+    b = np.asarray(rater_b, dtype=object)
+    for name, r in (("rater_a", a), ("rater_b", b)):
+        if r.ndim != 1:
+            raise MedauditError(f"{name} must be one-dimensional (one verdict per item); got shape "
+                                f"{r.shape}.")
     check_same_length(rater_a=a, rater_b=b)
     if a.size == 0:
         raise MedauditError("rater_a is empty; at least one item is needed.")
@@ -45,6 +50,13 @@ def cohen_kappa(rater_a: ArrayLike, rater_b: ArrayLike) -> TestResult:
                 f"{name} has missing verdicts (None/NaN) at position(s) {gone[:5]}; Cohen's "
                 "kappa needs a verdict from both raters on every item: drop those items, or "
                 "code a missing verdict as a category of its own (e.g. 'missing').")
+    kinds = {name: {_kind(v) for v in r.tolist()} for name, r in (("rater_a", a), ("rater_b", b))}
+    if len(kinds["rater_a"] | kinds["rater_b"]) > 1:
+        # 1 and "1" are different categories to a set: every item would read as a disagreement
+        raise MedauditError(
+            f"the raters' verdicts mix kinds of values (rater_a: {', '.join(sorted(kinds['rater_a']))}"
+            f"; rater_b: {', '.join(sorted(kinds['rater_b']))}); code both raters the same way "
+            "(e.g. both as text).")
     cats = sorted(set(a.tolist()) | set(b.tolist()), key=repr)
     index = {c: i for i, c in enumerate(cats)}
     ia = np.array([index[v] for v in a])
@@ -54,9 +66,17 @@ def cohen_kappa(rater_a: ArrayLike, rater_b: ArrayLike) -> TestResult:
     po = float(np.trace(cm))
     pe = float(cm.sum(axis=1) @ cm.sum(axis=0))
     kappa = (po - pe) / (1.0 - pe) if pe < 1.0 else math.nan
+    if pe >= 1.0:
+        warn(f"cohen_kappa: both raters give every item the same verdict ({cats[0]!r}): chance "
+             "agreement is 1 and kappa is undefined; returning nan.", UndefinedMetricWarning)
     return TestResult(method="cohen_kappa", statistic=math.nan, pvalue=math.nan, estimate=kappa,
                       n=int(a.size), details={"observed_agreement": po, "chance_agreement": pe,
                                               "categories": [repr(c) for c in cats]})
+
+
+def _kind(v: Any) -> str:
+    """``"number"`` (bool, int, float, numpy numbers) or the type's name (``"str"``, ...)."""
+    return "number" if isinstance(v, (bool, int, float, np.number, np.bool_)) else type(v).__name__
 
 
 def _missing(v: Any) -> bool:
@@ -77,9 +97,20 @@ def jaccard(set_a: Iterable[Any], set_b: Iterable[Any]) -> float:
     >>> jaccard({"a", "b", "c"}, {"b", "c", "d"})
     0.5
     """
-    a, b = set(set_a), set(set_b)
+    sets = []
+    for name, x in (("set_a", set_a), ("set_b", set_b)):
+        try:
+            sets.append(set(x))
+        except TypeError:
+            raise MedauditError(f"{name} must be a collection of hashable ids (e.g. a list of "
+                                f"image ids); got {type(x).__name__} {str(x)[:60]!r}.") from None
+    a, b = sets
     union = a | b
-    return len(a & b) / len(union) if union else math.nan
+    if not union:
+        warn("jaccard: both sets are empty; the overlap is undefined, returning nan.",
+             UndefinedMetricWarning)
+        return math.nan
+    return len(a & b) / len(union)
 
 
 def _pair(x, y):

@@ -13,9 +13,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from medaudit._validation import check_fraction, check_option
-from medaudit.exceptions import MedauditError
+from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores, warn_if_one_class, weights
+from medaudit.stats._common import labels_scores, warn, warn_if_one_class, weights
 from medaudit.stats._docs import fill_doc
 from medaudit.stats._results import ReliabilityBins
 
@@ -37,8 +37,14 @@ def _n_bins(n_bins: int) -> int:
 
 
 def _undefined_for_prevalence(n_pos, n_neg, prevalence, metric) -> bool:
+    """Whether the metric is undefined (warned): a class without weight at a prevalence, or
+    no weight at all (every ``sample_weight`` 0), where the mean is 0 / 0."""
     if prevalence is None:
-        return False
+        if n_pos + n_neg > 0:
+            return False
+        warn(f"{metric}: every sample_weight is 0, so the mean is undefined; returning nan.",
+             UndefinedMetricWarning)
+        return True
     return warn_if_one_class(n_pos, n_neg, f"{metric} at prevalence={prevalence}")
 
 

@@ -180,7 +180,14 @@ def delong_variance(y_true: ArrayLike, y_score: ArrayLike) -> float:
     n_pos, n_neg = _need_both(y)
     v10, v01 = _placements(y, s)
     _checked_auc(v10, v01)
-    return _var(v10) / n_pos + _var(v01) / n_neg
+    return _single_case_nan(_var(v10) / n_pos + _var(v01) / n_neg)
+
+
+def _single_case_nan(var: float) -> float:
+    if math.isnan(var):
+        warn("DeLong variance is undefined with a single positive or negative; returning nan.",
+             UndefinedMetricWarning)
+    return var
 
 
 def _z_interval(level: float) -> float:
@@ -218,7 +225,7 @@ def delong_ci(y_true: ArrayLike, y_score: ArrayLike, *, confidence_level: float 
     n_pos, n_neg = _need_both(y)
     v10, v01 = _placements(y, s)
     auc = _checked_auc(v10, v01)
-    var = _var(v10) / n_pos + _var(v01) / n_neg
+    var = _single_case_nan(_var(v10) / n_pos + _var(v01) / n_neg)
     half = _z_interval(level) * math.sqrt(var)
     return AUCInterval(estimate=auc, variance=var, ci_low=auc - half, ci_high=auc + half,
                        confidence_level=level, n_pos=n_pos, n_neg=n_neg)

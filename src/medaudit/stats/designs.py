@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import check_option
+from medaudit._validation import check_option, missing_mask
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _progress
 
@@ -76,7 +76,9 @@ class WeightPlan:
         ``(b, n)`` counts (a kernel that only needs sums over fixed runs of items, in
         its own order, then never gathers or cumulates the full matrix).
         """
-        size = batch or max(1, min(n_resamples, _BATCH_ELEMENTS // max(self.n_items, 1)))
+        # a batch larger than the draw would only size the work buffers larger than needed
+        auto = max(1, min(n_resamples, _BATCH_ELEMENTS // max(self.n_items, 1)))
+        size = min(batch, n_resamples) if batch else auto
         single = bool(np.all(self.col_offset == 0)) and np.array_equal(
             self.units_by_stratum, np.arange(self.n_units))
         # (1 - 2**-52) keeps u * m < m for every u < 1, so floor() never reaches m (a power
@@ -131,7 +133,8 @@ class WeightPlan:
 
     def jackknife(self, batch: int | None = None) -> Iterator[NDArray[np.float64]]:
         """Yield leave-one-unit-out weights (for BCa acceleration), in batches."""
-        size = batch or max(1, min(self.n_units, _BATCH_ELEMENTS // max(self.n_items, 1)))
+        auto = max(1, min(self.n_units, _BATCH_ELEMENTS // max(self.n_items, 1)))
+        size = min(batch, self.n_units) if batch else auto
         uoi = np.arange(self.n_items) if self.unit_of_item is None else self.unit_of_item
         units = np.unique(uoi[self.base > 0])
         for start in range(0, units.size, size):
@@ -173,13 +176,18 @@ def _codes(x: ArrayLike, name: str, n: int) -> NDArray[np.intp]:
     if arr.ndim != 1 or arr.size != n:
         raise MedauditError(f"{name} must be 1-dimensional with one entry per item ({n}); "
                             f"got shape {arr.shape}.")
-    if arr.dtype.kind == "f" and np.isnan(arr).any():
-        raise MedauditError(f"{name} contains NaN at index {int(np.flatnonzero(np.isnan(arr))[0])};"
-                            " every item needs a value.")
-    if arr.dtype == object and any(v is None for v in arr):
-        raise MedauditError(f"{name} contains None; every item needs a value.")
-    _, codes = np.unique(arr, return_inverse=True)
-    return codes.astype(np.intp)
+    missing = missing_mask(arr)
+    if missing.any():
+        raise MedauditError(f"{name} has {int(missing.sum())} missing value(s) (None, NaN, NA or "
+                            f"NaT; first at index {int(np.flatnonzero(missing)[0])}); every item "
+                            "needs a value.")
+    try:
+        _, codes = np.unique(arr, return_inverse=True)
+    except TypeError:  # values that do not compare: numbers beside text, say
+        kinds = sorted({type(v).__name__ for v in arr.tolist()})
+        raise MedauditError(f"{name} mixes kinds of values ({', '.join(kinds)}); give every item "
+                            "the same kind of id (e.g. all text).") from None
+    return codes.astype(np.intp).reshape(-1)
 
 
 def _compile(design: str, unit_stratum: NDArray[np.intp], unit_of_item, n_items,
@@ -250,6 +258,13 @@ def make_plan(
         raise MedauditError(f"cluster= is only used with design='cluster', not {design!r}.")
     if design == "ordinary":
         st = np.zeros(n, dtype=np.intp) if strata is None else _codes(strata, "strata", n)
+        if strata is not None and n > 1 and np.bincount(st).max() < 2:
+            # as for clusters above: every replicate would be the sample itself, an
+            # interval of zero width that looks like certainty
+            raise MedauditError(
+                f"strata= gives every item a stratum of its own ({n} strata for {n} items), so "
+                "no resample differs from the sample; use coarser strata (a site, a scanner), or "
+                "leave strata out.")
     elif design == "within_label":
         st = y.astype(np.intp) if strata is None else (
             _codes(strata, "strata", n) * 2 + y.astype(np.intp))

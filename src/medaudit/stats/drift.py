@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import as_1d_float, check_fraction
+from medaudit._validation import as_1d_float, check_fraction, missing_mask
 from medaudit.exceptions import MedauditError
 from medaudit.stats._results import TestResult, _ToDict
 
@@ -200,7 +200,14 @@ def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | 
 
     Values are compared as given; ISO months ("2026-07") and integers sort as time does.
     """
-    present = list(dict.fromkeys(np.asarray(period, dtype=object).tolist()))
+    arr = np.asarray(period, dtype=object)
+    missing = missing_mask(arr)
+    if missing.any():
+        # each NaN is a value of its own to dict.fromkeys: one empty period per missing row
+        raise MedauditError(f"the period column has {int(missing.sum())} missing value(s) (first "
+                            f"at index {int(np.flatnonzero(missing)[0])}); give every score its "
+                            "period, or drop the rows without one.")
+    present = list(dict.fromkeys(arr.tolist()))
     if periods is not None:
         order = list(periods)
         if len(set(order)) != len(order):

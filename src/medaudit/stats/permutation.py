@@ -14,12 +14,21 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from medaudit._validation import RNGLike, as_generator, as_scores, check_option
-from medaudit.exceptions import MedauditError
+from medaudit._validation import (
+    RNGLike,
+    as_generator,
+    as_scores,
+    check_batch,
+    check_n_resamples,
+    check_option,
+)
 from medaudit.stats import _progress
 from medaudit.stats._results import PermutationResult
 
 __all__ = ["negative_group_permutation_test"]
+
+#: permutations per batch when ``batch`` is None
+_BATCH = 1000
 
 _REL_TOL = 1e-14  # relative tolerance when comparing |D*| with |D_obs| (as scipy does)
 
@@ -41,7 +50,7 @@ def negative_group_permutation_test(
     n_resamples: int = 10_000,
     alternative: str = "two-sided",
     rng: RNGLike = None,
-    batch: int = 1000,
+    batch: int | None = None,
 ) -> PermutationResult:
     """Test whether AUROC differs between two control groups that share the positives.
 
@@ -55,8 +64,8 @@ def negative_group_permutation_test(
     alternative : {"two-sided", "greater", "less"}, default="two-sided"
         Two-sided counts ``|D*| >= |D_obs|``; "greater" counts ``D* >= D_obs``.
     rng : int, SeedSequence or Generator, optional
-    batch : int, default=1000
-        Permutations per batch (memory bound).
+    batch : int, optional
+        Permutations per batch (memory bound); None: 1000.
 
     Returns
     -------
@@ -73,11 +82,8 @@ def negative_group_permutation_test(
     (0.333333, 999)
     """
     alternative = check_option(alternative, ("two-sided", "greater", "less"), name="alternative")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
-            n_resamples < 1):
-        raise MedauditError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
-    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
-        raise MedauditError(f"batch must be a positive integer; got {batch!r}.")
+    n_resamples = check_n_resamples(n_resamples)
+    batch = check_batch(batch) or _BATCH
     pos = as_scores(y_score_pos, name="y_score_pos")
     a = as_scores(y_score_a, name="y_score_a")
     b = as_scores(y_score_b, name="y_score_b")

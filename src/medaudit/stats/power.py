@@ -136,6 +136,10 @@ def auc_variance(auc: float, *, kappa: float = 1.0, method: str = "obuchowski",
     method = check_option(method, AUC_VARIANCES, name="method")
     theta = check_fraction(auc, name="auc")
     k = _kappa(kappa)
+    if n_pos is not None:
+        if isinstance(n_pos, (bool, np.bool_, str)) or not (float(n_pos) > 0 and math.isfinite(
+                float(n_pos))):
+            raise MedauditError(f"n_pos must be a positive number of positives; got {n_pos!r}.")
     if method == "obuchowski":
         a = float(stats.norm.ppf(theta)) * 1.414
         v = 0.0099 * math.exp(-a * a / 2.0) * ((5.0 * a * a + 8.0) + (a * a + 8.0) / k)
@@ -226,7 +230,8 @@ def auc_sample_size(
     n_pos, n_neg = math.ceil(n1 - 1e-9), math.ceil(k * n1 - 1e-9)
     attained = auc_power(theta, n_pos=n_pos, n_neg=n_neg, auc_null=null, alpha=alpha,
                          alternative=alternative, method=method)
-    return SampleSize(question=f"AUROC > {null:g}", n_pos=n_pos, n_neg=n_neg, n_pos_exact=n1,
+    sign = ">" if theta > null else "<"  # the side the expected AUROC lies on
+    return SampleSize(question=f"AUROC {sign} {null:g}", n_pos=n_pos, n_neg=n_neg, n_pos_exact=n1,
                       n_neg_exact=k * n1, alpha=alpha, power=attained, alternative=alternative,
                       method=method, n_total=_total(n_pos, n_neg, prevalence),
                       inputs={"auc": theta, "auc_null": null, "kappa": k, "power_target": power})

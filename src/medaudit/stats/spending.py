@@ -83,7 +83,10 @@ def spending_function(t: ArrayLike, *, alpha: float = 0.05, spending: Spending =
     a = check_fraction(alpha, name="alpha")
     kind = check_option(spending, SPENDING_FUNCTIONS, name="spending")
     alt = check_option(alternative, ("two-sided", "one-sided"), name="alternative")
-    tt = np.clip(np.asarray(t, dtype=np.float64), 0.0, 1.0)
+    raw = as_1d_float(t, name="t") if np.ndim(t) else as_1d_float([t], name="t")
+    if (raw < 0).any():
+        raise MedauditError(f"t (information fractions) must be >= 0; got {float(raw.min())!r}.")
+    tt = np.minimum(raw, 1.0).reshape(np.shape(t))
     if kind == "obrien_fleming":
         sides = 2.0 if alt == "two-sided" else 1.0
         z = stats.norm.isf(a / sides / 2.0)
@@ -181,7 +184,8 @@ def spending_bounds(information: ArrayLike, *, alpha: float = 0.05,
         frac = info / info[-1]
     else:
         frac = as_1d_float(fractions, name="fractions")
-        if frac.size != info.size or (frac <= 0).any() or (np.diff(frac) < 0).any():
+        if frac.size != info.size or (frac <= 0).any() or (frac > 1).any() or (
+                np.diff(frac) < 0).any():
             raise MedauditError(f"fractions must give one non-decreasing value in (0, 1] per look "
                                 f"({info.size} looks); got {frac.tolist()!r}.")
     spent = spending_function(frac, alpha=a, spending=kind, alternative=alt)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import RNGLike, as_generator, check_same_length
+from medaudit._validation import RNGLike, as_generator, check_same_length, missing_mask
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _metricspec as MS
 from medaudit.stats._docs import fill_doc
@@ -122,6 +122,9 @@ def bootstrap_pvalue(replicates: ArrayLike, null: float = 0.0) -> float:
     >>> bootstrap_pvalue([0.1, 0.2, 0.3, 0.4])
     0.4
     """
+    if isinstance(null, (bool, np.bool_, str, bytes)) or not np.isfinite(_as_float(null)):
+        # every comparison with nan is False: the count would be 0 and p its minimum
+        raise MedauditError(f"null must be a finite number; got {null!r}.")
     r = np.asarray(replicates, dtype=np.float64)
     r = r[np.isfinite(r)]
     if r.size == 0:
@@ -130,12 +133,19 @@ def bootstrap_pvalue(replicates: ArrayLike, null: float = 0.0) -> float:
     return float(min(1.0, 2.0 * (1 + k) / (r.size + 1)))
 
 
+def _as_float(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def _levels(groups: ArrayLike, n: int) -> tuple[NDArray[Any], tuple[str, ...]]:
     g = np.asarray(groups, dtype=object)
     if g.ndim != 1:
         raise MedauditError(f"groups must be one-dimensional (one level per item); got shape {g.shape}.")
     check_same_length(y_true=np.empty(n), groups=g)
-    missing = np.array([v is None or (isinstance(v, float) and math.isnan(v)) for v in g], dtype=bool)
+    missing = missing_mask(g)
     if missing.any():
         raise MedauditError(f"groups has {int(missing.sum())} missing level(s) (first at item "
                             f"{int(np.flatnonzero(missing)[0])}); give missing values a level of "

@@ -274,6 +274,10 @@ def _designs(design: str | Mapping[str, str], targets: Any) -> dict[str, str]:
     if isinstance(design, str):
         design = check_option(design, TRANSPORT_DESIGNS, name="design")
         return dict.fromkeys(targets, design)
+    unknown = [k for k in design if k not in set(targets)]
+    if unknown:  # a misspelt target would silently leave the real one on the default
+        raise MedauditError(f"design names target(s) {unknown!r} that are not among the targets "
+                            f"{list(targets)!r}.")
     return {k: check_option(design.get(k, "reestimate"), TRANSPORT_DESIGNS,
                             name=f"design[{k!r}]") for k in targets}
 
@@ -350,7 +354,7 @@ def _transport(ys, src: Mapping[str, NDArray[np.float64]], tgt: Mapping[str, tup
     # independent of the batch size (and of the other cohorts' sizes)
     g_src, *g_tgts = gen.spawn(1 + len(tgt))
     n_max = max([ys.size, *(v[0].size for v in tgt.values())])
-    size = batch or max(1, min(n_res, (1 << 21) // n_max))
+    size = min(batch, n_res) if batch else max(1, min(n_res, (1 << 21) // n_max))
     tgt_batches = {k: make_plan("within_label", c.y).batches(n_res, g, size, columns=c.columns)
                    for (k, c), g in zip(cohorts.items(), g_tgts, strict=True)}
     keys = [(m, label) for m in names for label in rules]
