@@ -30,6 +30,10 @@ import pandas as pd
 
 __all__ = ["monitor", "MonitorRun", "read_period_files"]
 
+#: columns of the score table that cannot be its period column
+_NOT_PERIODS = ("image_id", "cohort", "model", "prompt", "score", "label", "label_soft",
+                "negative_group", "patient_id")
+
 _SHORT = {"sensitivity": "Se", "specificity": "Sp"}
 
 
@@ -116,9 +120,16 @@ class MonitorRun:
     def write(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the run's tables, figures, summary and report atomically (see the module notes)."""
         from medaudit.io.claimsfile import sha256_of
-        from medaudit.io.output import atomic_directory, check_output_dir, json_text, write_csv
+        from medaudit.io.output import (
+            atomic_directory,
+            check_not_audit,
+            check_output_dir,
+            json_text,
+            write_csv,
+        )
         from medaudit.report.port import port_page, port_summary
 
+        check_not_audit(directory, what="monitor")
         check_output_dir(directory, inputs=self._inputs, overwrite=overwrite)
         sections = self._sections()
         page = port_page(self.claims, self.provenance, monitor=sections)
@@ -260,9 +271,18 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     if period not in long.columns:
         raise MedauditError(f"the local data has no {period!r} column; add one (e.g. 2026-07 for each "
                             "row's month) or give one file per period (--period-files).")
-    if long[period].isna().any():
-        i = int(long.index[long[period].isna()][0])
+    if period in _NOT_PERIODS:
+        raise MedauditError(f"period={period!r} names a column of the score table itself; name the "
+                            "column that says when each image was read (e.g. period=\"month\").")
+    blank = long[period].isna() | (long[period].astype(str).str.strip() == "")
+    if blank.any():
+        i = int(long.index[blank][0])
         raise MedauditError(f"the {period!r} column is empty in row {i + 1}; give every row its period.")
+    if periods is None and isinstance(long[period].dtype, pd.CategoricalDtype) and \
+            long[period].cat.ordered:
+        # an ordered categorical says the order itself: as text, "Feb" would come before "Jan"
+        present = set(long[period].astype(str))
+        periods = [str(c) for c in long[period].cat.categories if str(c) in present]
     if isinstance(periods, (str, bytes)):
         raise MedauditError(f"periods must be a list of the periods in order; got the text "
                             f"{periods!r} (write periods=[{periods!r}, ...]).")

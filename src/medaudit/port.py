@@ -137,7 +137,13 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
         unlabelled = take_rows(scores, late)
         scores = take_rows(scores, ~late)
         table = scores
-    if "label" in scores.columns and "cohort" in scores.columns:
+        if len(unlabelled):
+            _check_unlabelled(unlabelled, s)
+    if "label" in scores.columns:
+        if "cohort" not in scores.columns:  # one site: the table is the one cohort
+            from medaudit.audit.spec import SINGLE_COHORT
+
+            scores = scores.assign(cohort=SINGLE_COHORT)
         named = list(s.cohorts) or sorted(scores["cohort"].dropna().astype(str).unique())
         lab = pd.to_numeric(scores["label"], errors="coerce")
         classes = lab.groupby(scores["cohort"].astype(str)).nunique()
@@ -156,6 +162,23 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     return LocalData(raw=raw, base=base, table=table, spec_path=spec_path, scores=ctx.scores,
                      cohorts=tuple(ctx.cohorts), primary_prompt=s.primary_prompt, spec=s,
                      inputs=inputs, unlabelled=unlabelled)
+
+
+def _check_unlabelled(rows: pd.DataFrame, spec: Any) -> None:
+    """The rows without a label yet, checked as the labelled ones are (scores, names, one row
+    per image and model), their label aside: they feed the drift of every period."""
+    from medaudit.audit.spec import SINGLE_COHORT
+    from medaudit.io.schema import validate_score_table
+
+    probe = rows.assign(label=0)
+    if "cohort" not in probe.columns:
+        probe = probe.assign(cohort=SINGLE_COHORT)
+    if "prompt" not in probe.columns:
+        probe = probe.assign(prompt=spec.primary_prompt)
+    probe.attrs = dict(rows.attrs)  # the rows keep their file and line in the messages
+    key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in probe.columns else ())
+    validate_score_table(probe, source=f"{rows.attrs.get('source', 'score table')} (rows without "
+                         "a label yet)", key=key, probabilities=spec.score_scale == "probabilities")
 
 
 def site_cohort(local: LocalData, cohort: str | None) -> str:
@@ -353,8 +376,15 @@ class PortResult:
         ``report.html`` into ``directory``, atomically (a failed run leaves nothing), over an
         existing folder only with ``overwrite=True`` when medaudit wrote it."""
         from medaudit.io.claimsfile import sha256_of
-        from medaudit.io.output import atomic_directory, check_output_dir, json_text, write_csv
+        from medaudit.io.output import (
+            atomic_directory,
+            check_not_audit,
+            check_output_dir,
+            json_text,
+            write_csv,
+        )
 
+        check_not_audit(directory, what="port")
         check_output_dir(directory, inputs=self._inputs, overwrite=overwrite)
         run_id = sha256_of({"source": self.source["integrity"]["value"],
                             "local": self.provenance["local"].get("inputs"),

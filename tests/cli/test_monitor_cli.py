@@ -266,3 +266,55 @@ def test_numbered_periods_in_number_order(site, claims_file):  # noqa: F811
     with pytest.raises(MedauditError, match=r"periods must be a list of the periods in order; "
                                             r"got the text '2026-01'"):
         monitor(claims_file, df, periods="2026-01", primary_prompt="clinical")
+
+
+# ----------------------------------------------------------------------------- probe findings
+def test_ordered_categorical_periods_keep_their_order(site, claims_file):  # noqa: F811
+    from medaudit.monitor import monitor
+
+    _, df = site
+    months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun"]  # as text, Apr < Feb < Jan < ...
+    named = df.assign(period=pd.Categorical(df["period"].map(dict(zip(PERIODS, months, strict=True))),
+                                            categories=months, ordered=True))
+    run = monitor(claims_file, named, primary_prompt="clinical")
+    assert run.provenance["local"]["periods"] == months
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_period_is_refused_like_a_missing_one(site, claims_file, blank):  # noqa: F811
+    from medaudit.monitor import monitor
+
+    _, df = site
+    d = df.assign(period=df["period"].astype(object))
+    d.loc[5, "period"] = blank
+    with pytest.raises(MedauditError, match=r"the 'period' column is empty in row 6"):
+        monitor(claims_file, d, primary_prompt="clinical")
+
+
+@pytest.mark.parametrize("column", ["label", "score", "model", "image_id"])
+def test_a_column_of_the_score_table_is_not_a_period(site, claims_file, column):  # noqa: F811
+    from medaudit.monitor import monitor
+
+    _, df = site
+    with pytest.raises(MedauditError, match=rf"period='{column}' names a column of the score table"):
+        monitor(claims_file, df, period=column, primary_prompt="clinical")
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("abc", r"must be finite numbers; line \d+ is not \(line \d+ has 'abc'\)"),
+    ("", r"must be finite numbers; line \d+ is not \(line \d+ is empty\)"),
+    ("7.0", r"must be probabilities in \[0, 1\]; line \d+ is outside")])
+def test_rows_without_a_label_are_validated_too(claims_file, tmp_path, capsys, bad, message):  # noqa: F811
+    """Rows whose label is not known yet feed the drift of their period: a bad score there is
+    one line naming the file and line, as for a labelled row (it was a traceback)."""
+    df = _batches().astype({"score": object, "label": object})
+    late = df.index[df["period"] == PERIODS[-1]][:3]
+    df.loc[late, "label"] = ""
+    df.loc[late[1], "score"] = bad
+    df.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "s.yaml").write_text("scores: s.csv\nprimary_prompt: clinical\n", encoding="utf-8")
+    assert main(["monitor", str(claims_file), str(tmp_path / "s.yaml"), "--out",
+                 str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "s.csv (rows without a label yet)" in err
+    assert __import__("re").search(message, err) and not (tmp_path / "o").exists()

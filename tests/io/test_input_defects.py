@@ -284,3 +284,30 @@ def test_unquoted_decimal_commas_that_add_a_field_to_every_row_are_named(tmp_pat
     assert rc == 2 and "the data rows have more fields than the header's 5 columns" in err
     assert "decimal point" in err and "outside" not in err
     assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------- probe: tables in memory
+def _frame(n=40):
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"image_id": [f"i{i}" for i in range(n)], "model": "a",
+                         "label": np.repeat([0, 1], n // 2), "score": rng.random(n)})
+
+
+def test_multiindex_columns_are_one_line():
+    import medaudit
+
+    df = _frame()
+    df.columns = pd.MultiIndex.from_tuples([(c, "x") for c in df.columns])
+    with pytest.raises(SchemaError, match=r"the columns have 2 levels \(a MultiIndex\)"):
+        medaudit.audit(df, n_resamples=20)
+
+
+@pytest.mark.parametrize("column", ["model", "image_id"])
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_an_empty_name_in_memory_is_refused_as_in_a_csv(column, blank):
+    """A CSV reads an empty cell as missing and refuses it; the same cell in a DataFrame is ""
+    and was accepted (a model called "" then gave the claim " ranks above b")."""
+    df = _frame().astype({column: object})
+    df.loc[3, column] = blank
+    with pytest.raises(SchemaError, match=rf"column '{column}' is empty at row 4"):
+        validate_score_table(df.assign(cohort="c", prompt="p"))

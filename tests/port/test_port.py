@@ -344,3 +344,32 @@ def test_tau_on_the_local_scale_against_scipy(tau, src, local, want):
         expit(tau) if src != local else tau
     assert got == pytest.approx(ref, abs=1e-15) and got == pytest.approx(want, abs=1e-15)
     assert _on_local_scale(1.0, "probabilities", "logits")[0] is None  # no logit of 1
+
+
+# ----------------------------------------------------------------------------- probe findings
+def test_one_class_site_without_a_cohort_column_is_answered(claims_file, site_table):  # noqa: F811
+    """The README says a table without a cohort column is one site: a one-class one is answered
+    ("not assessable here") as when the column is given, not refused."""
+    local = site_table[site_table["label"] == 1].drop(columns=["split", "cohort"])
+    res = medaudit.port(claims_file, local, n_resamples=N_RESAMPLES, primary_prompt="clinical")
+    assert set(res.claims["verdict"]) == {"not assessable here"}
+    assert all("one class only (58 positives, 0 negatives)" in r for r in res.claims["reason"])
+
+
+@pytest.mark.parametrize("source", [None, {"a": 1}, 3])
+def test_a_source_that_is_not_a_path_is_one_line(source, site_table):
+    with pytest.raises(SchemaError, match=r"^the source must be a path \(an audit folder"):
+        medaudit.port(source, site_table)
+
+
+def test_overwrite_never_replaces_the_source_audit_folder(ported, source_audit, tmp_path):  # noqa: F811
+    """An audit folder is medaudit's, but its results.json is where its claims are verified:
+    a port written over it would destroy the source of the claims it checked."""
+    from medaudit.io.output import OutputPathError
+
+    before = (source_audit / "results.json").read_bytes()
+    with pytest.raises(OutputPathError, match="holds an audit .* a port replaces only an earlier port"):
+        ported.write(source_audit, overwrite=True)
+    assert (source_audit / "results.json").read_bytes() == before
+    out = ported.write(tmp_path / "p")  # an earlier port output is replaced as before
+    assert ported.write(out, overwrite=True) == out

@@ -90,7 +90,7 @@ def test_score_drift_refuses_missing_periods():
     _, s = _data()
     for period in (np.repeat([0.0, 1.0, np.nan], [15, 15, 10]),
                    np.array([0, 1] * 19 + [1, None], dtype=object)):
-        with pytest.raises(MedauditError, match=r"the period column has \d+ missing value\(s\)"):
+        with pytest.raises(MedauditError, match=r"the period column has \d+ missing or blank value\(s\)"):
             S.score_drift(period, s)
 
 
@@ -212,3 +212,30 @@ def test_auroc_is_unchanged_by_the_strata_checks():
     strata = np.repeat(["a", "b"], 20)
     r = S.bootstrap_ci(y, s, strata=strata, n_resamples=50, rng=0)
     assert r.estimate == pytest.approx(roc_auc_score(y, s), rel=1e-12)
+
+
+# ----------------------------------------------------------------------------- monitoring
+@pytest.mark.parametrize("correction", ["none", "alpha_spending"])
+def test_complete_separation_on_a_handful_of_cases_is_not_holds(correction):
+    """Two positives above two negatives: DeLong's variance is 0, so its normal interval has no
+    width; no interval is given (the claim is unresolved), as with a single case per class."""
+    from medaudit.stats.monitor import MonitorClaim, monitor_claims
+
+    table = {"period": ["p1"] * 4, "label": [1, 1, 0, 0], "score": [0.9, 0.8, 0.2, 0.1]}
+    kw = {"planned_looks": 1} if correction == "alpha_spending" else {}
+    r = monitor_claims(table, [MonitorClaim(claim_id="A", criterion="roc_auc", level=0.95)],
+                       correction=correction, **kw)
+    rows = [row for row in r.series if row["scope"] == "cumulative"]
+    assert rows[0]["estimate"] == 1.0 and rows[0]["verdict"] == "unresolved"
+    assert (rows[0]["ci_low"], rows[0]["ci_high"]) == (0.0, 1.0)
+
+
+def test_monitor_claims_refuses_a_table_that_is_not_a_table():
+    from medaudit.stats.monitor import MonitorClaim, monitor_claims
+
+    with pytest.raises(MedauditError, match="must be a DataFrame or a mapping"):
+        monitor_claims([{"period": "p1", "label": 1, "score": 0.9}],
+                       [MonitorClaim(claim_id="A", criterion="roc_auc", level=0.9)])
+    with pytest.raises(MedauditError, match="missing or blank"):  # a list keeps its NaN
+        monitor_claims({"period": [np.nan, "p1"], "label": [1, 0], "score": [0.9, 0.1]},
+                       [MonitorClaim(claim_id="A", criterion="roc_auc", level=0.9)])

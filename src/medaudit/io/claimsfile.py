@@ -647,6 +647,9 @@ def read_claims_source(source: str | os.PathLike[str]) -> tuple[dict[str, Any], 
     schema rejects is refused with one line naming it).  A source that holds no claim is
     refused too (:func:`require_claims`): checking nothing would read as passing.
     """
+    if not isinstance(source, (str, os.PathLike)):
+        raise SchemaError(f"the source must be a path (an audit folder written by `medaudit audit`, "
+                          f"its results.json, or a *.claims.json); got {type(source).__name__}.")
     p = Path(source)
     if p.is_dir() or p.name == "results.json":
         doc, where = export_claims(p), (p / "results.json" if p.is_dir() else p)

@@ -55,6 +55,7 @@ import secrets
 import shutil
 import socket
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring_ascii as _json_str
 from pathlib import Path
@@ -63,7 +64,8 @@ from typing import Any, NamedTuple
 from medaudit.exceptions import MedauditError
 from medaudit.io.messages import quote
 
-__all__ = ["MARKER", "OutputPathError", "FileKind", "check_output_dir", "check_output_file",
+__all__ = ["MARKER", "OutputPathError", "FileKind", "check_output_dir", "check_not_audit",
+           "check_output_file",
            "atomic_directory", "atomic_write_bytes", "write_json", "write_csv", "neutralise_formulas",
            "file_sha256", "is_medaudit_output", "foreign_files", "changed_files", "record_written",
            "recorded_inputs", "file_starts_with", "named_paths", "remove_stale_temps", "default_file_mode"]
@@ -403,6 +405,20 @@ def _refuse_foreign(out: Path, label: str) -> None:
 
 # --------------------------------------------------------------------------- folders
 
+def check_not_audit(out: str | os.PathLike[str], *, what: str) -> None:
+    """Refuse to let a ``what`` run (port, monitor) replace an audit's folder.
+
+    An audit folder is medaudit's, so ``--overwrite`` alone would allow it; but its
+    ``results.json`` is where a published claims file is verified against, so a port or a
+    monitor written over it destroys the source of the very claims it checked.
+    """
+    p = Path(out)
+    if p.is_dir() and not p.is_symlink() and (p / "results.json").is_file():
+        raise OutputPathError(f"--out {str(p)!r} holds an audit (its results.json); a {what} "
+                              f"replaces only an earlier {what} output, never an audit, whose "
+                              "claims would lose their source. Choose another --out.")
+
+
 def check_output_dir(out: str | os.PathLike[str], *, inputs: Any = (), overwrite: bool = False
                      ) -> Path:
     """Check that a run may write the folder ``out``; touch nothing.
@@ -589,6 +605,9 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
             os.replace(target, old)
             os.replace(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
+            if os.path.lexists(old):  # a read-only folder, another user's files: say so
+                warnings.warn(f"the previous output was replaced but could not be deleted; it is "
+                              f"kept at {str(old)!r}: remove it yourself.", stacklevel=3)
         else:
             os.replace(tmp, target)
         if nested:  # DIR/figures belongs to DIR: DIR's manifest now lists the new files

@@ -222,6 +222,10 @@ def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str
     One message for every long table medaudit reads (score tables, judgment tables,
     scoring manifests): ``"<source>: missing column(s) [...]; a <what> needs [...]"``.
     """
+    if isinstance(table.columns, pd.MultiIndex):
+        raise SchemaError(f"{source}: the columns have {table.columns.nlevels} levels (a "
+                          "MultiIndex); give each column one name, e.g. df.columns = "
+                          "['_'.join(map(str, c)) for c in df.columns].")
     dup = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
     if dup:  # pandas would hand a frame where one column is expected
         raise SchemaError(f"{source}: column(s) {dup} appear more than once; give each column "
@@ -331,9 +335,12 @@ def validate_score_table(
             continue
         if col == "negative_group":
             t[col] = t[col].astype(object).where(t[col].notna(), "")
-        elif t[col].isna().any():
-            raise SchemaError(f"{source}: column {col!r} is empty at "
-                              f"{where.places(t[col].isna().to_numpy())}; every row needs a value.")
+        else:
+            # "" in a table in memory is the empty cell a CSV reads as missing: one rule
+            empty = (t[col].isna() | (t[col].astype(str).str.strip() == "")).to_numpy()
+            if empty.any():
+                raise SchemaError(f"{source}: column {col!r} is empty at {where.places(empty)}; "
+                                  "every row needs a value.")
         t[col] = t[col].astype(str)
         _check_text(t[col], col, source=source, where=where)
     score = pd.to_numeric(t["score"], errors="coerce").to_numpy(dtype=float)
@@ -351,8 +358,9 @@ def validate_score_table(
         out = (score < 0) | (score > 1)
         if out.any():
             # scores from 0 to 100 are far likelier percentages than logits: say so
+            # (a maximum of 1.0000001 or 1.5 is a probability gone astray, not a percentage)
             pct = (" Scores from 0 to 100 look like percentages: divide them by 100."
-                   if score.min() >= 0 and score.max() <= 100 else "")
+                   if score.min() >= 0 and 2 <= score.max() <= 100 else "")
             raise SchemaError(
                 f"{source}: column 'score' must be probabilities in [0, 1]; "
                 f"{where.places(out)} {_are(out)} outside "

@@ -201,10 +201,11 @@ def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | 
     Values are compared as given; ISO months ("2026-07") and integers sort as time does.
     """
     arr = np.asarray(period, dtype=object)
-    missing = missing_mask(arr)
+    missing = missing_mask(arr) | np.array([isinstance(v, str) and not v.strip() for v in arr.tolist()],
+                                           dtype=bool).reshape(arr.shape)
     if missing.any():
         # each NaN is a value of its own to dict.fromkeys: one empty period per missing row
-        raise MedauditError(f"the period column has {int(missing.sum())} missing value(s) (first "
+        raise MedauditError(f"the period column has {int(missing.sum())} missing or blank value(s) (first "
                             f"at index {int(np.flatnonzero(missing)[0])}); give every score its "
                             "period, or drop the rows without one.")
     present = list(dict.fromkeys(arr.tolist()))

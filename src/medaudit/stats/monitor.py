@@ -283,6 +283,9 @@ def _event(before: str | None, after: str) -> str:
 # ----------------------------------------------------------------------------- the engine
 
 def _column(table: Mapping[str, ArrayLike], name: str, what: str) -> NDArray[Any]:
+    if not (hasattr(table, "columns") or isinstance(table, Mapping)):
+        raise MedauditError(f"the table must be a DataFrame or a mapping of column name -> values; "
+                            f"got {type(table).__name__}.")
     try:
         present = name in table
     except TypeError:
@@ -291,7 +294,9 @@ def _column(table: Mapping[str, ArrayLike], name: str, what: str) -> NDArray[Any
         cols = list(getattr(table, "columns", None) if hasattr(table, "columns") else table.keys())
         raise MedauditError(f"the table has no {what} column {name!r}; it has {cols[:12]!r}. Name "
                             f"the column with {'the claim score=' if what == 'score' else what + '='}.")
-    return np.asarray(table[name])
+    col = table[name]
+    # a list keeps its values: numpy would turn [nan, "p1"] into the text "nan"
+    return np.asarray(col, dtype=object) if isinstance(col, (list, tuple)) else np.asarray(col)
 
 
 def _labels(raw: NDArray[Any], name: str) -> NDArray[np.float64]:

@@ -280,7 +280,7 @@ def _auc_counts(y: NDArray[np.float64], s: NDArray[np.float64], looks: NDArray[n
                 ) -> tuple[NDArray[np.float64], ...]:
     """AUROC (ties one half), positives, negatives and DeLong standard error among the first
     ``looks[k]`` cases (nan AUROC without both classes; nan standard error with a single case
-    in a class, as pROC)."""
+    in a class, as pROC, or with a DeLong variance of 0)."""
     from medaudit.stats.delong import delong_placements
 
     out = np.full((4, looks.size), math.nan)
@@ -293,7 +293,10 @@ def _auc_counts(y: NDArray[np.float64], s: NDArray[np.float64], looks: NDArray[n
         v10, v01 = delong_placements(yy, ss)
         out[0, j] = float(np.mean(v10))
         if v10.size > 1 and v01.size > 1:
-            out[3, j] = math.sqrt(np.var(v10, ddof=1) / v10.size + np.var(v01, ddof=1) / v01.size)
+            var = np.var(v10, ddof=1) / v10.size + np.var(v01, ddof=1) / v01.size
+            # zero variance (complete separation, or every score tied): a normal interval of
+            # width 0 would read as certainty from a handful of cases; none is given
+            out[3, j] = math.sqrt(var) if var > 0 else math.nan
     return out[0], out[1], out[2], out[3]
 
 
@@ -489,7 +492,8 @@ def auroc_rci(y_true: ArrayLike, y_score: ArrayLike, *, looks: ArrayLike,
     boundary ``c_k`` of :func:`spending_bounds`, whose information at a look is
     ``n_pos n_neg / (n_pos + n_neg)`` (proportional to the inverse variance of an AUROC when
     its kernel variance does not change).  Clipped to [0, 1]; a look without both classes
-    gets [0, 1], and so does one with a single case in a class (no DeLong variance, as pROC).
+    gets [0, 1], and so does one with a single case in a class (no DeLong variance, as pROC)
+    or with a DeLong variance of 0 (the classes completely separated, or every score tied).
     Arguments as :func:`auroc_cs` and :func:`proportion_rci`.
 
     Examples
