@@ -47,7 +47,8 @@ def test_manifest_label_cell_is_shown_as_the_number_in_the_file(tmp_path):
                   "label": [1, 2]}).to_csv(p, index=False)
     with pytest.raises(MedauditError) as err:
         read_manifest(p)
-    assert "(row 1: 2)" in str(err.value) and "np." not in str(err.value), str(err.value)
+    # named by its line in the file (the header is line 1), with the number as written
+    assert "(line 3 has 2)" in str(err.value) and "np." not in str(err.value), str(err.value)
 
 
 def test_the_helpers():

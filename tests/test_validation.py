@@ -125,7 +125,7 @@ PUBLIC_FUNCTIONS = list(SPECS)
 
 # covered in test_resampling.py / test_inference.py
 EXEMPT = [
-    "transport_to_targets",  # covered in test_transport_permutation.py / blocks/test_transport.py
+    "transport_to_targets",  # covered in test_transport.py / blocks/test_transport.py
     "bootstrap_ci",
     "bootstrap_metrics",
     "paired_bootstrap",
