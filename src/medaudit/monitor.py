@@ -241,6 +241,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     from medaudit.port import (
         PORT_COLUMNS,
         load_local,
+        no_claims_option,
         present_models,
         restate,
         site_cohort,
@@ -250,6 +251,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     from medaudit.stats.drift import period_order, score_drift
     from medaudit.stats.monitor import monitor_claims
 
+    no_claims_option(options)
     doc, source_file = read_claims_source(source)
     files = None
     if period_files:

@@ -105,6 +105,7 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     from medaudit.io.specfile import validate_model
 
     raw, base = _spec_mapping(spec)
+    no_claims_option(options)
     raw = {**raw, **options}
     table = None
     if data is not None:
@@ -162,6 +163,17 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     return LocalData(raw=raw, base=base, table=table, spec_path=spec_path, scores=ctx.scores,
                      cohorts=tuple(ctx.cohorts), primary_prompt=s.primary_prompt, spec=s,
                      inputs=inputs, unlabelled=unlabelled)
+
+
+def no_claims_option(options: dict[str, Any]) -> None:
+    """Refuse ``claims=`` among a port's or a monitor's options: the source's claims are what is
+    checked there, and claims given here would be dropped without a word."""
+    from medaudit.exceptions import MedauditError
+
+    if "claims" in options:
+        raise MedauditError("claims= is not an option of a port or a monitor: the source's claims "
+                            "are re-stated at the site. Declare extra claims in an audit of the "
+                            "local data (medaudit.audit(..., claims=[...])).")
 
 
 def _check_unlabelled(rows: pd.DataFrame, spec: Any) -> None:
@@ -305,7 +317,9 @@ def restate(c: Mapping[str, Any], *, cohort: str, present: Mapping[str, set[str]
     try:
         TypeAdapter(DeclaredClaim).validate_python(d)
     except ValidationError as exc:
-        return f"the claim cannot be re-stated here: {exc.errors()[0]['msg']}", ""
+        err = exc.errors()[0]
+        at = ".".join(str(x) for x in err.get("loc", ()) if not isinstance(x, int))
+        return f"the claim cannot be re-stated here: {at + ': ' if at else ''}{err['msg']}", ""
     return d, origin
 
 
@@ -514,6 +528,7 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
     from medaudit.audit.run import versions
     from medaudit.blocks.planning import check_plan_power
 
+    no_claims_option(options)
     power = check_plan_power(power)  # before the local audit runs, not after
     from medaudit.audit.spec import AuditSpec
     from medaudit.blocks.planning import plan_claims

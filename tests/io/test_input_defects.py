@@ -311,3 +311,25 @@ def test_an_empty_name_in_memory_is_refused_as_in_a_csv(column, blank):
     df.loc[3, column] = blank
     with pytest.raises(SchemaError, match=rf"column '{column}' is empty at row 4"):
         validate_score_table(df.assign(cohort="c", prompt="p"))
+
+
+def test_the_one_class_cohort_hint_can_be_followed_as_written():
+    """The hint shows `cohorts:` as a mapping, in YAML and in Python, and following it works."""
+    import medaudit
+
+    df = pd.concat([_frame().assign(cohort="c1"), _frame().assign(cohort="c2", label=1)])
+    with pytest.raises(SchemaError, match=r"cohort 'c2' has only label 1.*cohorts=\{'c1': \{\}\}"):
+        medaudit.audit(df, n_resamples=20)
+    ok = medaudit.audit(df, n_resamples=20, cohorts={"c1": {}})
+    assert set(ok.tables["discrimination.metrics"]["cohort"]) == {"c1"}
+
+
+def test_port_refuses_claims_it_would_drop(tmp_path):
+    import medaudit
+    from medaudit.exceptions import MedauditError
+
+    from medaudit.monitor import monitor
+
+    for run in (medaudit.port, monitor):
+        with pytest.raises(MedauditError, match="claims= is not an option of a port or a monitor"):
+            run(tmp_path / "x.claims.json", _frame(), claims=[{"model": "a"}])

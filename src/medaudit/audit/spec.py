@@ -322,7 +322,9 @@ def check_spec_against_table(spec: AuditSpec, table: pd.DataFrame, *, source: st
             fix = (f"leave it out of `cohorts:` to audit the others ({quote(others)})" if others
                    else "add the images of the other class")
             if others and cohorts_from_table:
-                fix = (f"declare `cohorts:` with the others ({quote(others)}) to audit them "
-                       "without it")
+                listed = ", ".join(f"{o}: {{}}" for o in others)
+                fix = (f"declare `cohorts:` with the others to audit them without it (in a spec "
+                       f"`cohorts: {{{listed}}}`; from Python cohorts={{"
+                       + ", ".join(f"{o!r}: {{}}" for o in others) + "})")
             raise SchemaError(f"{source}: cohort {c!r} has only label {int(g['label'].iloc[0])}; "
                               f"every audited cohort needs positives and negatives: {fix}.")
