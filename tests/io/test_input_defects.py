@@ -327,7 +327,6 @@ def test_the_one_class_cohort_hint_can_be_followed_as_written():
 def test_port_refuses_claims_it_would_drop(tmp_path):
     import medaudit
     from medaudit.exceptions import MedauditError
-
     from medaudit.monitor import monitor
 
     for run in (medaudit.port, monitor):

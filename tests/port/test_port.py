@@ -216,6 +216,12 @@ def test_tampered_and_future_files_are_refused(claims_file, tmp_path):  # noqa: 
                                               "schema_version": "1.7"})), encoding="utf-8")
     with pytest.raises(SchemaError, match="newer than this medaudit reads .* upgrade medaudit"):
         medaudit.port(future, spec=LOCAL_SPEC)
+    # probe finding: a hand-edited number 1.0 for the text "1.0" was "unknown ... (reads 1.0)"
+    number = tmp_path / "number.claims.json"
+    number.write_text(json.dumps({**json.loads(claims_file.read_text()), "schema_version": 1.0}),
+                      encoding="utf-8")
+    with pytest.raises(SchemaError, match=r"schema_version must be the text '1\.0', not the number 1\.0"):
+        medaudit.port(number, spec=LOCAL_SPEC)
 
 
 def test_options_are_checked(claims_file):  # noqa: F811

@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--period-column", default="period", help="the period column (default: period)")
     p.add_argument("--period-files", nargs="+", default=None, metavar="FILE",
                    help="one score table per period, in time order, instead of a period column "
-                        "(the period is each file's name without suffix)")
+                        "(the period is each file's name without suffix); they take the place of "
+                        "the spec's scores: table, whose other keys still apply")
     p.add_argument("--periods", nargs="+", default=None, metavar="PERIOD",
                    help="the periods in order (default: the order of --period-files as given; "
                         "else numbers in number order, text sorted, as ISO months sort)")

@@ -475,6 +475,10 @@ def _check(doc: Any, where: str) -> None:
         if m and (int(m.group(1)), int(m.group(2))) > newest:
             raise SchemaError(f"{where}: claims-file schema_version {version} is newer than this "
                               f"medaudit reads ({known}); upgrade medaudit to read it.")
+        if not isinstance(version, str) and str(version) in KNOWN_SCHEMA_VERSIONS:
+            # a hand-edited file with the number 1.0 where the text "1.0" belongs
+            raise SchemaError(f"{where}: schema_version must be the text {quote(str(version))}, "
+                              f"not the number {version!r}; quote it in the file.")
         raise SchemaError(f"{where}: unknown claims-file schema_version {quote(version)} (this "
                           f"medaudit reads {known}); ask its producer for a file in a known "
                           "version.")
