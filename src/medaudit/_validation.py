@@ -9,6 +9,7 @@ scores are never clipped, NaN is never dropped.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -205,6 +206,19 @@ def check_fraction(
         lb = "[" if closed in ("both", "left") else "("
         rb = "]" if closed in ("both", "right") else ")"
         raise MedauditError(f"{name} must lie in {lb}{low}, {high}{rb}; got {shown(x)}.")
+    return val
+
+
+def check_number(x: Any, *, name: str, positive: bool = False) -> float:
+    """Return ``x`` as a finite float (``> 0`` with ``positive``), or raise naming ``name``;
+    booleans and text are refused, as in :func:`check_fraction`."""
+    what = "a positive" if positive else "a finite"
+    try:
+        val = math.nan if isinstance(x, (bool, np.bool_, str, bytes)) else float(x)
+    except (TypeError, ValueError):
+        val = math.nan
+    if not np.isfinite(val) or (positive and val <= 0):
+        raise MedauditError(f"{name} must be {what} number; got {shown(x)}.")
     return val
 
 

@@ -30,9 +30,6 @@ import pandas as pd
 
 __all__ = ["monitor", "MonitorRun", "read_period_files"]
 
-#: columns of the score table that cannot be its period column
-_NOT_PERIODS = ("image_id", "cohort", "model", "prompt", "score", "label", "label_soft",
-                "negative_group", "patient_id")
 
 _SHORT = {"sensitivity": "Se", "specificity": "Sp"}
 
@@ -238,6 +235,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     from medaudit.audit.context import spec_inputs
     from medaudit.exceptions import MedauditError
     from medaudit.io.claimsfile import read_claims_source
+    from medaudit.io.schema import OPTIONAL_COLUMNS, SCORE_COLUMNS
     from medaudit.port import (
         PORT_COLUMNS,
         load_local,
@@ -247,6 +245,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         site_cohort,
         source_provenance,
         source_row,
+        with_keys,
     )
     from medaudit.stats.drift import period_order, score_drift
     from medaudit.stats.monitor import monitor_claims
@@ -264,16 +263,13 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     labelled = loc.scores[loc.scores["cohort"] == site]
     late = loc.unlabelled
     if late is not None and len(late):
-        if "cohort" not in late.columns:
-            late = late.assign(cohort=site)
-        if "prompt" not in late.columns:
-            late = late.assign(prompt=loc.primary_prompt)
+        late = with_keys(late, prompt=loc.primary_prompt, cohort=site)
         late = late[late["cohort"].astype(str) == site]
     long = pd.concat([labelled, late], ignore_index=True) if late is not None and len(late) else labelled
     if period not in long.columns:
         raise MedauditError(f"the local data has no {period!r} column; add one (e.g. 2026-07 for each "
                             "row's month) or give one file per period (--period-files).")
-    if period in _NOT_PERIODS:
+    if period in (*SCORE_COLUMNS, *OPTIONAL_COLUMNS):  # the score table's own columns
         raise MedauditError(f"period={period!r} names a column of the score table itself; name the "
                             "column that says when each image was read (e.g. period=\"month\").")
     blank = long[period].isna() | (long[period].astype(str).str.strip() == "")

@@ -141,10 +141,7 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
         if len(unlabelled):
             _check_unlabelled(unlabelled, s)
     if "label" in scores.columns:
-        if "cohort" not in scores.columns:  # one site: the table is the one cohort
-            from medaudit.audit.spec import SINGLE_COHORT
-
-            scores = scores.assign(cohort=SINGLE_COHORT)
+        scores = with_keys(scores, prompt=s.primary_prompt)
         named = list(s.cohorts) or sorted(scores["cohort"].dropna().astype(str).unique())
         lab = pd.to_numeric(scores["label"], errors="coerce")
         classes = lab.groupby(scores["cohort"].astype(str)).nunique()
@@ -152,8 +149,6 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
             # a one-class cohort cannot be audited, but its claims are answered: "not
             # assessable here" with the reason (the table as read, with its class counts)
             scores = scores.assign(label=lab)
-            if "prompt" not in scores.columns:
-                scores = scores.assign(prompt=s.primary_prompt)
             return LocalData(raw=raw, base=base, table=table, spec_path=spec_path, scores=scores,
                              cohorts=tuple(named), primary_prompt=s.primary_prompt, spec=s,
                              inputs=inputs, unlabelled=unlabelled)
@@ -176,17 +171,24 @@ def no_claims_option(options: dict[str, Any]) -> None:
                             "local data (medaudit.audit(..., claims=[...])).")
 
 
+def with_keys(rows: pd.DataFrame, *, prompt: str, cohort: str | None = None) -> pd.DataFrame:
+    """``rows`` with the ``cohort`` and ``prompt`` columns a one-site, one-prompt table may leave
+    out (default cohort: the one site, :data:`~medaudit.audit.spec.SINGLE_COHORT`)."""
+    from medaudit.audit.spec import SINGLE_COHORT
+
+    if "cohort" not in rows.columns:
+        rows = rows.assign(cohort=SINGLE_COHORT if cohort is None else cohort)
+    if "prompt" not in rows.columns:
+        rows = rows.assign(prompt=prompt)
+    return rows
+
+
 def _check_unlabelled(rows: pd.DataFrame, spec: Any) -> None:
     """The rows without a label yet, checked as the labelled ones are (scores, names, one row
     per image and model), their label aside: they feed the drift of every period."""
-    from medaudit.audit.spec import SINGLE_COHORT
     from medaudit.io.schema import validate_score_table
 
-    probe = rows.assign(label=0)
-    if "cohort" not in probe.columns:
-        probe = probe.assign(cohort=SINGLE_COHORT)
-    if "prompt" not in probe.columns:
-        probe = probe.assign(prompt=spec.primary_prompt)
+    probe = with_keys(rows.assign(label=0), prompt=spec.primary_prompt)
     probe.attrs = dict(rows.attrs)  # the rows keep their file and line in the messages
     key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in probe.columns else ())
     validate_score_table(probe, source=f"{rows.attrs.get('source', 'score table')} (rows without "

@@ -332,3 +332,15 @@ def test_port_refuses_claims_it_would_drop(tmp_path):
     for run in (medaudit.port, monitor):
         with pytest.raises(MedauditError, match="claims= is not an option of a port or a monitor"):
             run(tmp_path / "x.claims.json", _frame(), claims=[{"model": "a"}])
+
+
+def test_a_misspelt_claim_key_is_named_with_its_correction():
+    import medaudit
+
+    with pytest.raises(SchemaError, match=r"declared claim 1 has no key saying what it claims; "
+                                          r"did you mean 'at_leest' -> 'at_least'\?"):
+        medaudit.audit(_frame(), n_resamples=20,
+                       claims=[{"model": "a", "metric": "roc_auc", "at_leest": 0.75}])
+    # a claim without any such key and no near miss keeps the general message
+    with pytest.raises(SchemaError, match="a declared claim needs `kind:`"):
+        medaudit.audit(_frame(), n_resamples=20, claims=[{"model": "a", "metric": "roc_auc"}])

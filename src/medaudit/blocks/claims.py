@@ -66,6 +66,7 @@ changes (``multiplicity``).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import warnings
@@ -405,7 +406,7 @@ class ClaimsConfig(BlockConfig):
         if v is None:  # `claims:` with nothing under it
             return {}
         if isinstance(v, list):
-            return {"declared": v}
+            v = {"declared": v}
         if not isinstance(v, Mapping):
             raise ValueError(f"`claims:` is a list of claims, or a mapping with `declared:` (that "
                              f"list) and `generate:`; got {type(v).__name__} {str(v)[:40]!r}")
@@ -418,6 +419,15 @@ class ClaimsConfig(BlockConfig):
             raise ValueError(f"`claims:` holds the keys of one claim ({', '.join(sorted(own))}); "
                              "a claim goes in a list: `claims: [{model: ..., metric: ..., "
                              "at_least: ...}]` (claims=[{...}] in Python), or under `declared:`")
+        for i, d in enumerate(v.get("declared") or []):
+            if isinstance(d, Mapping) and _kind(d) is None:
+                # no key says which claim it is: a misspelt one (at_leest) is the likely cause
+                close = {k: difflib.get_close_matches(str(k), [key for key, _ in _KEYS], n=1)
+                         for k in d if k not in _CLAIM_KEYS}
+                hints = [f"{k!r} -> {m[0]!r}" for k, m in close.items() if m]
+                if hints:
+                    raise ValueError(f"declared claim {i + 1} has no key saying what it claims; "
+                                     f"did you mean {', '.join(hints)}?")
         return v
 
     @field_validator("auroc_at_least")

@@ -27,7 +27,7 @@ from medaudit._validation import RNGLike, as_generator, check_batch, check_fract
 from medaudit.exceptions import SchemaError
 from medaudit.labels.aggregate import coded_ratings
 from medaudit.labels.scale import RatingScale
-from medaudit.stats.annotation_bootstrap import labels_from_sums, resampled_item_sums
+from medaudit.stats.annotation_bootstrap import label_rule, labels_from_sums, resampled_item_sums
 
 __all__ = ["LabelStability", "label_stability", "label_stability_with_spec"]
 
@@ -104,7 +104,7 @@ def label_stability(
                           "'majority' or 'threshold'.")
     rules = dict(scale=(lo, hi), hard_rule=hard, threshold=threshold,
                  threshold_rule=threshold_rule, tie=tie)
-    labels_from_sums([lo], [1], **rules)  # checks the rule options up front
+    to_labels = label_rule(**rules)  # checks the rule options up front, once
     used = np.bincount(code[keep], minlength=len(keys))
     dropped = keys[used == 0].assign(reason="every rating excluded (hedge: exclude)")
     # only items with a usable rating take part; codes renumbered 0..n-1 in key order
@@ -138,7 +138,7 @@ def label_stability(
     done = 0
     for sums in resampled_item_sums(r, k, n_resamples=n_res, rng=gen, batch=batch):
         b = sums.shape[0]
-        soft, hard_b = labels_from_sums(sums, k[None, :], **rules)
+        soft, hard_b = to_labels(sums, k[None, :])
         soft_reps[done:done + b] = soft
         n_pos += (hard_b == 1.0).sum(axis=0)
         n_excl += np.isnan(hard_b).sum(axis=0)

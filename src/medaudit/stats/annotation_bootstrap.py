@@ -21,6 +21,7 @@ Pure numpy/scipy: arrays in, a frozen result out.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from medaudit.stats.contingency import binomial_test
 from medaudit.stats.soft import SOFT_DEFAULTS, soft_metric_options
 
 __all__ = [
-    "HEDGE_POLICIES", "HARD_RULES", "TIE_RULES", "resolve_hedges", "labels_from_sums",
+    "HEDGE_POLICIES", "HARD_RULES", "TIE_RULES", "resolve_hedges", "labels_from_sums", "label_rule",
     "metric_ids", "min_rank", "pearson_r", "pearson_r2", "annotation_bootstrap", "AnnotationBootstrapResult",
     "rank_stability_test", "RANK_DECIMALS", "resampled_item_sums",
 ]
@@ -161,30 +162,58 @@ def labels_from_sums(
     >>> labels_from_sums([3], [2], scale=(0, 2), hard_rule="threshold", threshold=1)[1].tolist()
     [1.0]
     """
+    to_labels = label_rule(scale=scale, hard_rule=hard_rule, threshold=threshold,
+                           threshold_rule=threshold_rule, tie=tie)
+    s = np.asarray(sum_raw, dtype=np.float64)
+    k = np.asarray(count, dtype=np.float64)
+    lo, hi = to_labels.keywords["lo"], to_labels.keywords["hi"]
+    _check_sums(s, k, lo, hi, _tolerance(k, lo, hi))
+    return to_labels(s, k)
+
+
+def label_rule(*, scale: tuple[float, float] = (0.0, 1.0), hard_rule: str = "majority",
+               threshold: float | None = None, threshold_rule: str = ">", tie: str = "negative"
+               ) -> functools.partial:
+    """The rules of :func:`labels_from_sums`, checked once: ``f(sums, counts) -> (soft, hard)``.
+
+    For resampling loops, whose sums are of ratings already checked to lie on the scale: the
+    sums are trusted there (the per-batch check would be passes over every replicate for
+    nothing); :func:`labels_from_sums` checks them.
+    """
     lo, hi = _scale(scale)
     hard_rule = check_option(hard_rule, HARD_RULES, name="hard_rule")
     tie = check_option(tie, TIE_RULES, name="tie")
     threshold_rule = check_option(threshold_rule, (">", ">="), name="threshold_rule")
-    s = np.asarray(sum_raw, dtype=np.float64)
-    k = np.asarray(count, dtype=np.float64)
-    empty = k <= 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        soft = (s / k - lo) / (hi - lo)
+    if hard_rule == "threshold" and threshold is None:
+        raise MedauditError("hard_rule='threshold' needs threshold= on the original scale "
+                            "(ENHANCE: 1, i.e. mean rating > 1).")
+    return functools.partial(_labels, lo=lo, hi=hi, hard_rule=hard_rule, threshold=threshold,
+                             threshold_rule=threshold_rule, tie=tie)
+
+
+def _tolerance(k: NDArray[np.float64], lo: float, hi: float) -> NDArray[np.float64]:
     # Sums of integer ratings decide ties exactly, but ratings stored as decimals or
     # normalised fractions (0.2 + 0.8, 1/3 + 2/3) carry rounding of a few ulps per
     # rating: a relative tolerance far above that noise (1e-9 of the scale per rating)
     # and far below any real difference between two ratings treats them as the ties they are.
-    tol = 1e-9 * np.maximum(k, 1.0) * (hi - lo)
-    _check_sums(s, k, lo, hi, tol)
+    return 1e-9 * np.maximum(k, 1.0) * (hi - lo)
+
+
+def _labels(s: NDArray[np.float64], k: NDArray[np.float64], *, lo: float, hi: float,
+            hard_rule: str, threshold: float | None, threshold_rule: str, tie: str
+            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    s = np.asarray(s, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    empty = k <= 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        soft = (s / k - lo) / (hi - lo)
+    tol = _tolerance(k, lo, hi)
     if hard_rule == "majority":
         d = 2.0 * (s - k * lo) - k * (hi - lo)
         hard = np.where(d > tol, 1.0, 0.0)
         tie_value = {"negative": 0.0, "positive": 1.0, "exclude": np.nan}[tie]
         hard = np.where(np.abs(d) <= tol, tie_value, hard)
     else:
-        if threshold is None:
-            raise MedauditError("hard_rule='threshold' needs threshold= on the original scale "
-                                "(ENHANCE: 1, i.e. mean rating > 1).")
         d = s - k * float(threshold)
         hard = np.where(d > tol if threshold_rule == ">" else d >= -tol, 1.0, 0.0)
     soft = np.where(empty, np.nan, soft)
@@ -548,7 +577,7 @@ def annotation_bootstrap(
                             f"{float(r[out_of_scale][0])!r}.")
     rules = dict(scale=(lo, hi), hard_rule=hard_rule, threshold=threshold,
                  threshold_rule=threshold_rule, tie=tie)
-    labels_from_sums([lo], [1], **rules)  # validates the rule options up front
+    to_labels = label_rule(**rules)  # validates the rule options up front
     ids = metric_ids(ap_ties=ap_ties, soft_variant=soft_variant, soft_ties=soft_ties,
                      soft_ap_variant=soft_ap_variant)
     opts = {"ap_ties": ap_ties, **soft_options(soft_variant, soft_ties, soft_ap_variant)}
@@ -573,7 +602,7 @@ def annotation_bootstrap(
     reps: list[list[NDArray[np.float64]]] = [[] for _ in ids]
     n_excl: list[NDArray[np.intp]] = []
     for sums in resampled_item_sums(r, k, n_resamples=n_res, rng=gen, batch=batch):
-        soft, hard = labels_from_sums(sums, k[None, :], **rules)
+        soft, hard = to_labels(sums, k[None, :])
         n_excl.append(np.isnan(hard).sum(axis=1).astype(np.intp))
         for i, v in enumerate(_evaluate(soft, hard, models, opts)):
             reps[i].append(v)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from medaudit._validation import as_1d_float, check_option, check_same_length
+from medaudit._validation import as_1d_float, check_option, check_same_length, missing_mask
 from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats._common import warn
 from medaudit.stats._results import TestResult
@@ -42,7 +42,7 @@ def cohen_kappa(rater_a: ArrayLike, rater_b: ArrayLike) -> TestResult:
     if a.size == 0:
         raise MedauditError("rater_a is empty; at least one item is needed.")
     for name, r in (("rater_a", a), ("rater_b", b)):
-        gone = [i for i, v in enumerate(r.tolist()) if _missing(v)]
+        gone = np.flatnonzero(missing_mask(r)).tolist()
         if gone:
             # NaN != NaN would make every missing verdict a category of its own (two raters
             # agreeing on everything else then disagree on each gap), so none is guessed
@@ -77,16 +77,6 @@ def cohen_kappa(rater_a: ArrayLike, rater_b: ArrayLike) -> TestResult:
 def _kind(v: Any) -> str:
     """``"number"`` (bool, int, float, numpy numbers) or the type's name (``"str"``, ...)."""
     return "number" if isinstance(v, (bool, int, float, np.number, np.bool_)) else type(v).__name__
-
-
-def _missing(v: Any) -> bool:
-    """None, NaN, NaT or pandas.NA (whose comparisons are themselves missing)."""
-    if v is None:
-        return True
-    try:
-        return bool(v != v)
-    except TypeError:
-        return True
 
 
 def jaccard(set_a: Iterable[Any], set_b: Iterable[Any]) -> float:

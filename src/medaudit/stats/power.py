@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from medaudit._validation import check_fraction, check_option, shown
+from medaudit._validation import check_fraction, check_number, check_option, shown
 from medaudit.exceptions import MedauditError
 from medaudit.stats._results import _ToDict
 
@@ -137,9 +137,7 @@ def auc_variance(auc: float, *, kappa: float = 1.0, method: str = "obuchowski",
     theta = check_fraction(auc, name="auc")
     k = _kappa(kappa)
     if n_pos is not None:
-        if isinstance(n_pos, (bool, np.bool_, str)) or not (float(n_pos) > 0 and math.isfinite(
-                float(n_pos))):
-            raise MedauditError(f"n_pos must be a positive number of positives; got {n_pos!r}.")
+        n_pos = check_number(n_pos, name="n_pos", positive=True)
     if method == "obuchowski":
         a = float(stats.norm.ppf(theta)) * 1.414
         v = 0.0099 * math.exp(-a * a / 2.0) * ((5.0 * a * a + 8.0) + (a * a + 8.0) / k)

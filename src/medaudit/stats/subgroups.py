@@ -42,7 +42,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import RNGLike, as_generator, check_same_length, missing_mask
+from medaudit._validation import (
+    RNGLike,
+    as_generator,
+    check_number,
+    check_same_length,
+    missing_mask,
+)
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _metricspec as MS
 from medaudit.stats._docs import fill_doc
@@ -122,22 +128,14 @@ def bootstrap_pvalue(replicates: ArrayLike, null: float = 0.0) -> float:
     >>> bootstrap_pvalue([0.1, 0.2, 0.3, 0.4])
     0.4
     """
-    if isinstance(null, (bool, np.bool_, str, bytes)) or not np.isfinite(_as_float(null)):
-        # every comparison with nan is False: the count would be 0 and p its minimum
-        raise MedauditError(f"null must be a finite number; got {null!r}.")
+    # a nan null: every comparison is False, the count 0 and p its minimum
+    null = check_number(null, name="null")
     r = np.asarray(replicates, dtype=np.float64)
     r = r[np.isfinite(r)]
     if r.size == 0:
         return math.nan
     k = min(int(np.sum(r <= null)), int(np.sum(r >= null)))
     return float(min(1.0, 2.0 * (1 + k) / (r.size + 1)))
-
-
-def _as_float(x: Any) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _levels(groups: ArrayLike, n: int) -> tuple[NDArray[Any], tuple[str, ...]]:
