@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["monitor", "MonitorRun", "read_period_files"]
@@ -158,8 +159,15 @@ class MonitorRun:
                 f"{len(self.changes)} verdict changes>")
 
 
-def _monitor_claims(c: Mapping[str, Any], d: Mapping[str, Any]) -> list[Any] | str:
-    """The :class:`~medaudit.stats.monitor.MonitorClaim` of a re-stated claim, or why none."""
+def _monitor_claims(c: Mapping[str, Any], d: Mapping[str, Any], origin: str = "") -> list[Any] | str:
+    """The :class:`~medaudit.stats.monitor.MonitorClaim` of a re-stated claim, or why none.
+
+    ``origin`` is how the source's threshold was carried (:func:`medaudit.port.restate`):
+    a τ moved to the site's score scale says from what, so "τ = 0.0" reads as the logit of
+    the source's 0.5.
+    """
+    import math
+
     from medaudit.stats.monitor import MonitorClaim
 
     col = f"{d['model']}|{d['prompt']}"
@@ -175,9 +183,14 @@ def _monitor_claims(c: Mapping[str, Any], d: Mapping[str, Any]) -> list[Any] | s
         tau = float(d["threshold"])
         parts = [(r, float(d[f"{r}_at_least"])) for r in ("sensitivity", "specificity")
                  if d.get(f"{r}_at_least") is not None]
+        moved = ""
+        if "logit(τ)" in origin:
+            moved = f" (logit of the source's {1.0 / (1.0 + math.exp(-tau)):g})"
+        elif "expit(τ)" in origin:
+            moved = f" (expit of the source's {math.log(tau / (1.0 - tau)):g})"
         return [MonitorClaim(claim_id=c["id"] if len(parts) == 1 else f"{c['id']}.{_SHORT[r]}",
                              criterion=r, level=lvl, threshold=tau, score=col,
-                             text=f"{d['model']}: {_SHORT[r]} at τ = {tau!r} ≥ {lvl!r}")
+                             text=f"{d['model']}: {_SHORT[r]} at τ = {tau!r}{moved} ≥ {lvl!r}")
                 for r, lvl in parts]
     return (f"monitor checks AUROC ≥ L and Se/Sp ≥ x at a fixed τ; a {c['kind']} claim is checked "
             "once with `medaudit port`")
@@ -308,7 +321,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         row = source_row(c, site=site, origin=origin, confidence_level=level,
                          changes=f"cohort {c['E'].get('cohort')} → {site} (the site), every period"
                                  + (f"; threshold: {origin}" if origin else ""))
-        mcs = _monitor_claims(c, d) if not isinstance(d, str) else d
+        mcs = _monitor_claims(c, d, origin) if not isinstance(d, str) else d
         if isinstance(mcs, str):
             row.update(verdict="not assessable here", reason=mcs, local_n_pos=n_pos,
                        local_n_neg=n_neg)
@@ -325,8 +338,11 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         series += res.series_records()
         changes += res.change_records()
         if col not in drifted:
+            # the drift tests' permutations: one stream per model|prompt (in claim order), from
+            # the spec's seed
+            dr = score_drift(table["period"], table[col], y_true=table["label"], periods=order,
+                             rng=np.random.SeedSequence([loc.spec.seed, len(drifted)]))
             drifted.add(col)
-            dr = score_drift(table["period"], table[col], y_true=table["label"], periods=order)
             drift_rows += [{"model": model, "prompt": prompt, **r} for r in dr.records()]
         last = [r for r in res.series if r["scope"] == "cumulative" and r["look"] == len(order)]
         deciding = next((r for r in last if r["verdict"] != "holds"), last[0])
@@ -347,13 +363,18 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
                   "cohort": site, "n_pos": n_pos, "n_neg": n_neg,
                   "n_unlabelled": 0 if late is None else int(late["image_id"].nunique()),
                   "periods": order, "seed": None, "n_resamples": None,
-                  "note": "no resampling: closed-form sequences and intervals"},
+                  "note": "no resampling for the claims: closed-form sequences and intervals (the "
+                          "drift PSI p-values permute, from monitor.drift_seed)"},
         "monitor": {"medaudit": __version__, "cohort": site, "correction": correction,
                     "planned_looks": planned_looks,
                     "spending": spending if correction == "alpha_spending" else None,
                     "confidence_level": level, "period_column": period,
                     "drift": "two-sample KS (scipy ks_2samp) and PSI against the first period, "
-                             "all / positives / negatives"},
+                             "all / positives / negatives; PSI p-value by 999 permutations of the "
+                             "pooled scores (streams from the spec's seed, one per model|prompt), "
+                             "or by its chi-square approximation where every bin expects 100 "
+                             "scores of each period",
+                    "drift_seed": int(loc.spec.seed)},
     }
     inputs = spec_inputs(loc.spec, loc.base, loc.spec_path)
     inputs["source"] = [source_file.parent if source_file.name == "results.json" else source_file]

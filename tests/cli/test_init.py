@@ -297,3 +297,18 @@ def test_any_names_round_trip_through_the_yaml(cohorts, models):
     # a name never breaks a line: every line is empty, a comment, a key or a cohort entry
     for line in text.splitlines():
         assert line == "" or line.startswith("#") or re.match(r"^([a-z_]+:( |$)|  \S)", line), line
+
+
+def test_a_site_column_beside_no_cohort_gets_the_rename_hint(tmp_path):
+    # only a column named cohort makes cohorts: a 'site' column says how to make it one
+    t = _table().drop(columns="cohort").assign(site=lambda d: d["image_id"].str.rsplit("-", n=1).str[0])
+    t["image_id"] = t["image_id"].str.replace("-", "_")
+    csv = tmp_path / "s.csv"
+    t.to_csv(csv, index=False)
+    assert main(["init", str(csv), "--out", str(tmp_path / "s.yaml"), "--quiet"]) == 0
+    text = (tmp_path / "s.yaml").read_text(encoding="utf-8")
+    assert "#     (site may name the institution: rename the column to cohort to audit each" in text
+    with_cohort = tmp_path / "c.csv"
+    _table().assign(site="x").to_csv(with_cohort, index=False)
+    assert main(["init", str(with_cohort), "--out", str(tmp_path / "c.yaml"), "--quiet"]) == 0
+    assert "may name the institution" not in (tmp_path / "c.yaml").read_text(encoding="utf-8")

@@ -14,6 +14,7 @@ nothing.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -116,6 +117,27 @@ def test_drift_by_hand(monitored, site):
     assert set(dr["subset"]) == {"all", "positives", "negatives"}
 
 
+def test_drift_psi_is_read_by_its_permutation_test(monitored, site):
+    # the positives' scores move at the drop: beyond chance there, and the p-values are the
+    # stats function's on the same rows with the stream the monitor says it used
+    from medaudit.stats.drift import score_drift
+
+    _, df = site
+    dr = _csv(monitored, "drift")
+    pos = dr[dr["subset"] == "positives"].set_index("period")
+    for per in PERIODS:
+        if per >= DROP:
+            assert pos.loc[per, "psi_pvalue"] <= 0.01
+            assert pos.loc[per, "psi_reading"] == pos.loc[per, "psi_band"] != "stable"
+    seed = json.loads((monitored / "monitor.json").read_text(encoding="utf-8"))
+    seed = seed["provenance"]["monitor"]["drift_seed"]
+    want = score_drift(df["period"].to_numpy(dtype=object), df["score"].to_numpy(float),
+                       y_true=df["label"].to_numpy(float), periods=PERIODS,
+                       rng=np.random.SeedSequence([seed, 0])).to_frame()
+    np.testing.assert_allclose(dr["psi_pvalue"].to_numpy(float), want["psi_pvalue"].to_numpy(float))
+    assert dr["psi_reading"].fillna("").tolist() == want["psi_reading"].tolist()
+
+
 def test_report_and_summary_open_on_the_claims_then_series_and_drift(monitored):
     page = (monitored / "report.html").read_text(encoding="utf-8")
     order = [page.index(k) for k in ('id="port-claims"', 'id="changes"', 'id="monitor-series"',
@@ -190,6 +212,23 @@ def test_no_period_column_is_one_line(claims_file, tmp_path, capsys):  # noqa: F
                  str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no 'period' column" in err and not (tmp_path / "o").exists()
+
+
+def test_a_tau_moved_to_logits_says_from_what(claims_file, tmp_path):  # noqa: F811
+    # the source's τ = 0.1 on probabilities is logit(0.1) on a site scoring in logits: the
+    # change log says so instead of a bare "τ = -2.197..."
+    df = _batches()
+    df["score"] = np.log(np.clip(df["score"], 1e-6, None) / (1 - df["score"]))
+    df.to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "s.yaml").write_text("scores: s.csv\nprimary_prompt: clinical\nscore_scale: logits\n",
+                                     encoding="utf-8")
+    out = tmp_path / "logits"
+    assert main(["monitor", str(claims_file), str(tmp_path / "s.yaml"), "--out", str(out),
+                 "--quiet"]) == 0
+    ch = _csv(out, "changes")
+    tau = repr(math.log(0.1 / 0.9))
+    texts = ch[ch["claim_id"] == "D05.Se"]["text"].tolist()
+    assert texts and all(f"Se at τ = {tau} (logit of the source's 0.1) ≥ 0.8" in t for t in texts)
 
 
 def test_late_labels_count_for_drift_only(claims_file, tmp_path):  # noqa: F811

@@ -11,6 +11,7 @@ claims first, and the same audit through ``medaudit.audit(df, ...)`` giving iden
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pandas as pd
@@ -220,3 +221,10 @@ def test_claims_as_python_objects_give_the_same_rows_as_mappings(newcomer):
     a = medaudit.audit(df, n_resamples=60, claims=objs, blocks=["claims"]).matrix
     b = medaudit.audit(df, n_resamples=60, claims=CLAIMS[:2], blocks=["claims"]).matrix
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_declared_subgroup_column_is_used_not_unknown(audited):
+    # provenance tells the columns the audit used from those it only kept
+    _, _, _, out = audited
+    inputs = json.loads((out / "results.json").read_text(encoding="utf-8"))["provenance"]["inputs"]
+    assert inputs["subgroup_columns"] == ["sex"] and "unknown_columns" not in inputs

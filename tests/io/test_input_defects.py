@@ -344,3 +344,13 @@ def test_a_misspelt_claim_key_is_named_with_its_correction():
     # a claim without any such key and no near miss keeps the general message
     with pytest.raises(SchemaError, match="a declared claim needs `kind:`"):
         medaudit.audit(_frame(), n_resamples=20, claims=[{"model": "a", "metric": "roc_auc"}])
+
+
+def test_the_missing_column_message_does_not_ask_for_what_is_filled_in(tmp_path, capsys):
+    # cohort and prompt may be left out (one of each): the message says so instead of listing
+    # them among the columns a table needs
+    csv = _write(tmp_path / "s.csv", "image_id,model,prob,label", [f"i{i},a,0.5,{i % 2}" for i in range(6)])
+    assert main(["init", csv, "--out", str(tmp_path / "i.yaml"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "missing column(s) ['score']" in err and "needs ['image_id', 'model', 'score', 'label'] (and " \
+        "['cohort', 'prompt'] where there is more than one of either; optional:" in err

@@ -5,7 +5,10 @@ every observed value); the KS p-value from the permutation distribution of D enu
 full (small untied samples, where scipy's exact method is exact); the PSI by hand on a
 worked case and from its formula with the bins counted by a loop; invariances (PSI is
 symmetric in the two fraction vectors and zero for identical samples; both statistics are
-unchanged by a strictly increasing transform of the scores).
+unchanged by a strictly increasing transform of the scores).  The PSI's permutation null
+against the statistic on each materialised split, its p-value against the permutation
+distribution enumerated in full, its level by simulation where the bands alone flag most
+null pairs, and its large-sample null against Yurdakul's (1/n + 1/m) chi-square.
 """
 
 from __future__ import annotations
@@ -208,3 +211,136 @@ def test_ks_drift_says_when_its_exact_p_value_is_conservative_because_of_ties():
     perm_p = np.mean(np.array(ds) >= obs - 1e-12)
     assert r.pvalue >= perm_p - 1e-12
     assert "conservative" not in ks_drift([1.0, 2.0, 3.0], [1.5, 2.5, 3.5]).method
+
+
+# ----------------------------------------------------------------------------- PSI beyond chance
+
+def _splits(pooled, n_ref):
+    """Every split of ``pooled`` into a reference of ``n_ref`` values and the rest."""
+    for idx in itertools.combinations(range(pooled.size), n_ref):
+        mask = np.zeros(pooled.size, dtype=bool)
+        mask[list(idx)] = True
+        yield pooled[mask], pooled[~mask]
+
+
+@pytest.mark.parametrize("declared", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_psi_null_is_the_psi_of_each_materialised_split(seed, declared):
+    # the fast null (one pooled sort, cumulative counts) against the statistic itself on the
+    # split's two samples; rounded scores put ties on the edges
+    from medaudit.stats.drift import _permutation_masks, _psi_null
+
+    rng = np.random.default_rng(seed)
+    ref, cur = np.round(rng.beta(2, 5, 60), 2), np.round(rng.beta(2.5, 5, 45), 2)
+    xs = np.sort(np.r_[ref, cur])
+    edges = np.array([0.1, 0.2, 0.35, 0.5]) if declared else None
+    masks = _permutation_masks(np.random.default_rng(seed), 50, ref.size, cur.size)
+    fast = _psi_null(xs, masks, ref.size, 1e-4, n_bins=10, edges=edges)
+    slow = [population_stability_index(xs[m], xs[~m], n_bins=10, edges=edges, n_resamples=0).psi
+            for m in masks]
+    np.testing.assert_allclose(fast, slow, rtol=1e-13, atol=1e-15)
+
+
+def test_psi_pvalue_matches_the_permutation_distribution_enumerated_in_full():
+    rng = np.random.default_rng(5)
+    ref, cur = rng.normal(size=6), rng.normal(0.8, 1, size=5)
+    obs = population_stability_index(ref, cur, n_bins=3, n_resamples=0).psi
+    null = [population_stability_index(a, b, n_bins=3, n_resamples=0).psi
+            for a, b in _splits(np.r_[ref, cur], ref.size)]  # 462 splits
+    exact = np.mean(np.array(null) >= obs - 1e-12)
+    r = population_stability_index(ref, cur, n_bins=3, n_resamples=20_000, rng=1)
+    assert r.psi == obs
+    assert r.pvalue == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / 20_000) + 1e-4)
+    assert r.critical == pytest.approx(np.quantile(null, 0.95), abs=0.15)
+
+
+def test_psi_test_holds_its_level_where_the_bands_cry_wolf():
+    # 20 scores against 20 from one distribution: the bands call most pairs a shift, the
+    # permutation test rejects at most alpha of them (3 standard errors of Monte Carlo slack)
+    rng = np.random.default_rng(7)
+    res = [population_stability_index(rng.normal(size=20), rng.normal(size=20), n_resamples=199,
+                                      rng=rng) for _ in range(300)]
+    assert np.mean([r.band != "stable" for r in res]) > 0.8
+    rejected = np.mean([r.pvalue < 0.05 for r in res])
+    assert rejected <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 300)
+    assert np.mean([r.reading == "within chance at this size" for r in res]) > 0.7
+
+
+def test_psi_test_finds_a_real_shift_and_its_null_follows_yurdakul_at_large_sizes():
+    rng = np.random.default_rng(8)
+    r = population_stability_index(rng.normal(size=300), rng.normal(1.0, 1, 300), rng=0)
+    assert r.pvalue == 1 / 1000 and r.reading == r.band == "major shift"
+    # asymptotically PSI ~ (1/n + 1/m) chi2(k - 1) with no drift (Yurdakul 2018): mean
+    # (k - 1)(1/n + 1/m) and the chi-square's 95th percentile as the critical value
+    from scipy import stats
+
+    n, m = 3000, 2000
+    a, b = rng.normal(size=n), rng.normal(size=m)
+    r = population_stability_index(a, b, n_resamples=999, method="permutation", rng=1)
+    scale = 1 / n + 1 / m
+    assert r.null_distribution.mean() == pytest.approx(9 * scale, rel=0.06)
+    assert r.critical == pytest.approx(stats.chi2.ppf(0.95, 9) * scale, rel=0.1)
+    # there "auto" takes the approximation: no draws, and the p-values agree
+    auto = population_stability_index(a, b, rng=1)
+    assert auto.method.startswith("asymptotic") and auto.null_distribution is None
+    assert auto.n_resamples == 0 and auto.seed is None
+    assert auto.pvalue == pytest.approx(stats.chi2.sf(auto.psi / scale, 9), rel=1e-12)
+    assert auto.critical == pytest.approx(stats.chi2.ppf(0.95, 9) * scale, rel=1e-12)
+    assert auto.pvalue == pytest.approx(r.pvalue, abs=0.05)
+
+
+def test_auto_takes_the_approximation_only_where_every_bin_expects_100_of_each_sample():
+    from medaudit.stats.drift import ASYMPTOTIC_MIN_EXPECTED
+
+    rng = np.random.default_rng(13)
+    ref = rng.normal(size=5000)
+    big = population_stability_index(ref, rng.normal(size=10 * ASYMPTOTIC_MIN_EXPECTED), rng=0)
+    small = population_stability_index(ref, rng.normal(size=10 * ASYMPTOTIC_MIN_EXPECTED - 1), rng=0)
+    assert big.method.startswith("asymptotic") and small.method.startswith("permutation")
+    # a declared bin the reference leaves empty expects nothing: permutations
+    empty = population_stability_index(ref, rng.normal(size=3000), edges=[-1.0, 8.0, 9.0], rng=0)
+    assert empty.method.startswith("permutation")
+
+
+def test_psi_test_is_reproducible_and_batch_free_and_can_be_switched_off():
+    rng = np.random.default_rng(9)
+    a, b = rng.normal(size=80), rng.normal(0.3, 1, 70)
+    one = population_stability_index(a, b, rng=3)
+    assert one.null_distribution.tolist() == population_stability_index(a, b, rng=3, batch=7
+                                                                         ).null_distribution.tolist()
+    assert one.seed == 3 and one.n_resamples == 999 and 0 < one.pvalue <= 1
+    off = population_stability_index(a, b, n_resamples=0)
+    assert math.isnan(off.pvalue) and math.isnan(off.critical) and off.reading == off.band
+    assert off.null_distribution is None and off.psi == one.psi
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"n_resamples": -1}, "n_resamples must be a positive integer"),
+    ({"n_resamples": True}, "n_resamples must be a positive integer"),
+    ({"alpha": 1.5}, "alpha"),
+    ({"batch": 0}, "batch must be a positive integer"),
+    ({"method": "exact"}, "method"),
+])
+def test_psi_test_refuses_bad_options(kwargs, match):
+    with pytest.raises(MedauditError, match=match):
+        population_stability_index([0.1, 0.2, 0.3], [0.2, 0.4], **kwargs)
+
+
+def test_score_drift_reads_small_periods_by_the_test_not_the_band():
+    # monthly batches of 20 positives from one distribution: the band alone says "major
+    # shift" for most months, the reading does not
+    rng = np.random.default_rng(12)
+    per = np.repeat([f"2026-{m:02d}" for m in range(1, 9)], 20)
+    r = score_drift(per, rng.normal(size=per.size), rng=4)
+    later = [row for row in r.rows if row["status"] != "reference"]
+    assert sum(row["psi_band"] != "stable" for row in later) >= 4
+    assert sum(row["psi_reading"] in ("moderate shift", "major shift") for row in later) <= 1
+    first = r.rows[0]
+    assert first["status"] == "reference" and math.isnan(first["psi_pvalue"]) and not first["psi_reading"]
+    # each row draws from its own stream, spawned in row order from the run's generator
+    s = rng.normal(size=per.size)
+    rows = score_drift(per, s, rng=4).rows
+    assert rows == score_drift(per, s, rng=4).rows
+    streams = np.random.default_rng(4).spawn(len(rows))
+    third = population_stability_index(s[per == "2026-01"], s[per == "2026-03"], rng=streams[2])
+    assert rows[2]["psi_pvalue"] == third.pvalue and rows[2]["psi_critical"] == third.critical

@@ -230,7 +230,11 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
         t = ensemble_seeds(t)
     check_spec_against_table(spec, t, source=source,
                              cohorts_from_table="cohorts_inferred" in inputs)
-    if extra := unknown_columns(t, source=source):  # kept, never silently ignored: listed
+    declared, outside = set(spec.study().subgroups), unknown_columns(t, source=source)
+    if used := [c for c in outside if c in declared]:
+        inputs["subgroup_columns"] = used
+    # kept, never silently ignored: listed (a declared subgroup column is used, not unknown)
+    if extra := [c for c in outside if c not in declared]:
         inputs["unknown_columns"] = extra
     return Loaded(make_context(spec, scores=t, seed_scores=seed_scores, annotations=annotations,
                                judgments=judgments, judgment_variants=variants), inputs, spec)

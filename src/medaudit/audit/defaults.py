@@ -201,6 +201,11 @@ def infer_score_scale(table: pd.DataFrame) -> str:
     return "logits" if finite.size and finite.min() < 0 else "probabilities"
 
 
+#: column names that usually say which institution an image came from (init's cohort hint)
+_SITE_LIKE = ("site", "sites", "institution", "hospital", "center", "centre", "center_id", "site_id",
+              "hospital_id", "institution_id")
+
+
 def describe_table(table: pd.DataFrame) -> TableFacts:
     """What ``table`` (a validated ScoreTable) says: cohorts, models, prompts, groups, columns.
 
@@ -353,6 +358,12 @@ def _facts_comment(f: TableFacts, source: str) -> list[str]:
     if f.subgroups:
         lines.append("  subgroup-like columns: " + "; ".join(
             f"{_shown(c)} ({_names(list(v))})" for c, v in f.subgroups))
+        sites = [c for c, _ in f.subgroups if c.strip().lower() in _SITE_LIKE]
+        if sites and [c.name for c in f.cohorts] == [SINGLE_COHORT]:
+            # only a column named cohort makes cohorts; a site column is otherwise a subgroup
+            lines += [f"    ({_shown(sites[0])} may name the institution: rename the column to cohort "
+                      "to audit each",
+                      "    site on its own; under its own name it can only be a subgroup)"]
     if f.other_columns:
         lines.append(f"  other columns (kept, listed in the provenance, not used): "
                      f"{_names(list(f.other_columns))}")

@@ -216,11 +216,14 @@ def binary_labels(table: pd.DataFrame, column: str = "label", *, source: str,
 
 
 def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str, what: str,
-                    optional: Sequence[str] = (), noun: str = "table") -> None:
+                    optional: Sequence[str] = (), noun: str = "table", filled: Sequence[str] = ()
+                    ) -> None:
     """Raise :class:`SchemaError` naming the missing columns, or when ``table`` has no rows.
 
     One message for every long table medaudit reads (score tables, judgment tables,
     scoring manifests): ``"<source>: missing column(s) [...]; a <what> needs [...]"``.
+    ``filled`` are required columns the readers fill in when a file lacks them: the
+    message names them apart, so that a user is not told to add what is optional to them.
     """
     if isinstance(table.columns, pd.MultiIndex):
         raise SchemaError(f"{source}: the columns have {table.columns.nlevels} levels (a "
@@ -232,13 +235,15 @@ def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str
                           f"of the {noun} one name.")
     missing = [c for c in required if c not in table.columns]
     if missing:
-        extra = f" (optional: {list(optional)})" if optional else ""
         known = set(required) | set(optional)
         hints = [f"{quote(c)} -> {quote(m)}" for c, m in
                  ((c, _close(str(c), missing)) for c in table.columns if c not in known) if m]
         hint = f"; did you mean {', '.join(hints[:3])}?" if hints else ""
-        raise SchemaError(f"{source}: missing column(s) {missing}{hint}; a {what} needs "
-                          f"{list(required)}{extra}.")
+        needs = [c for c in required if c not in filled]
+        notes = ([f"and {list(filled)} where there is more than one of either"] if filled else []) + (
+            [f"optional: {list(optional)}"] if optional else [])
+        raise SchemaError(f"{source}: missing column(s) {missing}{hint}; a {what} needs {needs}"
+                          + (f" ({'; '.join(notes)})" if notes else "") + ".")
     if len(table) == 0:
         raise SchemaError(f"{source}: the {noun} has no rows.")
 
@@ -326,7 +331,7 @@ def validate_score_table(
         a spec names its flag instead).
     """
     require_columns(table, SCORE_COLUMNS, source=source, what="ScoreTable",
-                    optional=OPTIONAL_COLUMNS)
+                    optional=OPTIONAL_COLUMNS, filled=FILLED_COLUMNS)
     unknown_columns(table, source=source)
     where = _Where(table)  # a CSV read by io.tables: name its lines
     t = table.reset_index(drop=True).copy()

@@ -134,7 +134,7 @@ SERIES_SHOWN = ("claim_id", "scope", "period", "n_pos", "n_neg", "n_unlabelled",
                 "ci_low", "ci_high", "level", "verdict", "alpha_look")
 CHANGES_SHOWN = ("claim_id", "scope", "period", "verdict_before", "verdict", "text")
 DRIFT_SHOWN = ("model", "period", "subset", "reference", "n_reference", "n", "ks_statistic",
-               "ks_pvalue", "psi", "psi_band", "status")
+               "ks_pvalue", "psi", "psi_pvalue", "psi_critical", "psi_reading", "status")
 
 
 def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
@@ -160,7 +160,10 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
         lines += ["", "## Score drift per period", "",
                   "Two-sample KS and PSI of each period's scores against the reference period, "
                   "positives and negatives separately (descriptive: no correction for the number "
-                  "of periods).", ""]
+                  "of periods). A PSI band (0.1 moderate, 0.25 major) is read only where the "
+                  "PSI's p-value says the shift is beyond chance: with few scores a period "
+                  "reaches those values with no drift at all (psi_critical is the PSI such "
+                  "samples exceed by chance 5 % of the time).", ""]
         lines += fmt.md_table(_text_table(monitor["drift"], DRIFT_SHOWN))
     lines += ["", "## Provenance", "", "### Source audit", "", "```json",
               json.dumps(src, sort_keys=True, indent=1, ensure_ascii=False, default=str), "```", "",
@@ -256,7 +259,10 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
                 '<section id="drift">', "<h2>Score drift per period</h2>",
                 "<p>Two-sample KS and PSI of each period's scores against the reference period, "
                 "positives and negatives separately: an early signal where labels arrive late "
-                "(descriptive, no correction for the number of periods).</p>",
+                "(descriptive, no correction for the number of periods). A PSI band (0.1 moderate, "
+                "0.25 major) is read only where the PSI's p-value says the shift is beyond "
+                "chance: with few scores a period reaches those values with no drift at all "
+                "(psi_critical is the PSI such samples exceed by chance 5 % of the time).</p>",
                 _html_table(_text_table(monitor["drift"], DRIFT_SHOWN), table_id="monitor-drift"),
                 "</section>"]
     run = provenance.get("port") or provenance.get("monitor") or {}
