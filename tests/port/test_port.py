@@ -165,6 +165,11 @@ def test_written_twice_byte_identical_and_schema_valid(ported, tmp_path):
     summary = (a / "summary.md").read_text(encoding="utf-8")
     assert summary.index("## The source's claims at this site") < summary.index("## Provenance")
     assert "### Source audit" in summary and "### Local data" in summary
+    # the full records are folded, each a JSON block that reads back
+    folded = summary[summary.index("## Provenance"):]
+    assert folded.count("<details>") == 3 == folded.count("</details>")
+    block = folded.split("```json\n", 2)[1].split("\n```", 1)[0]
+    assert json.loads(block)["content_hash"]
 
 
 def test_export_carries_declared_levels_and_specs(source_audit):  # noqa: F811

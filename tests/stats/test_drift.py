@@ -344,3 +344,11 @@ def test_score_drift_reads_small_periods_by_the_test_not_the_band():
     streams = np.random.default_rng(4).spawn(len(rows))
     third = population_stability_index(s[per == "2026-01"], s[per == "2026-03"], rng=streams[2])
     assert rows[2]["psi_pvalue"] == third.pvalue and rows[2]["psi_critical"] == third.critical
+
+
+def test_the_approximation_of_a_one_bin_reference_is_undefined_not_a_p_of_one():
+    # a constant reference occupies one bin: chi-square(0) says nothing, so no p-value and the
+    # band stands, where a p of 1 would have called a total shift "within chance"
+    r = population_stability_index(np.ones(50), np.r_[np.zeros(25), np.full(25, 2.0)],
+                                   method="asymptotic")
+    assert math.isnan(r.pvalue) and math.isnan(r.critical) and r.reading == r.band == "major shift"

@@ -165,13 +165,14 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
                   "reaches those values with no drift at all (psi_critical is the PSI such "
                   "samples exceed by chance 5 % of the time).", ""]
         lines += fmt.md_table(_text_table(monitor["drift"], DRIFT_SHOWN))
-    lines += ["", "## Provenance", "", "### Source audit", "", "```json",
-              json.dumps(src, sort_keys=True, indent=1, ensure_ascii=False, default=str), "```", "",
-              "### Local data", "", "```json",
-              json.dumps(loc, sort_keys=True, indent=1, ensure_ascii=False, default=str), "```", "",
-              "### Run", "", "```json",
-              json.dumps(provenance.get("port") or provenance.get("monitor") or {}, sort_keys=True,
-                         indent=1, ensure_ascii=False, default=str), "```", ""]
+    lines += ["", "## Provenance", ""]
+    run = provenance.get("port") or provenance.get("monitor") or {}
+    for title, record in (("Source audit", src), ("Local data", loc), ("Run", run)):
+        # folded: the whole record (the local spec included) is for whoever checks, not for
+        # every reader of the summary; GitHub and most viewers render <details>
+        lines += [f"### {title}", "", f"<details><summary>{title.lower()}: the full record</summary>",
+                  "", "```json", json.dumps(record, sort_keys=True, indent=1, ensure_ascii=False,
+                                            default=str), "```", "", "</details>", ""]
     return "\n".join(lines)
 
 

@@ -189,7 +189,7 @@ def population_stability_index(reference: ArrayLike, current: ArrayLike, *, n_bi
                                edges: ArrayLike | None = None, min_fraction: float = 1e-4,
                                n_resamples: int = 999, alpha: float = 0.05, method: str = "auto",
                                rng: RNGLike = None, batch: int | None = None) -> PSIResult:
-    """Population stability index of ``current`` against ``reference``, with a permutation p-value.
+    """Population stability index of ``current`` against ``reference``, with a p-value against chance.
 
     Parameters
     ----------
@@ -239,7 +239,7 @@ def population_stability_index(reference: ArrayLike, current: ArrayLike, *, n_bi
     whose PSI is at least the observed one.  Where every bin expects many values of both
     samples the approximation is as good and far cheaper: ``pvalue`` is then the chi-square
     tail of ``PSI / (1/n_ref + 1/n)`` with k - 1 degrees of freedom (k the bins holding
-    reference values).
+    reference values; nan where that is one bin).
 
     Examples
     --------
@@ -280,8 +280,9 @@ def population_stability_index(reference: ArrayLike, current: ArrayLike, *, n_bi
 
         df = int(np.count_nonzero(c_ref)) - 1  # bins the reference occupies
         scale = 1.0 / ref.size + 1.0 / cur.size
-        pvalue = float(stats.chi2.sf(psi / scale, df)) if df > 0 else 1.0
-        critical = float(stats.chi2.ppf(1 - level, df) * scale) if df > 0 else 0.0
+        if df > 0:  # a reference in one bin has no chi-square to compare with: nan
+            pvalue = float(stats.chi2.sf(psi / scale, df))
+            critical = float(stats.chi2.ppf(1 - level, df) * scale)
         used = f"asymptotic: PSI / (1/n_ref + 1/n) ~ chi-square({df}) (Yurdakul 2018)"
     elif tests:
         gen, rec = as_generator(rng)
@@ -298,7 +299,7 @@ def population_stability_index(reference: ArrayLike, current: ArrayLike, *, n_bi
         critical = float(np.quantile(null, 1 - level))
         null.flags.writeable = False
         used = f"permutation ({tests} splits of the pooled scores, rebinned per split)"
-    reading = WITHIN_CHANCE if tests and band != PSI_BANDS[0][1] and not pvalue < level else band
+    reading = WITHIN_CHANCE if band != PSI_BANDS[0][1] and pvalue >= level else band
     for a in (e, expected, actual):
         a.flags.writeable = False
     return PSIResult(psi=psi, band=band, edges=e, expected=expected, actual=actual,
