@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 __all__ = ["monitor", "MonitorRun", "read_period_files"]
@@ -246,6 +245,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     """
     from medaudit import __version__
     from medaudit.audit.context import spec_inputs
+    from medaudit.blocks.context import cell_rng
     from medaudit.exceptions import MedauditError
     from medaudit.io.claimsfile import read_claims_source
     from medaudit.io.schema import OPTIONAL_COLUMNS, SCORE_COLUMNS
@@ -338,10 +338,10 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         series += res.series_records()
         changes += res.change_records()
         if col not in drifted:
-            # the drift tests' permutations: one stream per model|prompt (in claim order), from
-            # the spec's seed
+            # the drift tests' permutations: a stream keyed by model|prompt, from the spec's
+            # seed, so that other claims (or their order) do not move it
             dr = score_drift(table["period"], table[col], y_true=table["label"], periods=order,
-                             rng=np.random.SeedSequence([loc.spec.seed, len(drifted)]))
+                             rng=cell_rng(loc.spec.seed, "drift", col))
             drifted.add(col)
             drift_rows += [{"model": model, "prompt": prompt, **r} for r in dr.records()]
         last = [r for r in res.series if r["scope"] == "cumulative" and r["look"] == len(order)]
@@ -371,7 +371,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
                     "confidence_level": level, "period_column": period,
                     "drift": "two-sample KS (scipy ks_2samp) and PSI against the first period, "
                              "all / positives / negatives; PSI p-value by 999 permutations of the "
-                             "pooled scores (streams from the spec's seed, one per model|prompt), "
+                             "pooled scores (blocks.context.cell_rng(seed, 'drift', 'model|prompt')), "
                              "or by its chi-square approximation where every bin expects 100 "
                              "scores of each period",
                     "drift_seed": int(loc.spec.seed)},

@@ -297,9 +297,14 @@ def test_auto_takes_the_approximation_only_where_every_bin_expects_100_of_each_s
     big = population_stability_index(ref, rng.normal(size=10 * ASYMPTOTIC_MIN_EXPECTED), rng=0)
     small = population_stability_index(ref, rng.normal(size=10 * ASYMPTOTIC_MIN_EXPECTED - 1), rng=0)
     assert big.method.startswith("asymptotic") and small.method.startswith("permutation")
-    # a declared bin the reference leaves empty expects nothing: permutations
-    empty = population_stability_index(ref, rng.normal(size=3000), edges=[-1.0, 8.0, 9.0], rng=0)
-    assert empty.method.startswith("permutation")
+    # a bin the reference leaves empty expects nothing of either sample, and does not hold
+    # the switch back: 15 % of the scores tied at 0 leave the bin below the first decile empty
+    tied = np.where(rng.random(20_000) < 0.15, 0.0, rng.random(20_000))
+    r = population_stability_index(tied[:10_000], tied[10_000:], rng=0)
+    assert r.expected[0] == 0 and r.method.startswith("asymptotic")
+    # forced on small samples, the approximation says it is anti-conservative there
+    with pytest.warns(UserWarning, match="anti-conservative"):
+        population_stability_index(rng.normal(size=20), rng.normal(size=20), method="asymptotic")
 
 
 def test_psi_test_is_reproducible_and_batch_free_and_can_be_switched_off():
@@ -341,14 +346,64 @@ def test_score_drift_reads_small_periods_by_the_test_not_the_band():
     s = rng.normal(size=per.size)
     rows = score_drift(per, s, rng=4).rows
     assert rows == score_drift(per, s, rng=4).rows
-    streams = np.random.default_rng(4).spawn(len(rows))
-    third = population_stability_index(s[per == "2026-01"], s[per == "2026-03"], rng=streams[2])
+    third = population_stability_index(s[per == "2026-01"], s[per == "2026-03"],
+                                       rng=np.random.SeedSequence(4, spawn_key=(2, 0)))
     assert rows[2]["psi_pvalue"] == third.pvalue and rows[2]["psi_critical"] == third.critical
+    # the same SeedSequence object twice gives the same rows (it is not advanced), and the
+    # "all" rows do not move when labels are given
+    ss = np.random.SeedSequence(4)
+    assert score_drift(per, s, rng=ss).rows == score_drift(per, s, rng=ss).rows == rows
+    y = (rng.random(per.size) < 0.5).astype(float)
+    labelled = [row for row in score_drift(per, s, y_true=y, rng=4).rows if row["subset"] == "all"]
+    assert [row["psi_pvalue"] for row in labelled] == [row["psi_pvalue"] for row in rows]
 
 
 def test_the_approximation_of_a_one_bin_reference_is_undefined_not_a_p_of_one():
-    # a constant reference occupies one bin: chi-square(0) says nothing, so no p-value and the
-    # band stands, where a p of 1 would have called a total shift "within chance"
-    r = population_stability_index(np.ones(50), np.r_[np.zeros(25), np.full(25, 2.0)],
-                                   method="asymptotic")
-    assert math.isnan(r.pvalue) and math.isnan(r.critical) and r.reading == r.band == "major shift"
+    # a constant reference occupies one bin: chi-square(0) says nothing, so no p-value (a p of
+    # 1 would have called a total shift "within chance"), and PSI is blind to a shift above
+    # the reference's value: the reading says so, the drift row sends the reader to KS
+    from medaudit.stats.drift import ONE_BIN
+
+    with pytest.warns(UserWarning, match="anti-conservative"):
+        r = population_stability_index(np.ones(50), np.r_[np.zeros(25), np.full(25, 2.0)],
+                                       method="asymptotic")
+    assert math.isnan(r.pvalue) and math.isnan(r.critical) and r.reading == ONE_BIN
+    blind = population_stability_index(np.full(30, 0.5), np.full(30, 0.7), rng=0)
+    assert blind.psi == 0.0 and blind.reading == ONE_BIN
+    row = score_drift(["a"] * 30 + ["b"] * 30, np.r_[np.full(30, 0.5), np.full(30, 0.7)], rng=0).rows[1]
+    assert row["psi_reading"] == ONE_BIN and "read the KS test" in row["status"]
+    assert row["ks_statistic"] == 1.0
+
+
+def test_the_critical_value_is_the_boundary_of_the_test():
+    # a PSI above psi_critical has p < alpha and one at or below it has not, on continuous
+    # and on discrete nulls (where a quantile of the null is not that boundary)
+    rng = np.random.default_rng(21)
+    for _ in range(150):
+        n, m = rng.integers(5, 40, size=2)
+        a = np.round(rng.normal(size=n), int(rng.integers(0, 3)))
+        b = np.round(rng.normal(rng.uniform(0, 1.5), 1, size=m), int(rng.integers(0, 3)))
+        r = population_stability_index(a, b, n_resamples=199, rng=int(rng.integers(1000)))
+        assert (r.psi > r.critical) == (r.pvalue < 0.05), (r.psi, r.critical, r.pvalue)
+        null = r.null_distribution
+        assert (1 + np.sum(null >= r.critical - 1e-12)) / 200 >= 0.05
+        above = null[null > r.critical + 1e-12]
+        assert above.size == 0 or (1 + np.sum(null >= above.min() - 1e-12)) / 200 < 0.05
+
+
+def test_alpha_below_the_smallest_permutation_p_value_is_refused():
+    with pytest.raises(MedauditError, match=r"n_resamples=999 gives permutation p-values of at least "
+                                            r"1/1000, never below alpha=0.0005"):
+        population_stability_index([0.1, 0.2, 0.3], [0.5, 0.6], alpha=0.0005)
+    # enough permutations, or no test at all, are accepted
+    assert population_stability_index([0.1, 0.2, 0.3], [0.5, 0.6], alpha=0.0005, n_resamples=2000,
+                                      rng=0).pvalue >= 1 / 2001
+    assert math.isnan(population_stability_index([0.1, 0.2], [0.5], alpha=0.0005, n_resamples=0).pvalue)
+    with pytest.raises(MedauditError, match="n_bins must be an integer of at least 2"):
+        population_stability_index([0.1, 0.2], [0.5], edges=[0.3], n_bins=1)
+
+
+def test_score_drift_refuses_an_empty_or_repeated_reference():
+    for ref, match in (([], "one or more periods"), (["a", "a"], "each once"), ("a", "a list")):
+        with pytest.raises(MedauditError, match=match):
+            score_drift(["a", "b"], [0.1, 0.2], reference=ref)

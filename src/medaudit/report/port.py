@@ -162,8 +162,8 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
                   "positives and negatives separately (descriptive: no correction for the number "
                   "of periods). A PSI band (0.1 moderate, 0.25 major) is read only where the "
                   "PSI's p-value says the shift is beyond chance: with few scores a period "
-                  "reaches those values with no drift at all (psi_critical is the PSI such "
-                  "samples exceed by chance 5 % of the time).", ""]
+                  "reaches those values with no drift at all (a PSI above psi_critical is "
+                  "beyond chance at 5 %).", ""]
         lines += fmt.md_table(_text_table(monitor["drift"], DRIFT_SHOWN))
     lines += ["", "## Provenance", ""]
     run = provenance.get("port") or provenance.get("monitor") or {}
@@ -263,7 +263,7 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
                 "(descriptive, no correction for the number of periods). A PSI band (0.1 moderate, "
                 "0.25 major) is read only where the PSI's p-value says the shift is beyond "
                 "chance: with few scores a period reaches those values with no drift at all "
-                "(psi_critical is the PSI such samples exceed by chance 5 % of the time).</p>",
+                "(a PSI above psi_critical is beyond chance at 5 %).</p>",
                 _html_table(_text_table(monitor["drift"], DRIFT_SHOWN), table_id="monitor-drift"),
                 "</section>"]
     run = provenance.get("port") or provenance.get("monitor") or {}

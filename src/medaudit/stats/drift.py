@@ -43,7 +43,7 @@ from medaudit.exceptions import MedauditError
 from medaudit.stats._results import TestResult, _ToDict
 
 __all__ = ["PSIResult", "DriftResult", "psi_edges", "population_stability_index", "ks_drift",
-           "score_drift", "PSI_BANDS", "DRIFT_COLUMNS", "period_order", "WITHIN_CHANCE",
+           "score_drift", "PSI_BANDS", "DRIFT_COLUMNS", "period_order", "WITHIN_CHANCE", "ONE_BIN",
            "ASYMPTOTIC_MIN_EXPECTED", "PSI_METHODS"]
 
 #: conventional reading of a PSI value (Siddiqi 2006): below 0.1 stable, 0.1-0.25 a moderate
@@ -52,6 +52,11 @@ PSI_BANDS = ((0.1, "stable"), (0.25, "moderate shift"), (math.inf, "major shift"
 #: the reading of a band of "moderate" or "major" shift whose permutation p-value is not
 #: below alpha: a PSI that large is what two samples of these sizes give with no drift
 WITHIN_CHANCE = "within chance at this size"
+#: the reading where the reference occupies one bin: PSI then cannot see a shift at all
+#: (every current score above the reference's value falls in the same bin); read the KS test
+ONE_BIN = "not readable: the reference occupies one bin"
+#: stream of each subset of a period (fixed, so that labels do not move the "all" rows' draws)
+_SUBSET_KEYS = {"all": 0, "positives": 1, "negatives": 2}
 DRIFT_COLUMNS = ("period", "subset", "reference", "n_reference", "n", "ks_statistic", "ks_pvalue",
                  "ks_method", "psi", "psi_band", "psi_pvalue", "psi_critical", "psi_reading",
                  "psi_method", "n_bins", "status")
@@ -75,11 +80,13 @@ class PSIResult(_ToDict):
     bins open); ``expected``/``actual`` the reference and current fractions per bin before
     the floor; ``psi`` uses fractions floored at ``min_fraction``.  ``band`` is the
     conventional reading of the value alone (:data:`PSI_BANDS`); ``reading`` is the band
-    where the permutation test finds the PSI beyond chance (``pvalue < alpha``) or the band
-    is "stable", else :data:`WITHIN_CHANCE`.  ``critical`` is the ``1 - alpha`` quantile of
-    the null (permutation or chi-square): the PSI that samples of these sizes exceed by
-    chance with probability ``alpha``.  Without a test (``n_resamples=0``) the three are nan,
-    nan and ``band``; ``method`` says which null was used.
+    where the test finds the PSI beyond chance (``pvalue < alpha``) or the band is
+    "stable", else :data:`WITHIN_CHANCE`, and :data:`ONE_BIN` where the reference occupies
+    one bin.  ``critical`` is the test's boundary: a PSI above it has ``pvalue < alpha``
+    (permutations: the largest null value whose p-value is still at least ``alpha``; the
+    approximation: the chi-square's ``1 - alpha`` quantile, scaled), so with no drift a PSI
+    exceeds it at most ``alpha`` of the time.  Without a test (``n_resamples=0``) the three
+    are nan, nan and ``band``; ``method`` says which null was used.
     """
 
     psi: float
@@ -120,6 +127,11 @@ class DriftResult(_ToDict):
         return pd.DataFrame(self.records(), columns=list(DRIFT_COLUMNS))
 
 
+def _check_bins(n_bins: int) -> None:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
+        raise MedauditError(f"n_bins must be an integer of at least 2; got {n_bins!r}.")
+
+
 def psi_edges(reference: ArrayLike, *, n_bins: int = 10) -> NDArray[np.float64]:
     """Interior bin edges at the reference's ``k / n_bins`` quantiles (numpy "linear"), ties merged.
 
@@ -131,8 +143,7 @@ def psi_edges(reference: ArrayLike, *, n_bins: int = 10) -> NDArray[np.float64]:
     [1.0, 1.25]
     """
     ref = as_1d_float(reference, name="reference")
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
-        raise MedauditError(f"n_bins must be an integer of at least 2; got {n_bins!r}.")
+    _check_bins(n_bins)
     return np.unique(np.quantile(ref, np.arange(1, n_bins) / n_bins))
 
 
@@ -258,9 +269,14 @@ def population_stability_index(reference: ArrayLike, current: ArrayLike, *, n_bi
         and n_resamples == 0 else check_n_resamples(n_resamples)
     batch = check_batch(batch)
     how = check_option(method, PSI_METHODS, name="method")
+    if tests and how != "asymptotic" and 1.0 / (1 + tests) >= level:
+        raise MedauditError(f"n_resamples={tests} gives permutation p-values of at least "
+                            f"1/{tests + 1}, never below alpha={level:g}; use at least "
+                            f"{math.ceil(1 / level)} permutations.")
     if edges is None:
         e = psi_edges(ref, n_bins=n_bins)
     else:
+        _check_bins(n_bins)  # unused then, but a bad value is still a mistake to name
         e = as_1d_float(edges, name="edges", allow_empty=True)
         if (np.diff(e) <= 0).any():
             raise MedauditError(f"edges must be strictly increasing; got {e.tolist()!r}.")
@@ -272,9 +288,17 @@ def population_stability_index(reference: ArrayLike, current: ArrayLike, *, n_bi
     band = _band(psi)
     pvalue = critical = math.nan
     null, seed, used = None, None, ""
+    # the bins the reference occupies: one it leaves empty (below a minimum tied at the
+    # first decile, say) expects nothing of either sample under no drift
+    least = min(ref.size, cur.size) * float(expected[c_ref > 0].min())
     if tests and how == "auto":
-        least = min(ref.size, cur.size) * float(expected.min())
         how = "asymptotic" if least >= ASYMPTOTIC_MIN_EXPECTED else "permutation"
+    elif tests and how == "asymptotic" and least < ASYMPTOTIC_MIN_EXPECTED:
+        warnings.warn(f"population_stability_index: method='asymptotic' with {least:.3g} values "
+                      f"expected in the emptiest bin (under {ASYMPTOTIC_MIN_EXPECTED}): the "
+                      "chi-square approximation is anti-conservative there (20 against 20 "
+                      "reject about half of the null pairs at 5 %); 'auto' would permute.",
+                      UserWarning, stacklevel=2)
     if tests and how == "asymptotic":
         from scipy import stats
 
@@ -296,10 +320,16 @@ def population_stability_index(reference: ArrayLike, current: ArrayLike, *, n_bi
                                                      edges=None if edges is None else e)
         b = int((null >= psi - _REL_TOL * max(psi, 1.0)).sum())
         pvalue = (1 + b) / (1 + tests)
-        critical = float(np.quantile(null, 1 - level))
+        # the boundary of the test: the largest null value whose own p-value is >= alpha
+        ranked = np.sort(null)
+        at_least = tests - np.searchsorted(ranked, ranked - _REL_TOL * np.maximum(ranked, 1.0))
+        critical = float(ranked[(1 + at_least) / (1 + tests) >= level][-1])
         null.flags.writeable = False
         used = f"permutation ({tests} splits of the pooled scores, rebinned per split)"
-    reading = WITHIN_CHANCE if band != PSI_BANDS[0][1] and pvalue >= level else band
+    if np.count_nonzero(c_ref) < 2:
+        reading = ONE_BIN
+    else:
+        reading = WITHIN_CHANCE if band != PSI_BANDS[0][1] and pvalue >= level else band
     for a in (e, expected, actual):
         a.flags.writeable = False
     return PSIResult(psi=psi, band=band, edges=e, expected=expected, actual=actual,
@@ -375,6 +405,26 @@ def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | 
                             "its order is unknown; give periods= in order.") from None
 
 
+def _base_sequence(rng: RNGLike) -> tuple[np.random.SeedSequence, dict[str, Any]]:
+    """The seed sequence the rows' streams derive from, without advancing a caller's sequence.
+
+    A SeedSequence given is copied (spawning from it would change it, so the same object
+    would give other draws next time); a Generator gives one draw of entropy.
+    """
+    if isinstance(rng, np.random.Generator):
+        ss = np.random.SeedSequence(int(rng.integers(2**63)))
+        return ss, {"seed": None, "entropy": int(ss.entropy), "spawn_key": [],
+                    "seed_source": "one draw of the generator given"}
+    if isinstance(rng, np.random.SeedSequence):
+        ss = np.random.SeedSequence(rng.entropy, spawn_key=rng.spawn_key, pool_size=rng.pool_size)
+        ent = ss.entropy
+        return ss, {"seed": int(ent) if isinstance(ent, (int, np.integer)) else None,
+                    "entropy": ent if isinstance(ent, (int, np.integer)) else [int(x) for x in ent],
+                    "spawn_key": list(ss.spawn_key), "seed_source": "SeedSequence"}
+    gen, rec = as_generator(rng)
+    return gen.bit_generator.seed_seq, rec
+
+
 def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | None = None,
                 periods: Sequence[Any] | None = None, reference: Sequence[Any] | None = None,
                 n_bins: int = 10, min_fraction: float = 1e-4, n_resamples: int = 999,
@@ -442,7 +492,12 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
             raise MedauditError("y_true must be 0, 1 or NaN (not labelled yet); found "
                                 f"{float(y[known][(y[known] != 0) & (y[known] != 1)][0])!r}.")
     order = period_order(per, periods)
+    if isinstance(reference, (str, bytes)):
+        raise MedauditError(f"reference must be a list of periods; got the text {reference!r} "
+                            f"(write reference=[{reference!r}]).")
     ref_periods = [order[0]] if reference is None else list(reference)
+    if not ref_periods or len(set(ref_periods)) != len(ref_periods):
+        raise MedauditError(f"reference must list one or more periods, each once; got {ref_periods!r}.")
     unknown = [p for p in ref_periods if p not in set(order)]
     if unknown:
         raise MedauditError(f"reference period(s) {unknown!r} are not among the periods {order!r}.")
@@ -451,19 +506,21 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
     if y_true is not None:
         subsets.update(positives=y == 1, negatives=y == 0)
     ref_label = ", ".join(map(str, ref_periods))
-    gen, rec = as_generator(rng)
-    streams = iter(gen.spawn(len(order) * len(subsets)))
+    base, rec = _base_sequence(rng)
     rows = []
-    for p in order:
+    for i, p in enumerate(order):
         here = per == p
         for name, mask in subsets.items():
             ref, cur = s[in_ref & mask], s[here & mask]
-            stream = next(streams)
+            # one stream per (period, subset) by position: labels or later periods added
+            # do not move the draws of a row
+            stream = np.random.SeedSequence(base.entropy, spawn_key=(*base.spawn_key, i,
+                                                                    _SUBSET_KEYS[name]))
             row = dict.fromkeys(DRIFT_COLUMNS)
             row.update(period=p, subset=name, reference=ref_label, n_reference=int(ref.size),
                        n=int(cur.size), ks_statistic=math.nan, ks_pvalue=math.nan, psi=math.nan,
                        psi_band="", psi_pvalue=math.nan, psi_critical=math.nan, psi_reading="",
-                       psi_method="", n_bins=0, status="")
+                       psi_method="", ks_method="", n_bins=0, status="")
             if ref.size == 0 or cur.size == 0:
                 row["status"] = ("no scores in the reference" if ref.size == 0
                                  else "no scores in this period")
@@ -476,8 +533,10 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
                 row.update(ks_statistic=ks.statistic, ks_pvalue=ks.pvalue, ks_method=ks.method,
                            psi=ps.psi, psi_band=ps.band, psi_pvalue=ps.pvalue,
                            psi_critical=ps.critical, psi_reading="" if is_ref else ps.reading,
-                           psi_method=ps.method,
-                           n_bins=int(ps.edges.size + 1), status="reference" if is_ref else "")
+                           psi_method=ps.method, n_bins=int(ps.edges.size + 1),
+                           status="reference" if is_ref else ("" if ps.reading != ONE_BIN else
+                                                              "PSI blind here (the reference "
+                                                              "occupies one bin): read the KS test"))
             rows.append(row)
     return DriftResult(rows=tuple(rows), periods=tuple(order), reference=tuple(ref_periods),
                        options={"n_bins": n_bins, "min_fraction": min_fraction,
@@ -486,5 +545,8 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
                                             "scores, rebinned per split), or the chi-square "
                                             "approximation where every bin expects "
                                             f"{ASYMPTOTIC_MIN_EXPECTED}; alpha {alpha}",
-                                "seed": rec["seed"],
+                                "seed": rec["seed"], "entropy": rec["entropy"],
+                                "spawn_key": rec["spawn_key"],
+                                "streams": "SeedSequence(entropy, spawn_key + (period index, "
+                                           "subset: all 0, positives 1, negatives 2))",
                                 "multiplicity": "descriptive (no correction over periods)"})
