@@ -407,3 +407,43 @@ def test_score_drift_refuses_an_empty_or_repeated_reference():
     for ref, match in (([], "one or more periods"), (["a", "a"], "each once"), ("a", "a list")):
         with pytest.raises(MedauditError, match=match):
             score_drift(["a", "b"], [0.1, 0.2], reference=ref)
+
+
+@pytest.mark.parametrize("few_are_reference", [False, True])
+@pytest.mark.parametrize("declared", [False, True])
+def test_the_sparse_null_of_uneven_sizes_is_the_psi_of_each_materialised_split(few_are_reference,
+                                                                               declared):
+    # a small sample against a large one: the splits drawn as the small sample's positions,
+    # against the statistic on the two samples each split materialises; rounded scores put
+    # ties on the edges
+    from medaudit.stats.drift import _linear_edges, _psi_null_sparse
+
+    rng = np.random.default_rng(31)
+    xs = np.sort(np.round(rng.beta(2, 5, 400), 2))
+    n_few = 37
+    n_ref = n_few if few_are_reference else xs.size - n_few
+    few = np.sort(np.stack([rng.choice(xs.size, n_few, replace=False) for _ in range(60)]), axis=1)
+    edges = np.array([0.1, 0.2, 0.35, 0.5]) if declared else None
+    fast = _psi_null_sparse(xs, few, n_ref, 1e-4, n_bins=10, edges=edges,
+                            few_are_reference=few_are_reference)
+    slow = []
+    for row in few:
+        mask = np.zeros(xs.size, dtype=bool)
+        mask[row] = True
+        ref, cur = (xs[mask], xs[~mask]) if few_are_reference else (xs[~mask], xs[mask])
+        slow.append(population_stability_index(ref, cur, n_bins=10, edges=edges, n_resamples=0).psi)
+    np.testing.assert_allclose(fast, slow, rtol=1e-13, atol=1e-15)
+    # the edges' arithmetic is numpy's own, to the bit
+    for n in (1, 2, 9, 10, 11, 37, 363):
+        v = np.sort(rng.normal(size=n))
+        assert _linear_edges(v.__getitem__, n, 10).tolist() == np.quantile(v, np.arange(1, 10) / 10).tolist()
+
+
+def test_uneven_sizes_take_the_sparse_path_and_keep_the_level():
+    # 15 against 500 with no drift: the sparse path's p-values reject at most alpha (+3 SE)
+    rng = np.random.default_rng(32)
+    res = [population_stability_index(rng.normal(size=500), rng.normal(size=15), n_resamples=199,
+                                      rng=rng) for _ in range(200)]
+    assert np.mean([r.pvalue < 0.05 for r in res]) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 200)
+    big = population_stability_index(rng.normal(size=200_000), rng.normal(0.3, 1, 300), rng=0)
+    assert big.method.startswith("permutation") and big.pvalue < 0.01
