@@ -202,8 +202,9 @@ def _psi_null(xs: NDArray[np.float64], masks: NDArray[np.bool_], n_ref: int, flo
 def _linear_edges(sorted_at: Any, n: int, n_bins: int) -> NDArray[np.float64]:
     """numpy's "linear" quantiles at ``k / n_bins`` of a sorted sample of size ``n``, read
     through ``sorted_at(index_array)`` (the values at those order statistics), in numpy's
-    own arithmetic: virtual index ``(n - 1) q``, and ``b - (b - a)(1 - g)`` for ``g >= 0.5``.  :func:`population_stability_index` checks the result against
-    ``np.quantile`` on the observed reference before trusting it.
+    own arithmetic: virtual index ``(n - 1) q``, and ``b - (b - a)(1 - g)`` for ``g >= 0.5``.
+    :func:`population_stability_index` checks the result against ``np.quantile`` on the
+    observed reference before trusting it.
     """
     q = np.arange(1, n_bins) / n_bins
     virtual = (n - 1) * q
