@@ -165,8 +165,6 @@ def _monitor_claims(c: Mapping[str, Any], d: Mapping[str, Any], origin: str = ""
     a τ moved to the site's score scale says from what, so "τ = 0.0" reads as the logit of
     the source's 0.5.
     """
-    import math
-
     from medaudit.stats.monitor import MonitorClaim
 
     col = f"{d['model']}|{d['prompt']}"
@@ -183,10 +181,11 @@ def _monitor_claims(c: Mapping[str, Any], d: Mapping[str, Any], origin: str = ""
         parts = [(r, float(d[f"{r}_at_least"])) for r in ("sensitivity", "specificity")
                  if d.get(f"{r}_at_least") is not None]
         moved = ""
-        if "logit(τ)" in origin:
-            moved = f" (logit of the source's {1.0 / (1.0 + math.exp(-tau)):g})"
-        elif "expit(τ)" in origin:
-            moved = f" (expit of the source's {math.log(tau / (1.0 - tau)):g})"
+        if "logit(τ)" in origin or "expit(τ)" in origin:
+            # port's origin reads "τ = <source τ> on <scale>, logit(τ) ..." (expit of a logit
+            # of -1000 is 0.0, which has no logit to invert back)
+            source_tau = origin.split("τ = ", 1)[1].split(" on ", 1)[0]
+            moved = f" ({'logit' if 'logit(τ)' in origin else 'expit'} of the source's {source_tau})"
         return [MonitorClaim(claim_id=c["id"] if len(parts) == 1 else f"{c['id']}.{_SHORT[r]}",
                              criterion=r, level=lvl, threshold=tau, score=col,
                              text=f"{d['model']}: {_SHORT[r]} at τ = {tau!r}{moved} ≥ {lvl!r}")

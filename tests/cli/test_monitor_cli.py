@@ -358,3 +358,15 @@ def test_rows_without_a_label_are_validated_too(claims_file, tmp_path, capsys, b
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "s.csv (rows without a label yet)" in err
     assert __import__("re").search(message, err) and not (tmp_path / "o").exists()
+
+
+def test_the_moved_tau_is_named_by_the_source_number_even_where_it_has_no_inverse():
+    # expit(-1000) is 0.0 on the site's probabilities: the text names the source's -1000
+    from medaudit.monitor import _monitor_claims
+
+    d = {"kind": "operating_point", "model": "a", "prompt": "p", "threshold": 0.0,
+         "sensitivity_at_least": 0.8}
+    (mc,) = _monitor_claims({"id": "D01"}, d, "τ = -1000 on logits, expit(τ) on the local probabilities")
+    assert mc.text == "a: Se at τ = 0.0 (expit of the source's -1000) ≥ 0.8"
+    (plain,) = _monitor_claims({"id": "D01"}, d, "")
+    assert plain.text == "a: Se at τ = 0.0 ≥ 0.8"
