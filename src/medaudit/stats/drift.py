@@ -164,6 +164,15 @@ def _psi_from_counts(c_ref: NDArray[Any], c_cur: NDArray[Any], n_ref: int, n_cur
     return np.sum((af - ef) * np.log(af / ef), axis=-1)
 
 
+def _psi_below(below_ref: NDArray[np.int64], below_cur: NDArray[np.int64], n_ref: int, n_cur: int,
+               floor: float) -> NDArray[np.float64]:
+    """PSI of each row from the counts of each sample below each interior edge (k, edges)."""
+    zeros = np.zeros((below_ref.shape[0], 1), dtype=np.int64)
+    c_ref = np.diff(np.hstack([zeros, below_ref, zeros + n_ref]), axis=1)
+    c_cur = np.diff(np.hstack([zeros, below_cur, zeros + n_cur]), axis=1)
+    return _psi_from_counts(c_ref, c_cur, n_ref, n_cur, floor)
+
+
 def _permutation_masks(gen: np.random.Generator, k: int, n_ref: int, n_cur: int) -> NDArray[np.bool_]:
     """``k`` random splits of the pooled sample: True marks the ``n_ref`` values of the reference."""
     pattern = np.r_[np.ones(n_ref, dtype=bool), np.zeros(n_cur, dtype=bool)]
@@ -193,10 +202,7 @@ def _psi_null(xs: NDArray[np.float64], masks: NDArray[np.bool_], n_ref: int, flo
     ref_cum = np.zeros((k, n_pool + 1), dtype=np.int32)
     np.cumsum(masks, axis=1, dtype=np.int32, out=ref_cum[:, 1:])
     below_ref = np.take_along_axis(ref_cum, below_pool, axis=1)
-    zeros = np.zeros((k, 1), dtype=np.int64)
-    c_ref = np.diff(np.hstack([zeros, below_ref, zeros + n_ref]), axis=1)
-    c_cur = np.diff(np.hstack([zeros, below_pool - below_ref, zeros + n_cur]), axis=1)
-    return _psi_from_counts(c_ref, c_cur, n_ref, n_cur, floor)
+    return _psi_below(below_ref, below_pool - below_ref, n_ref, n_cur, floor)
 
 
 def _linear_edges(sorted_at: Any, n: int, n_bins: int) -> NDArray[np.float64]:
@@ -252,10 +258,7 @@ def _psi_null_sparse(xs: NDArray[np.float64], few: NDArray[np.int64], n_ref: int
                                  side="left").reshape(cuts.shape) - rows * n_few)
     below_ref, below_cur = (below_few, below_pool - below_few) if few_are_reference else (
         below_pool - below_few, below_few)
-    zeros = np.zeros((k, 1), dtype=np.int64)
-    c_ref = np.diff(np.hstack([zeros, below_ref, zeros + n_ref]), axis=1)
-    c_cur = np.diff(np.hstack([zeros, below_cur, zeros + n_cur]), axis=1)
-    return _psi_from_counts(c_ref, c_cur, n_ref, n_cur, floor)
+    return _psi_below(below_ref, below_cur, n_ref, n_cur, floor)
 
 
 def population_stability_index(reference: ArrayLike, current: ArrayLike, *, n_bins: int = 10,
