@@ -134,7 +134,7 @@ SERIES_SHOWN = ("claim_id", "scope", "period", "n_pos", "n_neg", "n_unlabelled",
                 "ci_low", "ci_high", "level", "verdict", "alpha_look")
 CHANGES_SHOWN = ("claim_id", "scope", "period", "verdict_before", "verdict", "text")
 DRIFT_SHOWN = ("model", "period", "subset", "reference", "n_reference", "n", "ks_statistic",
-               "ks_pvalue", "psi", "psi_pvalue", "psi_critical", "psi_reading", "status")
+               "ks_pvalue", "psi", "psi_band", "psi_pvalue", "psi_critical", "psi_reading", "status")
 
 
 def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,

@@ -443,19 +443,19 @@ def ks_drift(reference: ArrayLike, current: ArrayLike) -> TestResult:
 
     ref = as_1d_float(reference, name="reference")
     cur = as_1d_float(current, name="current")
-    how = "exact" if max(ref.size, cur.size) <= 10_000 else "asymptotic"
+    how = "exact p-value" if max(ref.size, cur.size) <= 10_000 else "asymptotic p-value"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = stats.ks_2samp(ref, cur, method="auto")
     # scipy falls back to the asymptotic p-value (with a RuntimeWarning) when its exact
     # recursion cannot finish, e.g. on some heavily tied samples: say so instead of warning
     if any("Switching to" in str(w.message) for w in caught):
-        how = "asymptotic (the exact calculation did not finish)"
-    elif how == "exact" and np.unique(np.r_[ref, cur]).size < ref.size + cur.size:
+        how = "asymptotic (the exact calculation did not finish) p-value"
+    elif how == "exact p-value" and np.unique(np.r_[ref, cur]).size < ref.size + cur.size:
         # scipy's exact distribution of D assumes continuous data; with tied values the
         # p-value it gives is conservative (too large), not exact
-        how = "exact for untied data, conservative here: tied values"
-    return TestResult(method=f"two-sample Kolmogorov-Smirnov (scipy ks_2samp, {how} p-value)",
+        how = "p-value conservative here: tied values (exact only for untied data)"
+    return TestResult(method=f"two-sample Kolmogorov-Smirnov (scipy ks_2samp, {how})",
                       statistic=float(res.statistic), pvalue=float(res.pvalue), n=int(cur.size),
                       details={"n_reference": int(ref.size)})
 
