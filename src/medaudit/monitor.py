@@ -153,9 +153,11 @@ class MonitorRun:
         return Path(directory)
 
     def __repr__(self) -> str:
+        from medaudit.stats.monitor import count_changes
+
         return (f"<medaudit MonitorRun: {len(self.claims)} source claims, "
                 f"{self.series['claim_id'].nunique() if len(self.series) else 0} monitored, "
-                f"{len(self.changes)} verdict changes>")
+                f"{count_changes(self.changes)} verdict changes after the first look>")
 
 
 def _monitor_claims(c: Mapping[str, Any], d: Mapping[str, Any], origin: str = "") -> list[Any] | str:
@@ -351,6 +353,13 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
                    local_n_pos=deciding["n_pos"], local_n_neg=deciding["n_neg"],
                    criterion=deciding["criterion"], design=deciding["design"],
                    family=deciding["family"])
+        if row["verdict"] == "unresolved":
+            # port's plan sizes a one-look interval; these verdicts come from intervals
+            # corrected for every look, whose width at a later look depends on how many come
+            # before it, so a one-look count would promise too little
+            row.update(plan_rule="not sized here: the monitored interval is corrected for "
+                                 "repeated looks, so a one-look sample size would be too small; "
+                                 "`medaudit port` on the pooled periods sizes a single look")
         rows.append(row)
     from medaudit.stats.drift import DRIFT_COLUMNS
     from medaudit.stats.monitor import CHANGE_COLUMNS, SERIES_COLUMNS

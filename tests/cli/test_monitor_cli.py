@@ -148,6 +148,13 @@ def test_report_and_summary_open_on_the_claims_then_series_and_drift(monitored):
     md = (monitored / "summary.md").read_text(encoding="utf-8")
     assert md.index("## The source's claims at this site") < md.index("## Verdict changes") < \
         md.index("## Time series") < md.index("## Score drift per period")
+    # the change count leaves out where the log starts (each claim x scope's first verdict)
+    ch = _csv(monitored, "changes")
+    k = int(ch["verdict_before"].notna().sum())
+    assert 0 < k < len(ch)
+    head = f"{k} verdict change{'s' if k != 1 else ''} after the first look"
+    assert head in md and head in page
+    assert len(ch) - k == ch[["claim_id", "scope"]].drop_duplicates().shape[0]
     claims = _csv(monitored, "claims")
     assert claims.set_index("claim_id").loc["D05", "verdict"] == "does not hold"
     absent = claims.set_index("claim_id").loc["D01"]
@@ -370,3 +377,41 @@ def test_the_moved_tau_is_named_by_the_source_number_even_where_it_has_no_invers
     assert mc.text == "a: Se at τ = 0.0 (expit of the source's -1000) ≥ 0.8"
     (plain,) = _monitor_claims({"id": "D01"}, d, "")
     assert plain.text == "a: Se at τ = 0.0 ≥ 0.8"
+
+
+def test_an_unresolved_monitored_claim_says_why_it_is_not_sized(claims_file, tmp_path):  # noqa: F811
+    """port sizes a one-look interval for an unresolved claim; the monitor's intervals are
+    corrected for every look, so it says why it gives no count instead of leaving it blank."""
+    df = _batches(n=12)
+    df = df[df["period"] <= "2026-02"]
+    df.to_csv(tmp_path / "scores.csv", index=False)
+    (tmp_path / "site.yaml").write_text(yaml.safe_dump({"name": "few", "scores": "scores.csv",
+                                                        "primary_prompt": "clinical"}), encoding="utf-8")
+    out = tmp_path / "mon"
+    assert main(["monitor", str(claims_file), str(tmp_path / "site.yaml"), "--out", str(out),
+                 "--quiet"]) == 0
+    claims = _csv(out, "claims").set_index("claim_id")
+    assert claims.loc["D05", "verdict"] == "unresolved"
+    assert math.isnan(claims.loc["D05", "resolve_n_pos"])
+    assert "corrected for repeated looks" in claims.loc["D05", "plan_rule"]
+    assert "`medaudit port` on the pooled periods sizes a single look" in (
+        out / "summary.md").read_text(encoding="utf-8")
+
+
+def test_a_psi_pvalue_at_its_floor_reads_as_a_bound(monitored):
+    """(1 + b) / (1 + B) cannot go below 1 / (1 + B): at the floor no split was as far apart,
+    so the page says ``≤ 0.001``, and the p-value columns read as p-values (a KS p of 1e-12
+    is ``<0.001``, not ``0.000``)."""
+    dr = _csv(monitored, "drift")
+    floor = dr[(dr["psi_n_resamples"] > 0) & (dr["psi_pvalue"] * (1 + dr["psi_n_resamples"]) < 1 + 1e-9)]
+    assert len(floor) and (floor["psi_n_resamples"] == 999).all()
+    md = (monitored / "summary.md").read_text(encoding="utf-8")
+    drift_md = md.split("## Score drift per period", 1)[1]
+    assert "≤ 0.001" in drift_md
+    lines = [ln for ln in drift_md.splitlines() if ln.startswith("| ")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[1:]]
+    ks = [r[head.index("ks_pvalue")] for r in cells]
+    assert (dr["ks_pvalue"] < 0.0005).sum() == ks.count("<0.001") > 0
+    assert "0.000" not in ks
+    assert (dr.loc[dr["psi_method"] == "asymptotic", "psi_n_resamples"] == 0).all()

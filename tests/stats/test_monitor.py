@@ -36,6 +36,7 @@ from medaudit.stats.monitor import (
     CHANGE_COLUMNS,
     SERIES_COLUMNS,
     MonitorClaim,
+    count_changes,
     monitor_claims,
 )
 from medaudit.stats.sequential import spending_function, union_alpha
@@ -177,6 +178,10 @@ def test_verdicts_and_change_log_by_hand():
     assert [r["verdict"] for r in res.series] == ["holds", "holds", "does not hold", "unresolved"]
     assert [c["event"] for c in res.changes] == ["holds", "stopped holding", "became unresolved"]
     assert res.changes[1]["text"] == "Se at τ = 0.5 ≥ 0.8 stopped holding in 2026-03 (period, none)"
+    # the first verdict starts the log: listed with no verdict before it, not counted as a change
+    assert res.changes[0]["verdict_before"] is None
+    assert res.changes[0]["text"] == "Se at τ = 0.5 ≥ 0.8 holds at the first look, 2026-01 (period, none)"
+    assert res.n_changes == count_changes(res.tables()["changes"]) == 2
     assert all(set(c) == set(CHANGE_COLUMNS) for c in res.changes)
 
 

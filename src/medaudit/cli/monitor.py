@@ -18,6 +18,7 @@ __all__ = ["register"]
 def _cmd_monitor(args: argparse.Namespace) -> int:
     from medaudit.exceptions import MedauditError
     from medaudit.monitor import monitor
+    from medaudit.stats.monitor import count_changes
 
     if args.planned_looks is not None and args.planned_looks < 1:
         raise MedauditError(f"--planned-looks must be a positive integer; got {args.planned_looks}.")
@@ -30,8 +31,8 @@ def _cmd_monitor(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"wrote {out}/ ({len(run.claims)} source claims, "
               f"{run.series['claim_id'].nunique() if len(run.series) else 0} monitored over "
-              f"{len(run.provenance['local']['periods'])} periods, {len(run.changes)} verdict "
-              "changes)")
+              f"{len(run.provenance['local']['periods'])} periods, {count_changes(run.changes)} "
+              "verdict changes after the first look)")
         for text in run.changes["text"]:
             print(f"  {text}")
     return 0

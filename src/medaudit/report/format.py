@@ -141,6 +141,26 @@ def fmt_p(v: Any) -> str:
     return f"{f:.3f}"
 
 
+def fmt_p_floor(v: Any, n_resamples: Any) -> str:
+    """A resampling p-value, ``≤ 0.001`` at its floor ``1 / (1 + B)``.
+
+    ``(1 + b) / (1 + B)`` cannot go below ``1 / (1 + B)``: there it says that no resample
+    was as extreme, i.e. p is at most that, not that it is that.  Elsewhere as :func:`fmt_p`.
+
+    >>> fmt_p_floor(1 / 1000, 999), fmt_p_floor(1 / 10001, 10000), fmt_p_floor(2 / 1000, 999)
+    ('≤ 0.001', '≤ 0.0001', '0.002')
+    >>> fmt_p_floor(1e-5, 0)  # no resampling (an approximation): as fmt_p
+    '<0.001'
+    """
+    f, b = as_float(v), as_float(n_resamples)
+    if f is not None and b is not None and b >= 1 and 0 < f <= 1.0 / (1.0 + b) * (1 + 1e-12):
+        # two significant digits, rounded up: a bound must not read below what it bounds
+        digits = 1 - math.floor(math.log10(f))
+        up = math.ceil(f * 10.0**digits - 1e-9) / 10.0**digits
+        return "≤ " + f"{up:.{digits}f}".rstrip("0").rstrip(".")
+    return fmt_p(v)
+
+
 def fmt_pct(v: Any, digits: int = 1, *, already_percent: bool = False) -> str:
     """A proportion (or, with ``already_percent``, a percentage) as ``43.8%``."""
     f = as_float(v)
@@ -177,7 +197,7 @@ _PCT_COLUMNS = ("share_percent",)
 
 def column_kind(name: str) -> str:
     """How a table column is displayed: ``p``, ``int``, ``grid``, ``pct`` or ``num``."""
-    if name in _P_COLUMNS or name.startswith("pvalue"):
+    if name in _P_COLUMNS or "pvalue" in name:  # pvalue_adj, ks_pvalue, bootstrap_pvalue, ...
         return "p"
     if name in _INT_COLUMNS or name.startswith("n_") or name.endswith(("seed", "ddof", "_count")):
         return "int"

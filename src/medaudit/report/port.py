@@ -29,6 +29,7 @@ from medaudit.io.claimsfile import SITE_VERDICTS
 from medaudit.report import format as fmt
 from medaudit.report._common import plain_text, simulations
 from medaudit.report._types import RenderedFigure
+from medaudit.stats.monitor import count_changes
 
 __all__ = ["port_summary", "port_page", "claims_view", "monitor_figure", "PORT_SHOWN"]
 
@@ -88,6 +89,19 @@ def _other(r: Mapping[str, Any]) -> str:
     return f"; {crit}: {_ci(r.get('other_estimate'), r.get('other_ci_low'), r.get('other_ci_high'))}"
 
 
+def _change_count(changes: pd.DataFrame) -> str:
+    """The change log's first sentence: how many entries change a verdict (the first
+    verdict of each claim and scope starts the log; it is listed, not counted)."""
+    if not len(changes):
+        return "No claim was monitored, so no verdict was logged."
+    k = count_changes(changes)
+    first = len(changes) - k
+    head = (f"{plural(k, 'verdict change')} after the first look" if k
+            else "No verdict changed after the first look")
+    return (f"{head}; the log starts with the first verdict of each claim and scope "
+            f"({plural(first, 'entry', 'entries')}, marked 'at the first look').")
+
+
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     """The claims table as display text (:data:`PORT_SHOWN`), one row per source claim."""
     rows = []
@@ -137,6 +151,17 @@ DRIFT_SHOWN = ("model", "period", "subset", "reference", "n_reference", "n", "ks
                "ks_pvalue", "psi", "psi_band", "psi_pvalue", "psi_critical", "psi_reading", "status")
 
 
+def _drift_view(drift: pd.DataFrame) -> pd.DataFrame:
+    """The drift table as display text; a permutation PSI p-value at its floor 1/(1+B)
+    reads ``≤ 0.001`` (no split was as far apart), not ``0.001``."""
+    view = _text_table(drift, DRIFT_SHOWN)
+    if len(drift) and "psi_pvalue" in view.columns and "psi_n_resamples" in drift.columns:
+        view = view.assign(psi_pvalue=[
+            fmt.fmt_p_floor(p, b) for p, b in zip(drift["psi_pvalue"], drift["psi_n_resamples"],
+                                                  strict=True)])
+    return view
+
+
 def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
                  monitor: Mapping[str, Any] | None = None) -> str:
     """summary.md of a port (or monitor) run: the claims table first, then series, drift, provenance."""
@@ -152,9 +177,8 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
               "prevalence-dependent metrics; thresholds carried as fixed numbers).", ""]
     lines += fmt.md_table(claims_view(claims))
     if monitor is not None:
-        lines += ["", "## Verdict changes", ""]
-        ch = monitor["changes"]
-        lines += [f"- {t}" for t in ch["text"]] if len(ch) else ["No verdict changed."]
+        lines += ["", "## Verdict changes", "", _change_count(monitor["changes"]), ""]
+        lines += [f"- {t}" for t in monitor["changes"]["text"]]
         lines += ["", "## Time series", "", monitor.get("note", ""), ""]
         lines += fmt.md_table(_text_table(monitor["series"], SERIES_SHOWN))
         lines += ["", "## Score drift per period", "",
@@ -164,7 +188,7 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
                   "PSI's p-value says the shift is beyond chance: with few scores a period "
                   "reaches those values with no drift at all (a PSI above psi_critical is "
                   "beyond chance at 5 %).", ""]
-        lines += fmt.md_table(_text_table(monitor["drift"], DRIFT_SHOWN))
+        lines += fmt.md_table(_drift_view(monitor["drift"]))
     lines += ["", "## Provenance", ""]
     run = provenance.get("port") or provenance.get("monitor") or {}
     for title, record in (("Source audit", src), ("Local data", loc), ("Run", run)):
@@ -247,8 +271,9 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
     if monitor is not None:
         ch = monitor["changes"]
         out += ['<section id="changes">', "<h2>Verdict changes</h2>",
+                f"<p>{_esc(_change_count(ch))}</p>",
                 "<ul>" + "".join(f"<li>{_esc(t)}</li>" for t in ch["text"]) + "</ul>" if len(ch)
-                else "<p>No verdict changed.</p>", "</section>",
+                else "", "</section>",
                 '<section id="series">', "<h2>Time series</h2>", f"<p>{_esc(monitor.get('note', ''))}</p>"]
         for f in monitor.get("figures") or []:
             uri = base64.b64encode(f.png).decode("ascii")
@@ -264,7 +289,7 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
                 "0.25 major) is read only where the PSI's p-value says the shift is beyond "
                 "chance: with few scores a period reaches those values with no drift at all "
                 "(a PSI above psi_critical is beyond chance at 5 %).</p>",
-                _html_table(_text_table(monitor["drift"], DRIFT_SHOWN), table_id="monitor-drift"),
+                _html_table(_drift_view(monitor["drift"]), table_id="monitor-drift"),
                 "</section>"]
     run = provenance.get("port") or provenance.get("monitor") or {}
     out += ['<section id="provenance">', "<h2>Provenance</h2>", '<div class="prov-pair">',

@@ -59,7 +59,7 @@ ONE_BIN = "not readable: the reference occupies one bin"
 _SUBSET_KEYS = {"all": 0, "positives": 1, "negatives": 2}
 DRIFT_COLUMNS = ("period", "subset", "reference", "n_reference", "n", "ks_statistic", "ks_pvalue",
                  "ks_method", "psi", "psi_band", "psi_pvalue", "psi_critical", "psi_reading",
-                 "psi_method", "n_bins", "status")
+                 "psi_method", "psi_n_resamples", "n_bins", "status")
 
 #: permutations per batch: a batch holds (batch, n_reference + n) counts of int32
 _CELLS = 1 << 22
@@ -549,7 +549,8 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
         ``psi_band`` reads the value alone; ``psi_reading`` is the band where the shift is
         beyond chance (``psi_pvalue < alpha``), else "within chance at this size";
         ``psi_critical`` is the PSI that samples of these sizes exceed by chance with
-        probability ``alpha``.
+        probability ``alpha``; ``psi_n_resamples`` the permutations behind ``psi_pvalue``
+        (0 for the chi-square approximation), whose smallest value is ``1 / (1 + B)``.
 
     Examples
     --------
@@ -605,7 +606,7 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
             row.update(period=p, subset=name, reference=ref_label, n_reference=int(ref.size),
                        n=int(cur.size), ks_statistic=math.nan, ks_pvalue=math.nan, psi=math.nan,
                        psi_band="", psi_pvalue=math.nan, psi_critical=math.nan, psi_reading="",
-                       psi_method="", ks_method="", n_bins=0, status="")
+                       psi_method="", psi_n_resamples=0, ks_method="", n_bins=0, status="")
             if ref.size == 0 or cur.size == 0:
                 row["status"] = ("no scores in the reference" if ref.size == 0
                                  else "no scores in this period")
@@ -618,7 +619,8 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
                 row.update(ks_statistic=ks.statistic, ks_pvalue=ks.pvalue, ks_method=ks.method,
                            psi=ps.psi, psi_band=ps.band, psi_pvalue=ps.pvalue,
                            psi_critical=ps.critical, psi_reading="" if is_ref else ps.reading,
-                           psi_method=ps.method, n_bins=int(ps.edges.size + 1),
+                           psi_method=ps.method, psi_n_resamples=ps.n_resamples,
+                           n_bins=int(ps.edges.size + 1),
                            status="reference" if is_ref else ("" if ps.reading != ONE_BIN else
                                                               "PSI blind here (the reference "
                                                               "occupies one bin): read the KS test"))

@@ -65,7 +65,7 @@ from medaudit.stats.sequential import (
 )
 
 __all__ = ["MonitorClaim", "MonitorResult", "monitor_claims", "CORRECTIONS", "SCOPES",
-           "SERIES_COLUMNS", "CHANGE_COLUMNS", "VERDICTS", "DEFAULT_HORIZON"]
+           "SERIES_COLUMNS", "CHANGE_COLUMNS", "VERDICTS", "DEFAULT_HORIZON", "count_changes"]
 
 Correction = Literal["confseq", "alpha_spending", "none"]
 CORRECTIONS = ("confseq", "alpha_spending", "none")
@@ -158,6 +158,12 @@ class MonitorResult:
     def change_records(self) -> list[dict[str, Any]]:
         """The change log as plain dicts with :data:`CHANGE_COLUMNS`."""
         return [dict(r) for r in self.changes]
+
+    @property
+    def n_changes(self) -> int:
+        """Entries of the log that change a verdict (each claim x scope's first verdict,
+        logged with ``verdict_before`` None, is where the log starts, not a change)."""
+        return count_changes(self.change_records())
 
     def tables(self) -> dict[str, Any]:
         """``{"series": DataFrame, "changes": DataFrame}`` (pandas imported here)."""
@@ -268,6 +274,15 @@ def _verdict(est: float, lo: float, hi: float, level: float, assessable: bool) -
     if hi < level:
         return "does not hold"
     return "unresolved"
+
+
+def count_changes(records: Any) -> int:
+    """How many entries of a change log (records or a DataFrame with ``verdict_before``)
+    change a verdict: the first verdict of each claim x scope starts the log and has no
+    verdict before it."""
+    if hasattr(records, "columns"):
+        return int(records["verdict_before"].notna().sum()) if len(records) else 0
+    return sum(r.get("verdict_before") is not None for r in records)
 
 
 def _event(before: str | None, after: str) -> str:
@@ -476,11 +491,13 @@ def monitor_claims(table: Mapping[str, ArrayLike], claims: Sequence[MonitorClaim
                     "family": f"monitor|{c.claim_id}|{scope}|{corr}"})
                 if verdict != before:
                     event = _event(before, verdict)
+                    where = (f"in {p}" if before is not None
+                             else f"at the first look, {p}")  # where the log starts: no change
                     changes.append({
                         "claim_id": c.claim_id, "claim": c.description, "scope": scope,
                         "period": p, "look": k + 1, "verdict_before": before, "verdict": verdict,
                         "event": event,
-                        "text": f"{c.description} {event} in {p} ({scope}, {corr})"})
+                        "text": f"{c.description} {event} {where} ({scope}, {corr})"})
                 before = verdict
     return MonitorResult(series=tuple(series), changes=tuple(changes), periods=tuple(order),
                          options={"correction": corr, "confidence_level": level,
