@@ -354,3 +354,29 @@ def test_unpaired_t_reproduces_pROC_roc_test(dataset):
 def test_unpaired_distribution_is_checked():
     with pytest.raises(MedauditError, match="distribution"):
         delong_test_unpaired([0, 1], [0.1, 0.9], [0, 1], [0.2, 0.8], distribution="student")
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_int32_and_int64_counts_give_the_same_test_to_the_last_bit(monkeypatch, tied):
+    """Untied counts are held in int32 below 2**30 items (half the memory traffic); above, in
+    int64.  Both paths give bit-identical results: the counts are the same integers, and
+    a mix with a tied curve (scale 2) rescales them without overflow."""
+    from medaudit.stats import delong as D
+
+    rng = np.random.default_rng(31)
+    n = 4_000
+    y = (rng.random(n) < 0.2).astype(float)
+    a = rng.normal(size=n) + y
+    b = 0.5 * a + rng.normal(size=n)
+    if tied:
+        b = np.round(b, 1)  # b tied, a not: the rescale path
+    small = delong_test(y, a, b)
+    v_small = delong_placements(y, a)
+    assert D._counts(y == 1.0, a, int(y.sum()))[0].dtype == np.int32
+    monkeypatch.setattr(D, "_INT32_BELOW", 0)
+    assert D._counts(y == 1.0, a, int(y.sum()))[0].dtype == np.int64
+    big = delong_test(y, a, b)
+    assert (small.statistic, small.pvalue, small.variance, small.auc_a, small.auc_b) == (
+        big.statistic, big.pvalue, big.variance, big.auc_a, big.auc_b)
+    for u, v in zip(v_small, delong_placements(y, a), strict=True):
+        np.testing.assert_array_equal(u, v)

@@ -272,8 +272,8 @@ def split_order(y: NDArray[np.float64], s: NDArray[np.float64]) -> SplitOrder | 
     sp_ = np.sort(s[pos])
     if np.intersect1d(sn, sp_).size:
         return None
-    neg_desc = neg[np.argsort(-s[neg], kind="stable")]
-    pos_desc = pos[np.argsort(-s[pos], kind="stable")]
+    neg_desc = neg[K.argsort_stable(s[neg], descending=True)]
+    pos_desc = pos[K.argsort_stable(s[pos], descending=True)]
     position = np.empty(y.size, dtype=np.intp)
     position[neg_desc] = np.arange(neg.size)
     position[pos_desc] = neg.size + np.arange(pos.size)

@@ -573,7 +573,7 @@ class _SharedPositive:
         self.specs = [(kind, sp) for kind, sp in (("hard", hard_specs), ("soft", soft_specs)) if sp]
         n_pos = int(np.sum(strata == 0))
         # positives by descending score (stable: input order), then each group likewise
-        by_score = np.argsort(-s, kind="stable")
+        by_score = K.argsort_stable(s, descending=True)
         order = np.concatenate([by_score[strata[by_score] == k] for k in range(len(names) + 1)])
         self.column = np.empty(s.size, dtype=np.intp)
         self.column[order] = np.arange(s.size)

@@ -50,7 +50,7 @@ RELIABILITY_STRATEGIES = ("uniform", "quantile")
 
 def _asc(y_true, y_prob):
     y, s = labels_scores(y_true, y_prob, prob=True)
-    order = np.argsort(s, kind="stable")
+    order = K.argsort_stable(s)
     return y, s, order, s[order], y[order]
 
 

@@ -162,26 +162,18 @@ def _labels_by_score(p: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """Soft labels in descending score order, ties in input order (as ``K.order_desc``),
     their cumulative sum, and a free scratch array of the same size.
 
-    Each score and its label are packed into one complex number and sorted in place:
-    numpy orders complex values by real part, then imaginary part, so untied scores
-    come out sorted with their labels beside them.  This replaces an argsort and a
-    gather that missed the cache at every item (about 0.65x one argsort of the scores
-    where numpy's sorts are not vectorised, and on par with argsort plus gather where
-    AVX-512 makes argsort fast).  Only with ties, where the label would break them, is
-    the order redone with a stable sort.  The packed buffer is then reused for the
-    cumulative sum and the scratch array.
+    One exact stable sort (:func:`~medaudit.stats._kernels.argsort_stable`, which sorts
+    packed integer keys with numpy's vectorised sort: about a third of one
+    ``np.argsort`` of the scores at n = 10^7) and one gather of the labels.  It replaced
+    sorting score and label packed into one complex number, which needed a second,
+    stable sort whenever scores tied.
     """
-    n = s.size
-    z = np.empty(n, dtype=np.complex128)
-    z.real = s
-    z.imag = p
-    z.sort()
-    ss = z.real
-    tied = n > 1 and bool(np.any(ss[1:] == ss[:-1]))
-    labels = p[np.argsort(-s, kind="stable")] if tied else z.imag[::-1].copy()
-    flat = z.view(np.float64)
-    cum = np.cumsum(labels, out=flat[:n])
-    return labels, cum, flat[n:]
+    order = K.argsort_stable(s, descending=True)
+    labels = p[order]
+    # the order is spent once gathered: its buffer holds the cumulative sum (a fresh
+    # n-sized array costs its page faults, ~25 ms at n = 10^7)
+    cum = np.cumsum(labels, out=order.view(np.float64))
+    return labels, cum, np.empty_like(labels)
 
 
 def soft_average_precision(
