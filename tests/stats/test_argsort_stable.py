@@ -29,6 +29,8 @@ def _family(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
         return (rng.random(n) < 0.3) * 1.0
     if name == "near ties":  # differ only in bits the key drops: one colliding run, re-sorted
         return 1.0 + rng.integers(0, 50, n) * 2.0**-50
+    if name == "near, distinct":  # collide in the key, never tie: re-sorted, no tie reported
+        return 1.0 + rng.permutation(n) * 2.0**-50
     if name == "near ties, negative":
         return -1.0 - rng.integers(0, 50, n) * 2.0**-50
     if name == "signed zeros":
@@ -49,8 +51,8 @@ def _family(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
     raise AssertionError(name)
 
 
-FAMILIES = ("normal", "rounded", "binary", "near ties", "near ties, negative", "signed zeros",
-            "infinities", "subnormal", "nan", "sorted", "constant")
+FAMILIES = ("normal", "rounded", "binary", "near ties", "near, distinct", "near ties, negative",
+            "signed zeros", "infinities", "subnormal", "nan", "sorted", "constant")
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, MIN - 1, MIN, MIN + 1, 50_000])
@@ -62,6 +64,16 @@ def test_equals_numpy_stable_argsort(family, n, descending):
     want = np.argsort(-x if descending else x, kind="stable")
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.intp
+
+
+@pytest.mark.parametrize("n", [1, 2, MIN - 1, MIN, 20_000])
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "nan"])
+def test_the_tie_flag_says_whether_two_values_are_equal(family, n):
+    x = _family(family, n, np.random.default_rng(7 * n + len(family)))
+    for descending in (False, True):
+        order, tied = K.argsort_stable(x, descending=descending, return_ties=True)
+        np.testing.assert_array_equal(order, np.argsort(-x if descending else x, kind="stable"))
+        assert tied is (np.unique(x).size < x.size)
 
 
 def test_near_ties_take_the_resort_path():

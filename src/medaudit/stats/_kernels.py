@@ -39,11 +39,15 @@ class Ranked:
 _PACKED_SORT_MIN = 2048
 _SIGN_BIT = np.int64(-(2**63))
 _INTP_BITS = np.dtype(np.intp).itemsize * 8  # the packed keys' order is read as intp
+#: the index ramp OR-ed into the keys (512 KiB, made once; longer arrays reuse it in slices)
+_RAMP = np.arange(1 << 16, dtype=np.uint64)
+_RAMP.flags.writeable = False
 
 
-def argsort_stable(x: NDArray[np.float64], *, descending: bool = False) -> NDArray[np.intp]:
+def argsort_stable(x: NDArray[np.float64], *, descending: bool = False,
+                   return_ties: bool = False) -> Any:
     """``np.argsort(x, kind="stable")`` exactly (of ``-x`` with ``descending``), about
-    2-7x faster for large ``x``.
+    2-7x faster for large ``x``; with ``return_ties``, ``(order, whether two values tie)``.
 
     The stable order is unique (ties in input order), so any exact method gives the
     same permutation, and every result computed from it is unchanged to the last bit.
@@ -55,8 +59,10 @@ def argsort_stable(x: NDArray[np.float64], *, descending: bool = False) -> NDArr
     keys sorted.  Items whose truncated keys collide (exact ties, and values within
     about ``2**-(52 - log2 n)`` relative of each other) come out in index order; those
     runs are checked against the exact values and re-sorted only where the values
-    disagree with that order.  NaN (which the mapping would misplace by its sign bit)
-    and short arrays take numpy's own sorts.  Timings in ``BENCHMARKS.md``.
+    disagree with that order.  Tied values always collide, so where nothing collides
+    nothing ties, which ``return_ties`` reports without a pass over the sorted values.
+    NaN (which the mapping would misplace by its sign bit; NaNs count as tied) and short
+    arrays take numpy's own sorts.  Timings in ``BENCHMARKS.md``.
     """
     x = np.asarray(x, dtype=np.float64)
     n = x.size
@@ -66,36 +72,41 @@ def argsort_stable(x: NDArray[np.float64], *, descending: bool = False) -> NDArr
         # sorted last, which never compares equal) need the stable kind
         order = np.argsort(v)
         vs = v[order]
-        if vs.size > 1 and (np.isnan(vs[-1]) or np.any(vs[1:] == vs[:-1])):
+        tied = vs.size > 1 and bool(np.isnan(vs[-1]) or np.any(vs[1:] == vs[:-1]))
+        if tied:
             order = np.argsort(v, kind="stable")
-        return order
+        return (order, tied) if return_ties else order
     bits = (n - 1).bit_length()
+    low = np.uint64((1 << bits) - 1)
     # two n-sized buffers in all: at n = 10^7 each fresh array costs ~25 ms of page
     # faults, more than the sort's own passes
-    f = np.negative(x) if descending else np.array(x)
-    f += 0.0  # -0.0 becomes 0.0, which numpy calls equal to it
+    # 0 - x and x + 0: -0.0 becomes 0.0, which numpy calls equal to it (one pass either way)
+    f = np.subtract(0.0, x) if descending else np.add(x, 0.0)
     key = f.view(np.int64)
     out = np.right_shift(key, 63)  # -1 for negatives (flip every bit), 0 else (the sign bit)
     out |= _SIGN_BIT
     key ^= out
     u = key.view(np.uint64)
-    u >>= np.uint64(bits)
-    u <<= np.uint64(bits)
-    step = 1 << 16  # the index ramp in slices of one small reused ramp, not an n-sized one
-    ramp = np.arange(min(step, n), dtype=np.uint64)
-    tmp = np.empty_like(ramp)
-    for lo in range(0, n, step):
-        hi = min(lo + step, n)
-        np.add(ramp[:hi - lo], np.uint64(lo), out=tmp[:hi - lo])
-        u[lo:hi] |= tmp[:hi - lo]
+    u &= ~low
+    ramp = _RAMP
+    if ramp.size < n:
+        # the index ramp in slices of one reused ramp, not a fresh n-sized one
+        step = ramp.size
+        tmp = np.empty_like(ramp)
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            np.add(ramp[:hi - lo], np.uint64(lo), out=tmp[:hi - lo])
+            u[lo:hi] |= tmp[:hi - lo]
+    else:
+        u |= ramp[:n]
     u.sort()
     order = out.view(np.uint64)
-    np.bitwise_and(u, np.uint64((1 << bits) - 1), out=order)
+    np.bitwise_and(u, low, out=order)
     order = out.view(np.intp)
     u >>= np.uint64(bits)
     same = u[1:] == u[:-1]  # neighbours whose truncated keys collide
     if not same.any():
-        return order
+        return (order, False) if return_ties else order
     member = np.zeros(n, dtype=bool)
     member[:-1] = same
     member[1:] |= same
@@ -108,15 +119,17 @@ def argsort_stable(x: NDArray[np.float64], *, descending: bool = False) -> NDArr
     items = order[pos]
     vals = (np.negative(x[items]) if descending else x[items]) + 0.0
     wrong = cont[1:] & (vals[1:] < vals[:-1])
-    if not wrong.any():
+    if wrong.any():
+        redo = np.zeros(int(run[-1]) + 1, dtype=bool)
+        redo[run[1:][wrong]] = True
+        sel = redo[run]
+        # lexsort is stable: by run, then value, ties keeping the index order they have
+        perm = np.lexsort((vals[sel], run[sel]))
+        order[pos[sel]] = items[sel][perm]
+        vals[sel] = vals[sel][perm]
+    if not return_ties:
         return order
-    redo = np.zeros(int(run[-1]) + 1, dtype=bool)
-    redo[run[1:][wrong]] = True
-    sel = redo[run]
-    # lexsort is stable: by run, then value, ties keeping the index order they have
-    perm = np.lexsort((vals[sel], run[sel]))
-    order[pos[sel]] = items[sel][perm]
-    return order
+    return order, bool(np.any(cont[1:] & (vals[1:] == vals[:-1])))
 
 
 def order_desc(s: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:

@@ -45,14 +45,13 @@ def _counts(is_pos: NDArray[np.bool_], s: NDArray[np.float64], n_pos: int
 
     One sort (:func:`~medaudit.stats._kernels.argsort_stable`, faster than numpy's
     unstable argsort; tied scores form one block, so the order within ties does not
-    matter here), a tie check on the sorted scores, and cumulative class counts; no
+    matter here; it says whether any scores tie), and cumulative class counts; no
     pairwise comparison is formed.
     """
-    order = K.argsort_stable(s)
-    ss = s[order]
+    order, tied = K.argsort_stable(s, return_ties=True)
     ys = is_pos[order]
     n = s.size
-    if n < 2 or not np.any(ss[1:] == ss[:-1]):
+    if not tied:
         # untied: a positive at sorted position i has i + 1 - cum_p[i] negatives below,
         # a negative n_pos - cum_p[i] positives above: v = n_pos - cum + ys (i + 1 - n_pos).
         # Every count is at most n, and twice it (a rescale to another curve's ties) must fit:
@@ -66,6 +65,7 @@ def _counts(is_pos: NDArray[np.bool_], s: NDArray[np.float64], n_pos: int
         out = np.empty(n, dtype=dt)
         out[order] = v
         return out, 1
+    ss = s[order]
     out = np.empty(n, dtype=np.int64)
     new = np.empty(n, dtype=bool)
     new[0] = True
