@@ -122,3 +122,34 @@ def test_input_is_not_modified_and_views_are_accepted():
     keep = view.copy()
     np.testing.assert_array_equal(K.argsort_stable(view), np.argsort(keep, kind="stable"))
     np.testing.assert_array_equal(view, keep)
+
+
+def _bits(u: int) -> float:
+    return float(np.array([u], dtype=np.uint64).view(np.float64)[0])
+
+
+@pytest.mark.parametrize("nan", [np.nan, -np.nan, _bits(0x7FF0_0000_0000_0001),
+                                 _bits(0xFFF0_0000_0000_0001)],
+                         ids=["nan", "negative nan", "signalling nan", "negative signalling nan"])
+@pytest.mark.parametrize("n_nan", [1, 2, 30])
+def test_every_nan_is_sent_to_numpy_and_sorted_last(nan, n_nan):
+    """A NaN's packed key lies beyond -inf's (sign bit set) or +inf's; one whose payload is
+    only in the low bits truncates onto the infinity's key and is still caught."""
+    rng = np.random.default_rng(n_nan)
+    x = rng.normal(size=3 * MIN)
+    x[rng.choice(x.size, n_nan, replace=False)] = nan
+    x[:3] = [np.inf, -np.inf, np.inf]
+    for descending in (False, True):
+        order, tied = K.argsort_stable(x, descending=descending, return_ties=True)
+        np.testing.assert_array_equal(order, np.argsort(-x if descending else x, kind="stable"))
+        assert tied  # the two +inf
+    y = rng.normal(size=3 * MIN)
+    y[5] = nan
+    assert K.argsort_stable(y, return_ties=True)[1] is False  # one NaN ties nothing
+    y[9] = nan
+    assert K.argsort_stable(y, return_ties=True)[1] is True  # two NaNs sort as equal
+
+
+def test_only_one_dimension():
+    with pytest.raises(ValueError, match="1-D"):
+        K.argsort_stable(np.zeros((2, 3)))

@@ -40,6 +40,9 @@ _PACKED_SORT_MIN = 2048
 _SIGN_BIT = np.int64(-(2**63))
 _INTP_BITS = np.dtype(np.intp).itemsize * 8  # the packed keys' order is read as intp
 #: the index ramp OR-ed into the keys (512 KiB, made once; longer arrays reuse it in slices)
+#: the packed keys of -inf and +inf (a NaN's key lies beyond one of them)
+_KEY_NEG_INF = 0x000F_FFFF_FFFF_FFFF
+_KEY_POS_INF = 0xFFF0_0000_0000_0000
 _RAMP = np.arange(1 << 16, dtype=np.uint64)
 _RAMP.flags.writeable = False
 
@@ -61,27 +64,23 @@ def argsort_stable(x: NDArray[np.float64], *, descending: bool = False,
     runs are checked against the exact values and re-sorted only where the values
     disagree with that order.  Tied values always collide, so where nothing collides
     nothing ties, which ``return_ties`` reports without a pass over the sorted values.
-    NaN (which the mapping would misplace by its sign bit; NaNs count as tied) and short
-    arrays take numpy's own sorts.  Timings in ``BENCHMARKS.md``.
+    NaN (which the mapping would misplace by its sign bit; two NaNs count as tied) and
+    short arrays take numpy's own sorts.  Input is read as float64 (integers beyond 2**53
+    merge); only 1-D arrays.  Timings in ``BENCHMARKS.md``.
     """
     x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"argsort_stable sorts a 1-D array; got shape {x.shape}.")
     n = x.size
-    if n < _PACKED_SORT_MIN or x.ndim != 1 or _INTP_BITS != 64 or np.isnan(x).any():
-        v = -x.ravel() if descending else x.ravel()
-        # untied data has one order, which numpy's fastest sort finds; only ties (and NaN,
-        # sorted last, which never compares equal) need the stable kind
-        order = np.argsort(v)
-        vs = v[order]
-        tied = vs.size > 1 and bool(np.isnan(vs[-1]) or np.any(vs[1:] == vs[:-1]))
-        if tied:
-            order = np.argsort(v, kind="stable")
-        return (order, tied) if return_ties else order
+    if n < _PACKED_SORT_MIN or _INTP_BITS != 64:
+        return _numpy_stable(x, descending, return_ties)
     bits = (n - 1).bit_length()
     low = np.uint64((1 << bits) - 1)
     # two n-sized buffers in all: at n = 10^7 each fresh array costs ~25 ms of page
     # faults, more than the sort's own passes
     # 0 - x and x + 0: -0.0 becomes 0.0, which numpy calls equal to it (one pass either way)
-    f = np.subtract(0.0, x) if descending else np.add(x, 0.0)
+    with np.errstate(invalid="ignore"):  # a signalling NaN (handed to numpy's sorts below)
+        f = np.subtract(0.0, x) if descending else np.add(x, 0.0)
     key = f.view(np.int64)
     out = np.right_shift(key, 63)  # -1 for negatives (flip every bit), 0 else (the sign bit)
     out |= _SIGN_BIT
@@ -100,6 +99,11 @@ def argsort_stable(x: NDArray[np.float64], *, descending: bool = False,
     else:
         u |= ramp[:n]
     u.sort()
+    # a NaN's key lies beyond those of -inf (sign bit set) or +inf: only keys at or beyond
+    # theirs (after truncation) send the array to numpy's sorts, which place NaN last
+    if (int(u[0]) >> bits <= _KEY_NEG_INF >> bits or int(u[-1]) >> bits >= _KEY_POS_INF >> bits) \
+            and np.isnan(x).any():
+        return _numpy_stable(x, descending, return_ties)
     order = out.view(np.uint64)
     np.bitwise_and(u, low, out=order)
     order = out.view(np.intp)
@@ -130,6 +134,20 @@ def argsort_stable(x: NDArray[np.float64], *, descending: bool = False,
     if not return_ties:
         return order
     return order, bool(np.any(cont[1:] & (vals[1:] == vals[:-1])))
+
+
+def _numpy_stable(x: NDArray[np.float64], descending: bool, return_ties: bool) -> Any:
+    """:func:`argsort_stable` by numpy's own sorts (short arrays, NaN)."""
+    v = -x if descending else x
+    # untied data has one order, which numpy's fastest sort finds; only ties, and two or
+    # more NaNs (sorted last, never equal), need the stable kind
+    order = np.argsort(v)
+    vs = v[order]
+    many_nan = vs.size > 1 and bool(np.isnan(vs[-2]))
+    tied = vs.size > 1 and (many_nan or bool(np.any(vs[1:] == vs[:-1])))
+    if tied:
+        order = np.argsort(v, kind="stable")
+    return (order, tied) if return_ties else order
 
 
 def order_desc(s: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.float64]]:

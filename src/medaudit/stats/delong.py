@@ -312,15 +312,28 @@ def delong_test(
     sb = as_scores(y_score_b, name="y_score_b")  # the labels are validated once, above
     check_same_length(y_true=y, y_score_b=sb)
     n_pos, n_neg = _need_both(y)
-    split = _split(y)
-    a, b = _Curve(*split, sa), _Curve(*split, sb)
-    auc_a, auc_b = a.auc(), b.auc()
-    scale = max(a.scale, b.scale)
-    (ap, an), (bp, bn) = a.rescaled(scale), b.rescaled(scale)
-    # the placement differences in integers, so only the variance itself rounds
-    var = (_var_counts(ap - bp, scale * n_neg) / n_pos
-           + _var_counts(an - bn, scale * n_pos) / n_neg)
+    is_pos, pos_idx, neg_idx = _split(y)
+    (ca, fa), (cb, fb) = _counts(is_pos, sa, n_pos), _counts(is_pos, sb, n_pos)
+    auc_a, auc_b = _auc_of_counts(ca, fa, pos_idx, n_pos, n_neg), _auc_of_counts(cb, fb, pos_idx,
+                                                                                  n_pos, n_neg)
+    scale = max(fa, fb)
+    # the placement differences in integers (one subtraction over all items, then split by
+    # class), so only the variance itself rounds
+    d = (ca if fa == scale else ca * 2) - (cb if fb == scale else cb * 2)
+    var = (_var_counts(np.take(d, pos_idx), scale * n_neg) / n_pos
+           + _var_counts(np.take(d, neg_idx), scale * n_pos) / n_neg)
     return _finish(auc_a - auc_b, var, auc_a, auc_b, level, alternative, True, n_pos, n_neg)
+
+
+def _auc_of_counts(cnt, scale: int, pos_idx, n_pos: int, n_neg: int) -> float:
+    """:meth:`_Curve.auc` from one curve's counts in input order: the positives' sum and
+    the negatives' (the rest of the total) count every pair once, so they agree exactly."""
+    total = int(cnt.sum())
+    num_p = int(np.take(cnt, pos_idx).sum())
+    if total != 2 * num_p:
+        raise RuntimeError(f"internal error: DeLong placements disagree ({num_p} vs "
+                           f"{total - num_p}).")
+    return num_p / (scale * n_pos * n_neg)
 
 
 def delong_test_unpaired(

@@ -172,7 +172,7 @@ def _labels_by_score(p: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarr
     labels = p[order]
     # the order is spent once gathered: its buffer holds the cumulative sum (a fresh
     # n-sized array costs its page faults, ~25 ms at n = 10^7)
-    cum = np.cumsum(labels, out=order.view(np.float64))
+    cum = np.cumsum(labels, out=order.view(np.float64) if order.itemsize == 8 else None)
     return labels, cum, np.empty_like(labels)
 
 
