@@ -39,10 +39,10 @@ class Ranked:
 _PACKED_SORT_MIN = 2048
 _SIGN_BIT = np.int64(-(2**63))
 _INTP_BITS = np.dtype(np.intp).itemsize * 8  # the packed keys' order is read as intp
-#: the index ramp OR-ed into the keys (512 KiB, made once; longer arrays reuse it in slices)
 #: the packed keys of -inf and +inf (a NaN's key lies beyond one of them)
 _KEY_NEG_INF = 0x000F_FFFF_FFFF_FFFF
 _KEY_POS_INF = 0xFFF0_0000_0000_0000
+#: the index ramp OR-ed into the keys (512 KiB, made once; longer arrays reuse it in slices)
 _RAMP = np.arange(1 << 16, dtype=np.uint64)
 _RAMP.flags.writeable = False
 
@@ -76,9 +76,9 @@ def argsort_stable(x: NDArray[np.float64], *, descending: bool = False,
         return _numpy_stable(x, descending, return_ties)
     bits = (n - 1).bit_length()
     low = np.uint64((1 << bits) - 1)
-    # two n-sized buffers in all: at n = 10^7 each fresh array costs ~25 ms of page
-    # faults, more than the sort's own passes
-    # 0 - x and x + 0: -0.0 becomes 0.0, which numpy calls equal to it (one pass either way)
+    # two n-sized buffers in all (the keys, then the order in the shift's buffer): at
+    # n = 10^7 each fresh array costs ~25 ms of page faults, more than a pass over it.
+    # 0 - x and x + 0 turn -0.0 into 0.0, which numpy calls equal to it
     with np.errstate(invalid="ignore"):  # a signalling NaN (handed to numpy's sorts below)
         f = np.subtract(0.0, x) if descending else np.add(x, 0.0)
     key = f.view(np.int64)

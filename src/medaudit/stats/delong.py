@@ -80,30 +80,6 @@ def _counts(is_pos: NDArray[np.bool_], s: NDArray[np.float64], n_pos: int
     return out, 2
 
 
-class _Curve:
-    """One score vector's DeLong counts split by class (positives, negatives in input order)."""
-
-    __slots__ = ("pos", "neg", "scale", "n_pos", "n_neg")
-
-    def __init__(self, is_pos, pos_idx, neg_idx, s):
-        n_pos, n_neg = pos_idx.size, neg_idx.size
-        cnt, self.scale = _counts(is_pos, s, n_pos)
-        self.pos, self.neg = np.take(cnt, pos_idx), np.take(cnt, neg_idx)
-        self.n_pos, self.n_neg = n_pos, n_neg
-
-    def rescaled(self, scale: int) -> tuple[NDArray[np.signedinteger], NDArray[np.signedinteger]]:
-        f = scale // self.scale
-        return (self.pos, self.neg) if f == 1 else (self.pos * f, self.neg * f)
-
-    def auc(self) -> float:
-        """Mean placement.  Both classes count every (positive, negative) pair once, so the
-        two sums agree exactly in these integers (pROC's theta == AUC guard), checked."""
-        num_p, num_n = int(self.pos.sum()), int(self.neg.sum())
-        if num_p != num_n:
-            raise RuntimeError(f"internal error: DeLong placements disagree ({num_p} vs {num_n}).")
-        return num_p / (self.scale * self.n_pos * self.n_neg)
-
-
 def _split(y: NDArray[np.float64]):
     is_pos = y == 1.0
     return is_pos, np.flatnonzero(is_pos), np.flatnonzero(~is_pos)
@@ -112,8 +88,9 @@ def _split(y: NDArray[np.float64]):
 def _placements(y: NDArray[np.float64], s: NDArray[np.float64]):
     """Return (V10 over positives, V01 over negatives), each in input order."""
     is_pos, pos_idx, neg_idx = _split(y)
-    c = _Curve(is_pos, pos_idx, neg_idx, s)
-    return c.pos / (c.scale * c.n_neg), c.neg / (c.scale * c.n_pos)
+    cnt, scale = _counts(is_pos, s, pos_idx.size)
+    return (np.take(cnt, pos_idx) / (scale * neg_idx.size),
+            np.take(cnt, neg_idx) / (scale * pos_idx.size))
 
 
 def _var_counts(d: NDArray[np.signedinteger], scale: float) -> float:
@@ -326,8 +303,9 @@ def delong_test(
 
 
 def _auc_of_counts(cnt, scale: int, pos_idx, n_pos: int, n_neg: int) -> float:
-    """:meth:`_Curve.auc` from one curve's counts in input order: the positives' sum and
-    the negatives' (the rest of the total) count every pair once, so they agree exactly."""
+    """The mean placement from one curve's counts in input order.  The positives' sum and
+    the negatives' (the rest of the total) count every pair once, so they agree exactly
+    in these integers (pROC's theta == AUC guard), checked."""
     total = int(cnt.sum())
     num_p = int(np.take(cnt, pos_idx).sum())
     if total != 2 * num_p:
