@@ -153,11 +153,13 @@ class MonitorRun:
         return Path(directory)
 
     def __repr__(self) -> str:
+        from medaudit._words import plural
         from medaudit.stats.monitor import count_changes
 
         return (f"<medaudit MonitorRun: {len(self.claims)} source claims, "
-                f"{self.series['claim_id'].nunique() if len(self.series) else 0} monitored, "
-                f"{count_changes(self.changes)} verdict changes after the first look>")
+                f"{len((self.provenance.get('monitor') or {}).get('monitored_claims') or ())} "
+                "monitored, "
+                f"{plural(count_changes(self.changes), 'verdict change')} after the first look>")
 
 
 def _monitor_claims(c: Mapping[str, Any], d: Mapping[str, Any], origin: str = "") -> list[Any] | str:
@@ -313,6 +315,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     groups = {str(g) for g in images.get("negative_group", pd.Series(dtype=object)).dropna() if str(g)}
     level = float(loc.spec.confidence_level)
     series, changes, drift_rows, rows = [], [], [], []
+    monitored: list[str] = []  # the source claims monitored (an operating point is one claim)
     drifted: set[str] = set()
     for c in doc["claims"]:
         d, origin = restate(c, cohort=site, present=present, primary_prompt=loc.primary_prompt,
@@ -349,17 +352,24 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         deciding = next((r for r in last if r["verdict"] != "holds"), last[0])
         row.update(local_estimate=deciding["estimate"], local_ci_low=deciding["ci_low"],
                    local_ci_high=deciding["ci_high"], verdict=_combined(last),
-                   reason=f"cumulative at {deciding['period']}: {deciding['method']}",
+                   reason=f"judged on the cumulative interval at {deciding['period']} "
+                          f"({deciding['method']})",
                    local_n_pos=deciding["n_pos"], local_n_neg=deciding["n_neg"],
                    criterion=deciding["criterion"], design=deciding["design"],
                    family=deciding["family"])
+        other = next((r for r in last if r is not deciding), None)
+        if other is not None:
+            # an operating point's second constraint, beside the one that decides (as port)
+            row.update(other_criterion=other["criterion"], other_estimate=other["estimate"],
+                       other_ci_low=other["ci_low"], other_ci_high=other["ci_high"])
+        monitored.append(str(c["id"]))
         if row["verdict"] == "unresolved":
             # port's plan sizes a one-look interval; these verdicts come from intervals
             # corrected for every look, whose width at a later look depends on how many come
             # before it, so a one-look count would promise too little
             row.update(plan_rule="not sized here: the monitored interval is corrected for "
                                  "repeated looks, so a one-look sample size would be too small; "
-                                 "`medaudit port` on the pooled periods sizes a single look")
+                                 "medaudit port on the pooled periods sizes a single look")
         rows.append(row)
     from medaudit.stats.drift import DRIFT_COLUMNS
     from medaudit.stats.monitor import CHANGE_COLUMNS, SERIES_COLUMNS
@@ -373,7 +383,8 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
                   "periods": order, "seed": None, "n_resamples": None,
                   "note": "no resampling for the claims: closed-form sequences and intervals (the "
                           "drift PSI p-values permute, from monitor.drift_seed)"},
-        "monitor": {"medaudit": __version__, "cohort": site, "correction": correction,
+        "monitor": {"medaudit": __version__, "cohort": site, "monitored_claims": monitored,
+                    "correction": correction,
                     "planned_looks": planned_looks,
                     "spending": spending if correction == "alpha_spending" else None,
                     "confidence_level": level, "period_column": period,

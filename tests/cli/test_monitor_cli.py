@@ -394,7 +394,7 @@ def test_an_unresolved_monitored_claim_says_why_it_is_not_sized(claims_file, tmp
     assert claims.loc["D05", "verdict"] == "unresolved"
     assert math.isnan(claims.loc["D05", "resolve_n_pos"])
     assert "corrected for repeated looks" in claims.loc["D05", "plan_rule"]
-    assert "`medaudit port` on the pooled periods sizes a single look" in (
+    assert "medaudit port on the pooled periods sizes a single look" in (
         out / "summary.md").read_text(encoding="utf-8")
 
 
@@ -415,3 +415,51 @@ def test_a_psi_pvalue_at_its_floor_reads_as_a_bound(monitored):
     assert (dr["ks_pvalue"] < 0.0005).sum() == ks.count("<0.001") > 0
     assert "0.000" not in ks
     assert (dr.loc[dr["psi_method"] == "asymptotic", "psi_n_resamples"] == 0).all()
+
+
+def test_a_closed_pipe_on_stdout_is_no_error_message(site, claims_file, tmp_path):  # noqa: F811
+    """``medaudit monitor ... | head``: the reader leaves before the summary lines; the command
+    stops quietly with SIGPIPE's status 141 (no 'medaudit: error: [Errno 32] Broken pipe'),
+    and the outputs, written before the summary is printed, are complete."""
+    import subprocess
+    import sys
+
+    d, _ = site
+    out = tmp_path / "mon"
+    p = subprocess.Popen([sys.executable, "-m", "medaudit", "monitor", str(claims_file),
+                          str(d / "site.yaml"), "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=300) == 141, err
+    assert "Broken pipe" not in err and "error" not in err
+    assert (out / "summary.md").is_file() and (out / "monitor__changes.csv").is_file()
+
+
+def test_an_operating_point_shows_both_constraints_and_counts_as_one_claim(monitored):
+    """D05 (Se >= 0.8 and Sp >= 0.7) is monitored as D05.Se and D05.Sp: its row shows the
+    deciding constraint and the other beside it (as port does), and the run counts it as one
+    monitored claim; a claim not computed locally shows the site's counts as the site's."""
+    claims = _csv(monitored, "claims").set_index("claim_id")
+    series = _csv(monitored, "series")
+    last = series[(series["scope"] == "cumulative") & (series["look"] == len(PERIODS))]
+    last = last.set_index("claim_id")
+    d05 = claims.loc["D05"]
+    decided, other = ("D05.Se", "D05.Sp") if d05["criterion"] == "sensitivity" else ("D05.Sp", "D05.Se")
+    assert d05["local_estimate"] == last.loc[decided, "estimate"]
+    assert d05["other_criterion"] == last.loc[other, "criterion"]
+    assert (d05["other_estimate"], d05["other_ci_low"], d05["other_ci_high"]) == tuple(
+        last.loc[other, ["estimate", "ci_low", "ci_high"]])
+    assert d05["reason"].startswith(f"judged on the cumulative interval at {PERIODS[-1]} (")
+    prov = json.loads((monitored / "monitor.json").read_text(encoding="utf-8"))["provenance"]
+    ids = {c.split(".")[0] for c in series["claim_id"]}
+    assert sorted(prov["monitor"]["monitored_claims"]) == sorted(ids)
+    md = (monitored / "summary.md").read_text(encoding="utf-8")
+    counts = next(ln for ln in md.splitlines() if ln.startswith(f"{len(claims)} source claims: "))
+    verdicts = claims["verdict"].value_counts()
+    for v, k in verdicts.items():  # "does not hold: 1", not "1 does not hold"
+        assert f"{v}: {k}" in counts
+    assert "(not computed; the site has " in md
+    page = (monitored / "report.html").read_text(encoding="utf-8")
+    assert "under repeated looks no one-look sample is given" in page
+    assert "drift PSI p-values by permutation" in page

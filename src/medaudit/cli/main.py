@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -320,6 +321,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 warnings.showwarning = _show_warning
             return int(args.func(args))
+    except BrokenPipeError:
+        # stdout's reader went away (`medaudit ... | head`): stop without a message, as Unix
+        # tools do, with SIGPIPE's status; stdout goes to devnull so that the interpreter's
+        # final flush does not fail again.  Outputs are written atomically, so whatever was
+        # cut short left nothing half-written
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except (MedauditError, OSError) as exc:
         # OSError covers FileExistsError/FileNotFoundError and also IsADirectoryError,
         # NotADirectoryError, PermissionError: user-path problems whose message names the path

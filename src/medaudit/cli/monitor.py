@@ -16,6 +16,7 @@ __all__ = ["register"]
 
 
 def _cmd_monitor(args: argparse.Namespace) -> int:
+    from medaudit._words import plural
     from medaudit.exceptions import MedauditError
     from medaudit.monitor import monitor
     from medaudit.stats.monitor import count_changes
@@ -30,9 +31,9 @@ def _cmd_monitor(args: argparse.Namespace) -> int:
     out = run.write(Path(args.out), overwrite=args.overwrite)
     if not args.quiet:
         print(f"wrote {out}/ ({len(run.claims)} source claims, "
-              f"{run.series['claim_id'].nunique() if len(run.series) else 0} monitored over "
-              f"{len(run.provenance['local']['periods'])} periods, {count_changes(run.changes)} "
-              "verdict changes after the first look)")
+              f"{len(run.provenance['monitor']['monitored_claims'])} monitored over "
+              f"{len(run.provenance['local']['periods'])} periods, "
+              f"{plural(count_changes(run.changes), 'verdict change')} after the first look)")
         for text in run.changes["text"]:
             print(f"  {text}")
     return 0

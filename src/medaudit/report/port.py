@@ -111,12 +111,28 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
             "E": _e_text(r), "changes": plain_text(r.get("changes")),
             "source": f"{_ci(r.get('source_estimate'), r.get('source_ci_low'), r.get('source_ci_high'))}"
                       f" ({plain_text(r.get('source_verdict'))}; {plain_text(r.get('source_cohort'))})",
-            "local": f"{_ci(r.get('local_estimate'), r.get('local_ci_low'), r.get('local_ci_high'))}"
-                     f" (n = {fmt.fmt_int(r.get('local_n_pos'))} + {fmt.fmt_int(r.get('local_n_neg'))}"
-                     f"; {plain_text(r.get('local_cohort'))})" + _other(r),
+            "local": _local_text(r),
             "verdict": plain_text(r.get("verdict")), "reason": plain_text(r.get("reason")),
             "to resolve": _resolve_text(r)})
     return pd.DataFrame(rows, columns=list(PORT_SHOWN))
+
+
+def _local_text(r: Mapping[str, Any]) -> str:
+    """The local estimate [CI] and its counts; where nothing was computed locally the
+    counts are the site's, and say so (they are not this claim's sample)."""
+    n = f"{fmt.fmt_int(r.get('local_n_pos'))} + {fmt.fmt_int(r.get('local_n_neg'))}"
+    if fmt.as_float(r.get("local_estimate")) is None:
+        return f"{fmt.MISSING} (not computed; the site has {n}; {plain_text(r.get('local_cohort'))})"
+    return (f"{_ci(r.get('local_estimate'), r.get('local_ci_low'), r.get('local_ci_high'))}"
+            f" (n = {n}; {plain_text(r.get('local_cohort'))})" + _other(r))
+
+
+def _verdict_meaning(verdict: str, meaning: str, monitored: bool) -> str:
+    """A verdict's legend; a monitor run sizes no sample for an unresolved claim."""
+    if monitored and verdict == "unresolved":
+        return meaning.replace("(the sample that would resolve it is given)",
+                               "(under repeated looks no one-look sample is given)")
+    return meaning
 
 
 def _counts(claims: pd.DataFrame) -> str:
@@ -124,7 +140,8 @@ def _counts(claims: pd.DataFrame) -> str:
         return "no claims"
     counts = claims["verdict"].value_counts()
     order = [v for v in SITE_VERDICTS if v in counts] + sorted(set(counts.index) - set(SITE_VERDICTS))
-    return ", ".join(f"{int(counts[v])} {v}" for v in order)
+    # "does not hold: 3", not "3 does not hold": a verdict is not a noun to count
+    return ", ".join(f"{v}: {int(counts[v])}" for v in order)
 
 
 def _simulated(provenance: Mapping[str, Any]) -> list[str]:
@@ -251,7 +268,9 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
            f'<h1><span class="brand">medaudit {kind}</span> {_esc(title)}</h1>',
            f'<p class="meta">{len(claims)} source claims · {_esc(_counts(claims))} · '
            + (f'seed {_esc(loc.get("seed"))} · B = {_esc(loc.get("n_resamples"))}'
-              if loc.get("n_resamples") is not None else "no resampling (closed-form intervals)")
+              if loc.get("n_resamples") is not None else
+              "claims by closed-form intervals; drift PSI p-values by permutation"
+              if monitor is not None else "no resampling (closed-form intervals)")
            + f' · medaudit {_esc(__version__)}</p></div>',
            '<nav aria-label="sections">' + " ".join(nav) + "</nav></header>"]
     if sims := _simulated(provenance):
@@ -261,12 +280,17 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
             f"<p>Each claim of the source audit <code>{_esc(src.get('name'))}</code> re-stated on the "
             f"local data (cohort <code>{_esc(loc.get('cohort'))}</code>) with the change explicit: "
             "cohort → the site; prevalence → the site's for prevalence-dependent metrics; source "
-            "thresholds carried as fixed numbers. For an unresolved claim, the local positives and "
-            "negatives that would resolve it at the observed effect.</p>",
+            "thresholds carried as fixed numbers. "
+            + ("An unresolved claim says why no local sample is sized: its interval is corrected "
+               "for repeated looks (a single look is sized by <code>medaudit port</code>).</p>"
+               if monitor is not None else
+               "For an unresolved claim, the local positives and negatives that would resolve it "
+               "at the observed effect.</p>"),
             _html_table(claims_view(claims), table_id="port-claims", cls="site-verdicts",
                         verdicts=True),
-            "<h3>Verdicts</h3><dl>" + "".join(f"<dt>{_esc(v)}</dt><dd>{_esc(m)}</dd>"
-                                              for v, m in SITE_VERDICTS.items()) + "</dl>",
+            "<h3>Verdicts</h3><dl>" + "".join(
+                f"<dt>{_esc(v)}</dt><dd>{_esc(_verdict_meaning(v, m, monitor is not None))}</dd>"
+                for v, m in SITE_VERDICTS.items()) + "</dl>",
             "</section>"]
     if monitor is not None:
         ch = monitor["changes"]
