@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
+
 from medaudit.cli.main import main
 from medaudit.io.claimsfile import seal_claims
 from tests.port._source import claims_file, local_spec, source_audit  # noqa: F401
@@ -38,6 +40,9 @@ def test_port_from_an_audit_folder(source_audit, local_spec, tmp_path, capsys): 
     assert main(["port", str(source_audit), str(local_spec), "--out", str(out)]) == 0
     said = capsys.readouterr().out
     assert "source claims:" in said and "report.html" in said
+    verdicts = pd.read_csv(out / "port__claims.csv")["verdict"].value_counts()
+    for v, k in verdicts.items():  # "holds: 2", not "2 holds"
+        assert f"{v}: {k}" in said.splitlines()[0]
     assert main(["port", str(source_audit), str(local_spec), "--out", str(out)]) == 2
     assert "exists" in _one_line(capsys)
 

@@ -29,7 +29,7 @@ def _cmd_port(args: argparse.Namespace) -> int:
     if not args.quiet:
         counts = res.claims["verdict"].value_counts()
         print(f"wrote {out}/ ({plural(len(res.claims), 'source claim')}: "
-              + ", ".join(f"{int(n)} {v}" for v, n in counts.items()) + ")\n"
+              + ", ".join(f"{v}: {int(n)}" for v, n in counts.items()) + ")\n"
               "  report.html        opens on the claims table with the site's verdicts\n"
               "  summary.md         the same, in Markdown\n"
               "  port__claims.csv   one row per source claim, full precision\n"
