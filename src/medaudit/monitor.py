@@ -349,9 +349,15 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
             drifted.add(col)
             drift_rows += [{"model": model, "prompt": prompt, **r} for r in dr.records()]
         last = [r for r in res.series if r["scope"] == "cumulative" and r["look"] == len(order)]
-        deciding = next((r for r in last if r["verdict"] != "holds"), last[0])
+        # the row shows the constraint that decides the verdict: of two that fail, the one
+        # whose verdict is the claim's (Se unresolved, Sp not holding: Sp), as port's rows do
+        verdict = _combined(last)
+        want = {"does not hold": "does not hold", "unresolved": "unresolved",
+                "not assessable here": "not assessable"}.get(verdict)
+        deciding = next((r for r in last if r["verdict"] == want), None) or next(
+            (r for r in last if r["verdict"] != "holds"), last[0])
         row.update(local_estimate=deciding["estimate"], local_ci_low=deciding["ci_low"],
-                   local_ci_high=deciding["ci_high"], verdict=_combined(last),
+                   local_ci_high=deciding["ci_high"], verdict=verdict,
                    reason=f"judged on the cumulative interval at {deciding['period']} "
                           f"({deciding['method']})",
                    local_n_pos=deciding["n_pos"], local_n_neg=deciding["n_neg"],

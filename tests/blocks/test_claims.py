@@ -175,6 +175,25 @@ def test_ranking_claim_every_adjacent_pair():
 
 
 # ----------------------------------------------------------------------------- operating points
+def test_operating_point_row_shows_the_constraint_that_fails_it():
+    """Se unresolved and Sp not holding: the claim does not hold because of Sp, so the row's
+    interval (and its claimed value) is Sp's, with Se beside it -- not the first that fails."""
+    first, ctx, _, _ = _rows([{"model": "a", "sensitivity_at_least": 0.6,
+                               "specificity_at_least": 0.55, "threshold": 0.5, "cohort": "site-1"}])
+    r0 = _at(first)
+    ci = {r0["criterion"]: (r0["estimate"], r0["ci_high"]),
+          r0["other_criterion"]: (r0["other_estimate"], r0["other_ci_high"])}
+    se_level = round(ci["sensitivity"][0], 6)  # inside Se's interval: unresolved
+    sp_level = round(min(0.999, ci["specificity"][1] + 0.05), 6)  # above Sp's: does not hold
+    t, _, _, _ = _rows([{"model": "a", "sensitivity_at_least": se_level,
+                         "specificity_at_least": sp_level, "threshold": 0.5, "cohort": "site-1"}])
+    r = _at(t)
+    assert r["verdict"] == "does not hold"
+    assert r["criterion"] == "specificity" and r["claim_value"] == sp_level
+    assert r["ci_high"] < sp_level
+    assert r["other_criterion"] == "sensitivity" and r["other_ci_low"] < se_level < r["other_ci_high"]
+
+
 def test_operating_point_at_a_fixed_threshold_is_judged_on_both_rates():
     t, ctx, spec, _ = _rows([{"model": "a", "sensitivity_at_least": 0.6, "specificity_at_least": 0.55,
                            "threshold": 0.5, "cohort": "site-1"}])

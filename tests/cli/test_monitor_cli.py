@@ -426,13 +426,18 @@ def test_a_closed_pipe_on_stdout_is_no_error_message(site, claims_file, tmp_path
 
     d, _ = site
     out = tmp_path / "mon"
+    import os
+
+    # stdout buffered, as it is for a user's pipe (PYTHONUNBUFFERED would hide the failure
+    # until the interpreter's exit flush)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     p = subprocess.Popen([sys.executable, "-m", "medaudit", "monitor", str(claims_file),
                           str(d / "site.yaml"), "--out", str(out)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     p.stdout.close()
     err = p.stderr.read().decode()
     assert p.wait(timeout=300) == 141, err
-    assert "Broken pipe" not in err and "error" not in err
+    assert "Broken pipe" not in err and "error" not in err and "Exception ignored" not in err
     assert (out / "summary.md").is_file() and (out / "monitor__changes.csv").is_file()
 
 
@@ -459,7 +464,38 @@ def test_an_operating_point_shows_both_constraints_and_counts_as_one_claim(monit
     verdicts = claims["verdict"].value_counts()
     for v, k in verdicts.items():  # "does not hold: 1", not "1 does not hold"
         assert f"{v}: {k}" in counts
-    assert "(not computed; the site has " in md
+    assert "(not computed; local data n = " in md
     page = (monitored / "report.html").read_text(encoding="utf-8")
     assert "under repeated looks no one-look sample is given" in page
-    assert "drift PSI p-values by permutation" in page
+    assert "drift PSI p-values by permutation or chi-square" in page
+
+
+def test_the_change_count_survives_a_round_trip_through_csv(monitored):
+    """Read back, 'no verdict before' is NaN (default NA handling) or '' (as text): neither
+    counts as a change, as records or as a frame."""
+    from medaudit.stats.monitor import count_changes
+
+    path = monitored / "monitor__changes.csv"
+    as_nan = pd.read_csv(path)
+    as_text = pd.read_csv(path, dtype=str, keep_default_na=False)
+    k = int(as_nan["verdict_before"].notna().sum())
+    assert 0 < k < len(as_nan)
+    for t in (as_nan, as_text):
+        assert count_changes(t) == count_changes(t.to_dict("records")) == k
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_an_error(monkeypatch, capsys):
+    """Only a closed stdout is the quiet exit 141; a BrokenPipeError from anything else (a
+    worker's pipe, a FIFO) is one error line, status 2."""
+    import argparse
+
+    import medaudit.cli.main as cli
+
+    def parser():
+        p = argparse.ArgumentParser()
+        p.set_defaults(func=lambda args: (_ for _ in ()).throw(BrokenPipeError(32, "Broken pipe")))
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    assert cli.main([]) == 2
+    assert capsys.readouterr().err.startswith("medaudit: error: [Errno 32] Broken pipe")

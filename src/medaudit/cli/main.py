@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import logging
 import os
 import sys
@@ -305,6 +306,23 @@ def _show_warning(message: Any, category: type, filename: str, lineno: int, file
     print(f"medaudit: warning: {one_line(str(message), limit=2000)}", file=sys.stderr, flush=True)
 
 
+def _stdout_closed() -> bool:
+    """Whether stdout's reader has gone; if so stdout is pointed at devnull, so that the
+    interpreter's final flush does not fail again (where stdout is a real file)."""
+    try:
+        sys.stdout.flush()
+        return False
+    except BrokenPipeError:
+        pass
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # stdout is not a file descriptor (a notebook, pytest's capture)
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 2 bad input, 130 interrupted).
 
@@ -320,14 +338,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 warnings.simplefilter("ignore")
             else:
                 warnings.showwarning = _show_warning
-            return int(args.func(args))
-    except BrokenPipeError:
+            code = int(args.func(args))
+        # a piped stdout is buffered: flush here, where a reader that went away is seen,
+        # not in the interpreter's exit (which would say "Exception ignored ...", status 120)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError as exc:
+        if not _stdout_closed():  # another pipe (a worker's, a FIFO): an error like any other
+            from medaudit.io.messages import one_line
+
+            print(f"medaudit: error: {one_line(str(exc), limit=4000)}", file=sys.stderr)
+            return 2
         # stdout's reader went away (`medaudit ... | head`): stop without a message, as Unix
-        # tools do, with SIGPIPE's status; stdout goes to devnull so that the interpreter's
-        # final flush does not fail again.  Outputs are written atomically, so whatever was
+        # tools do, with SIGPIPE's status.  Outputs are written atomically, so whatever was
         # cut short left nothing half-written
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
         return 141
     except (MedauditError, OSError) as exc:
         # OSError covers FileExistsError/FileNotFoundError and also IsADirectoryError,

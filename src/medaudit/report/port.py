@@ -119,10 +119,10 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
 
 def _local_text(r: Mapping[str, Any]) -> str:
     """The local estimate [CI] and its counts; where nothing was computed locally the
-    counts are the site's, and say so (they are not this claim's sample)."""
+    counts are those of the local data, and say so (no estimate stands on them)."""
     n = f"{fmt.fmt_int(r.get('local_n_pos'))} + {fmt.fmt_int(r.get('local_n_neg'))}"
     if fmt.as_float(r.get("local_estimate")) is None:
-        return f"{fmt.MISSING} (not computed; the site has {n}; {plain_text(r.get('local_cohort'))})"
+        return f"{fmt.MISSING} (not computed; local data n = {n}; {plain_text(r.get('local_cohort'))})"
     return (f"{_ci(r.get('local_estimate'), r.get('local_ci_low'), r.get('local_ci_high'))}"
             f" (n = {n}; {plain_text(r.get('local_cohort'))})" + _other(r))
 
@@ -269,7 +269,7 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
            f'<p class="meta">{len(claims)} source claims · {_esc(_counts(claims))} · '
            + (f'seed {_esc(loc.get("seed"))} · B = {_esc(loc.get("n_resamples"))}'
               if loc.get("n_resamples") is not None else
-              "claims by closed-form intervals; drift PSI p-values by permutation"
+              "claims by closed-form intervals; drift PSI p-values by permutation or chi-square"
               if monitor is not None else "no resampling (closed-form intervals)")
            + f' · medaudit {_esc(__version__)}</p></div>',
            '<nav aria-label="sections">' + " ".join(nav) + "</nav></header>"]

@@ -280,9 +280,10 @@ def count_changes(records: Any) -> int:
     """How many entries of a change log (records or a DataFrame with ``verdict_before``)
     change a verdict: the first verdict of each claim x scope starts the log and has no
     verdict before it."""
-    if hasattr(records, "columns"):
-        return int(records["verdict_before"].notna().sum()) if len(records) else 0
-    return sum(r.get("verdict_before") is not None for r in records)
+    rows = records.to_dict("records") if hasattr(records, "columns") else records
+    # "no verdict before" is None as logged, NaN or "" once the log has been through a CSV
+    return sum(not (v is None or v == "" or (isinstance(v, float) and math.isnan(v)))
+               for v in (r.get("verdict_before") for r in rows))
 
 
 def _event(before: str | None, after: str) -> str:
