@@ -152,14 +152,21 @@ class MonitorRun:
             (tmp / "report.html").write_text(page, encoding="utf-8")
         return Path(directory)
 
-    def __repr__(self) -> str:
+    @property
+    def headline(self) -> str:
+        """``11 source claims, 3 monitored over 6 periods, 4 verdict changes after the first
+        look`` (the repr and the command's last line)."""
         from medaudit._words import plural
         from medaudit.stats.monitor import count_changes
 
-        return (f"<medaudit MonitorRun: {len(self.claims)} source claims, "
-                f"{len((self.provenance.get('monitor') or {}).get('monitored_claims') or ())} "
-                "monitored, "
-                f"{plural(count_changes(self.changes), 'verdict change')} after the first look>")
+        monitored = (self.provenance.get("monitor") or {}).get("monitored_claims") or ()
+        periods = (self.provenance.get("local") or {}).get("periods") or ()
+        return (f"{plural(len(self.claims), 'source claim')}, {len(monitored)} monitored over "
+                f"{plural(len(periods), 'period')}, "
+                f"{plural(count_changes(self.changes), 'verdict change')} after the first look")
+
+    def __repr__(self) -> str:
+        return f"<medaudit MonitorRun: {self.headline}>"
 
 
 def _monitor_claims(c: Mapping[str, Any], d: Mapping[str, Any], origin: str = "") -> list[Any] | str:
@@ -248,6 +255,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     """
     from medaudit import __version__
     from medaudit.audit.context import spec_inputs
+    from medaudit.blocks.claimkit import deciding_part
     from medaudit.blocks.context import cell_rng
     from medaudit.exceptions import MedauditError
     from medaudit.io.claimsfile import read_claims_source
@@ -349,13 +357,10 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
             drifted.add(col)
             drift_rows += [{"model": model, "prompt": prompt, **r} for r in dr.records()]
         last = [r for r in res.series if r["scope"] == "cumulative" and r["look"] == len(order)]
-        # the row shows the constraint that decides the verdict: of two that fail, the one
-        # whose verdict is the claim's (Se unresolved, Sp not holding: Sp), as port's rows do
+        # the row shows the constraint that decides the verdict, as the claims table does
         verdict = _combined(last)
-        want = {"does not hold": "does not hold", "unresolved": "unresolved",
-                "not assessable here": "not assessable"}.get(verdict)
-        deciding = next((r for r in last if r["verdict"] == want), None) or next(
-            (r for r in last if r["verdict"] != "holds"), last[0])
+        part = "not assessable" if verdict == "not assessable here" else verdict
+        deciding = last[deciding_part([r["verdict"] for r in last], part)]
         row.update(local_estimate=deciding["estimate"], local_ci_low=deciding["ci_low"],
                    local_ci_high=deciding["ci_high"], verdict=verdict,
                    reason=f"judged on the cumulative interval at {deciding['period']} "

@@ -499,3 +499,20 @@ def test_a_broken_pipe_that_is_not_stdout_is_an_error(monkeypatch, capsys):
     monkeypatch.setattr(cli, "build_parser", parser)
     assert cli.main([]) == 2
     assert capsys.readouterr().err.startswith("medaudit: error: [Errno 32] Broken pipe")
+
+
+def test_the_headline_is_the_repr_and_the_last_line(site, claims_file, tmp_path, capsys):  # noqa: F811
+    """One headline: source claims, monitored claims (an operating point once), periods and
+    the changes after the first look, read here from the written tables."""
+    from medaudit.monitor import monitor
+
+    d, _ = site
+    run = monitor(claims_file, spec=d / "site.yaml")
+    ch = run.changes
+    k = int(ch["verdict_before"].notna().sum())
+    ids = {c.split(".")[0] for c in run.series["claim_id"]}
+    want = (f"{len(run.claims)} source claims, {len(ids)} monitored over {len(PERIODS)} periods, "
+            f"{k} verdict change{'s' if k != 1 else ''} after the first look")
+    assert run.headline == want and repr(run) == f"<medaudit MonitorRun: {want}>"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(tmp_path / "m")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"wrote {tmp_path / 'm'}/ ({want})"

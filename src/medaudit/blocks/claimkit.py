@@ -149,6 +149,25 @@ def verdict_level(est: float, lo: float, hi: float, level: float) -> str:
     return "unresolved"
 
 
+def deciding_part(verdicts: Sequence[str], verdict: str | None, *,
+                  met: Sequence[str] = ("holds",)) -> int:
+    """Which part of a claim with several constraints its row shows (the others beside it).
+
+    The first part whose verdict is the claim's (Se unresolved and Sp not holding: the claim
+    does not hold because of Sp, so Sp); else the first part not met; else the first.  So the
+    interval, the claimed value and the counts on the row are those that decide it.  A claim
+    that holds (``verdict`` in ``met`` or None) shows its first part.
+
+    >>> deciding_part(["unresolved", "does not hold"], "does not hold")
+    1
+    >>> deciding_part(["holds", "unresolved"], "unresolved"), deciding_part(["holds", "holds"], "holds")
+    (1, 0)
+    """
+    if verdict is not None and verdict not in met and verdict in verdicts:
+        return list(verdicts).index(verdict)
+    return next((i for i, v in enumerate(verdicts) if v not in met), 0)
+
+
 def verdict_at_most(est: float, lo: float, hi: float, level: float) -> str:
     """Verdict for a claim that a metric is at most ``level`` (ECE <= 0.05)."""
     if any(math.isnan(x) for x in (est, lo, hi)):

@@ -1060,12 +1060,8 @@ def _judge_operating_point(claim: OperatingPointClaim, ev: _Eval, cell: Any, res
                          "construction (not counted)")
     # the row shows the constraint that decides the verdict (the other beside it), so that
     # the interval, the claimed value and the counts of an unresolved claim belong together
-    # (of two that fail, the one whose verdict is the claim's: Se unresolved and Sp not
-    # holding shows Sp, since it is why the claim does not hold)
-    deciding = next((x for x in judged if x[3] == verdict), None) if verdict not in (
-        "holds", "by construction") else None
-    deciding = deciding or next((x for x in judged if x[3] not in ("holds", "by construction")),
-                                judged[0])
+    deciding = judged[ck.deciding_part([x[3] for x in judged], verdict,
+                                       met=("holds", "by construction"))]
     first = deciding
     second = next((x for x in judged if x is not deciding), None)
     crit = first[0] if t is not None else f"sensitivity_at_specificity[min_specificity=" \

@@ -16,10 +16,8 @@ __all__ = ["register"]
 
 
 def _cmd_monitor(args: argparse.Namespace) -> int:
-    from medaudit._words import plural
     from medaudit.exceptions import MedauditError
     from medaudit.monitor import monitor
-    from medaudit.stats.monitor import count_changes
 
     if args.planned_looks is not None and args.planned_looks < 1:
         raise MedauditError(f"--planned-looks must be a positive integer; got {args.planned_looks}.")
@@ -30,10 +28,7 @@ def _cmd_monitor(args: argparse.Namespace) -> int:
                   spending=args.spending, cohort=args.cohort, **options)
     out = run.write(Path(args.out), overwrite=args.overwrite)
     if not args.quiet:
-        print(f"wrote {out}/ ({len(run.claims)} source claims, "
-              f"{len(run.provenance['monitor']['monitored_claims'])} monitored over "
-              f"{len(run.provenance['local']['periods'])} periods, "
-              f"{plural(count_changes(run.changes), 'verdict change')} after the first look)")
+        print(f"wrote {out}/ ({run.headline})")
         for text in run.changes["text"]:
             print(f"  {text}")
     return 0

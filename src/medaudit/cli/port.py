@@ -19,6 +19,7 @@ def _cmd_port(args: argparse.Namespace) -> int:
     from medaudit._words import plural
     from medaudit.blocks.planning import check_plan_power
     from medaudit.port import port
+    from medaudit.report.port import verdict_counts
 
     check_plan_power(args.power, name="--power")
     options = {k: v for k, v in (("seed", args.seed), ("n_resamples", args.n_resamples)) if v is not None}
@@ -27,9 +28,8 @@ def _cmd_port(args: argparse.Namespace) -> int:
                **options)
     out = res.write(Path(args.out), overwrite=args.overwrite)
     if not args.quiet:
-        counts = res.claims["verdict"].value_counts()
         print(f"wrote {out}/ ({plural(len(res.claims), 'source claim')}: "
-              + ", ".join(f"{v}: {int(n)}" for v, n in counts.items()) + ")\n"
+              f"{verdict_counts(res.claims)})\n"
               "  report.html        opens on the claims table with the site's verdicts\n"
               "  summary.md         the same, in Markdown\n"
               "  port__claims.csv   one row per source claim, full precision\n"

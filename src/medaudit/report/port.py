@@ -31,7 +31,8 @@ from medaudit.report._common import plain_text, simulations
 from medaudit.report._types import RenderedFigure
 from medaudit.stats.monitor import count_changes
 
-__all__ = ["port_summary", "port_page", "claims_view", "monitor_figure", "PORT_SHOWN"]
+__all__ = ["port_summary", "port_page", "claims_view", "monitor_figure", "verdict_counts",
+           "PORT_SHOWN"]
 
 #: verdict -> css class of its badge (report.css)
 _CSS = {"holds": "v-holds", "does not hold": "v-fails", "reversed": "v-reversed",
@@ -127,15 +128,15 @@ def _local_text(r: Mapping[str, Any]) -> str:
             f" (n = {n}; {plain_text(r.get('local_cohort'))})" + _other(r))
 
 
-def _verdict_meaning(verdict: str, meaning: str, monitored: bool) -> str:
-    """A verdict's legend; a monitor run sizes no sample for an unresolved claim."""
-    if monitored and verdict == "unresolved":
-        return meaning.replace("(the sample that would resolve it is given)",
-                               "(under repeated looks no one-look sample is given)")
-    return meaning
+#: the verdicts whose legend differs on a monitor page (no one-look sample is sized there)
+_MONITOR_VERDICTS = {
+    "unresolved": "the local interval spans the claimed level: more local cases would tell "
+                  "(under repeated looks no one-look sample is given)"}
 
 
-def _counts(claims: pd.DataFrame) -> str:
+def verdict_counts(claims: pd.DataFrame) -> str:
+    """``holds: 2, does not hold: 1`` in :data:`SITE_VERDICTS` order (the page, summary.md
+    and the commands' last lines)."""
     if claims.empty:
         return "no claims"
     counts = claims["verdict"].value_counts()
@@ -189,8 +190,8 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
         lines += ["> **Simulated data.** " + "; ".join(sims) + ". No real model or patient is "
                   "involved.", ""]
     lines += ["## The source's claims at this site", "",
-              f"{plural(len(claims), 'source claim')}: {_counts(claims)}. Each claim re-stated on the local "
-              "data with the change explicit (cohort → the site; π → the site's, for "
+              f"{plural(len(claims), 'source claim')}: {verdict_counts(claims)}. Each claim "
+              "re-stated on the local data with the change explicit (cohort → the site; π → the site's, for "
               "prevalence-dependent metrics; thresholds carried as fixed numbers).", ""]
     lines += fmt.md_table(claims_view(claims))
     if monitor is not None:
@@ -266,7 +267,7 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
            "<style>", _css(), _EXTRA_CSS, "</style>", "</head>", "<body>",
            '<header class="top"><div class="title">',
            f'<h1><span class="brand">medaudit {kind}</span> {_esc(title)}</h1>',
-           f'<p class="meta">{len(claims)} source claims · {_esc(_counts(claims))} · '
+           f'<p class="meta">{len(claims)} source claims · {_esc(verdict_counts(claims))} · '
            + (f'seed {_esc(loc.get("seed"))} · B = {_esc(loc.get("n_resamples"))}'
               if loc.get("n_resamples") is not None else
               "claims by closed-form intervals; drift PSI p-values by permutation or chi-square"
@@ -289,8 +290,9 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
             _html_table(claims_view(claims), table_id="port-claims", cls="site-verdicts",
                         verdicts=True),
             "<h3>Verdicts</h3><dl>" + "".join(
-                f"<dt>{_esc(v)}</dt><dd>{_esc(_verdict_meaning(v, m, monitor is not None))}</dd>"
-                for v, m in SITE_VERDICTS.items()) + "</dl>",
+                f"<dt>{_esc(v)}</dt><dd>{_esc(m)}</dd>" for v, m in (
+                    {**SITE_VERDICTS, **_MONITOR_VERDICTS} if monitor is not None
+                    else SITE_VERDICTS).items()) + "</dl>",
             "</section>"]
     if monitor is not None:
         ch = monitor["changes"]
