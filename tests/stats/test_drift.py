@@ -164,6 +164,27 @@ def test_score_drift_rows_match_the_functions():
     assert march["all"]["n"] == 400 and march["negatives"]["n"] + march["positives"]["n"] == 350
 
 
+def test_score_drift_reference_rows_give_d_but_no_p_value():
+    # a reference period is part of the reference it is compared with, so neither KS nor
+    # PSI tests anything there (docs/claims-file.md: "Reference rows get no p-value")
+    per, y, s = _stream()
+    r = score_drift(per, s, y_true=y, reference=["2026-01", "2026-02"], n_bins=10, rng=0)
+    ref = np.isin(per, ["2026-01", "2026-02"])
+    for row in r.rows:
+        here = per == row["period"]
+        mask = {"all": np.ones(s.size, bool), "positives": y == 1, "negatives": y == 0}[row["subset"]]
+        ks = ks_drift(s[ref & mask], s[here & mask])
+        assert row["ks_statistic"] == ks.statistic
+        if row["period"] == "2026-03":
+            assert row["status"] != "reference"
+            assert row["ks_pvalue"] == ks.pvalue and row["ks_method"] == ks.method
+            assert not np.isnan(row["psi_pvalue"])
+        else:
+            assert row["status"] == "reference" and ks.statistic > 0
+            assert np.isnan(row["ks_pvalue"]) and np.isnan(row["psi_pvalue"])
+            assert "part of the reference" in row["ks_method"]
+
+
 def test_score_drift_without_labels_and_with_declared_order():
     per = ["b", "b", "a", "a", "c"]
     r = score_drift(per, [1, 2, 3, 4, 5], periods=["b", "a", "c"], n_bins=2)

@@ -545,7 +545,7 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
     DriftResult
         Rows with :data:`DRIFT_COLUMNS`; a subset empty in the period or the reference has
         nan statistics and ``status`` saying which.  Reference periods are compared with the
-        reference too (their rows are not evidence of stability, and get no PSI p-value).
+        reference too (their rows are not evidence of stability, and get no KS or PSI p-value).
         ``psi_band`` reads the value alone; ``psi_reading`` is the band where the shift is
         beyond chance (``psi_pvalue < alpha``), else "within chance at this size";
         ``psi_critical`` is the PSI that samples of these sizes exceed by chance with
@@ -616,7 +616,12 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
                 ps = population_stability_index(ref, cur, n_bins=n_bins, min_fraction=min_fraction,
                                                 n_resamples=0 if is_ref else n_resamples,
                                                 alpha=alpha, method=method, rng=stream)
-                row.update(ks_statistic=ks.statistic, ks_pvalue=ks.pvalue, ks_method=ks.method,
+                # a reference period is part of the sample it is compared with: D says how far
+                # it sits from the pooled reference, but no p-value tests that (as for PSI)
+                ks_p, ks_how = ((math.nan, "two-sample Kolmogorov-Smirnov D only: this period is "
+                                 "part of the reference, so no p-value") if is_ref
+                                else (ks.pvalue, ks.method))
+                row.update(ks_statistic=ks.statistic, ks_pvalue=ks_p, ks_method=ks_how,
                            psi=ps.psi, psi_band=ps.band, psi_pvalue=ps.pvalue,
                            psi_critical=ps.critical, psi_reading="" if is_ref else ps.reading,
                            psi_method=ps.method, psi_n_resamples=ps.n_resamples,
