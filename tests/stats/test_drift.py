@@ -125,6 +125,34 @@ def test_ks_says_when_scipy_falls_back_to_the_asymptotic_p_value():
 
 def test_psi_edges_merge_ties():
     assert psi_edges([1, 1, 1, 2], n_bins=4).tolist() == [1.0, 1.25]
+    # a value holding several quantiles gets its own bin: an edge at the next value above it
+    assert psi_edges([0] * 19 + [1], n_bins=10).tolist() == [0.0, 1.0]
+    assert psi_edges([0] * 12 + [1, 2, 3, 4, 5, 6, 7, 8], n_bins=4).tolist() == [0.0, 1.0, 3.25]
+    # one quantile on a tied value is ordinary quantile binning: nothing added
+    assert psi_edges([0] * 9 + list(range(1, 12)), n_bins=4).tolist() == [0.0, 1.5, 6.25]
+    # ... unless a quantile edge already comes first, or nothing lies above it
+    assert psi_edges([1, 1, 1, 2], n_bins=4).tolist() == [1.0, 1.25]
+    assert psi_edges([0] * 5 + [1] * 95, n_bins=10).tolist() == [1.0]  # [1, inf) holds the tie
+    assert psi_edges([3.0] * 10, n_bins=10).tolist() == [3.0]
+
+
+def test_psi_sees_a_shift_off_a_tied_minimum():
+    # 95 % zeros becoming 50 %: the tied zeros have their own bin [0, 1), so PSI is the
+    # definition's (0.5 - 0.95) log(0.5 / 0.95) + (0.5 - 0.05) log(0.5 / 0.05), as with
+    # the edge declared by hand; before, every value fell in [0, inf) and PSI read 0
+    ref, cur = np.r_[np.zeros(950), np.ones(50)], np.r_[np.zeros(500), np.ones(500)]
+    r = population_stability_index(ref, cur, rng=0)
+    want = (0.5 - 0.95) * math.log(0.5 / 0.95) + (0.5 - 0.05) * math.log(0.5 / 0.05)
+    assert r.psi == pytest.approx(want, rel=1e-12) and r.band == "major shift"
+    assert r.psi == pytest.approx(population_stability_index(ref, cur, edges=[0.5], n_resamples=0).psi)
+    assert r.pvalue == 1 / 1000 and r.reading == "major shift"
+    # a continuous tail above a tied 0 is binned at its quantiles, the zeros alone
+    rng = np.random.default_rng(4)
+    ref = np.r_[np.zeros(920), rng.random(80)]
+    e = psi_edges(ref)
+    assert e[0] == 0.0 and e[1] == np.sort(ref)[920] and e.size == 2
+    shifted = population_stability_index(ref, np.r_[np.zeros(300), rng.random(700)], rng=0)
+    assert shifted.band == "major shift" and shifted.pvalue == 1 / 1000
     with pytest.raises(MedauditError, match="n_bins must be an integer of at least 2"):
         psi_edges([1, 2], n_bins=1)
 
@@ -253,6 +281,8 @@ def test_psi_null_is_the_psi_of_each_materialised_split(seed, declared):
 
     rng = np.random.default_rng(seed)
     ref, cur = np.round(rng.beta(2, 5, 60), 2), np.round(rng.beta(2.5, 5, 45), 2)
+    if seed == 2:  # a tied minimum holding several deciles: a bin of its own in each split
+        ref[:40], cur[:15] = 0.0, 0.0
     xs = np.sort(np.r_[ref, cur])
     edges = np.array([0.1, 0.2, 0.35, 0.5]) if declared else None
     masks = _permutation_masks(np.random.default_rng(seed), 50, ref.size, cur.size)
@@ -430,17 +460,20 @@ def test_score_drift_refuses_an_empty_or_repeated_reference():
             score_drift(["a", "b"], [0.1, 0.2], reference=ref)
 
 
+@pytest.mark.parametrize("zeros", [0, 250])
 @pytest.mark.parametrize("few_are_reference", [False, True])
 @pytest.mark.parametrize("declared", [False, True])
 def test_the_sparse_null_of_uneven_sizes_is_the_psi_of_each_materialised_split(few_are_reference,
-                                                                               declared):
+                                                                               declared, zeros):
     # a small sample against a large one: the splits drawn as the small sample's positions,
     # against the statistic on the two samples each split materialises; rounded scores put
     # ties on the edges
     from medaudit.stats.drift import _linear_edges, _psi_null_sparse
 
     rng = np.random.default_rng(31)
-    xs = np.sort(np.round(rng.beta(2, 5, 400), 2))
+    xs = np.round(rng.beta(2, 5, 400), 2)
+    xs[:zeros] = 0.0  # a tied minimum holding several deciles of most splits
+    xs = np.sort(xs)
     n_few = 37
     n_ref = n_few if few_are_reference else xs.size - n_few
     few = np.sort(np.stack([rng.choice(xs.size, n_few, replace=False) for _ in range(60)]), axis=1)

@@ -138,16 +138,52 @@ def _check_bins(n_bins: int) -> None:
 def psi_edges(reference: ArrayLike, *, n_bins: int = 10) -> NDArray[np.float64]:
     """Interior bin edges at the reference's ``k / n_bins`` quantiles (numpy "linear"), ties merged.
 
+    A value on which several quantiles fall (a tied score holding more than ``1 / n_bins``
+    of the reference, e.g. 0.0 for 95 % of it) gets a bin of its own: an edge is added at
+    the next reference value above it, unless an edge already comes first.  Bins are
+    ``[e_{i-1}, e_i)``, so without that edge the tied value would share its bin with every
+    value up to the next quantile above it, or with all of them, and PSI could not see a
+    shift between the tied value and the rest (95 % zeros becoming 50 % would read 0).
+
     Examples
     --------
     >>> psi_edges(np.arange(1, 11), n_bins=2).tolist()
     [5.5]
     >>> psi_edges([1, 1, 1, 2], n_bins=4).tolist()  # tied quantiles make one edge
     [1.0, 1.25]
+    >>> psi_edges([0] * 19 + [1], n_bins=10).tolist()  # 0 gets its bin [0, 1)
+    [0.0, 1.0]
     """
     ref = as_1d_float(reference, name="reference")
     _check_bins(n_bins)
-    return np.unique(np.quantile(ref, np.arange(1, n_bins) / n_bins))
+    ref_sorted = np.sort(ref)
+    cuts = np.quantile(ref_sorted, np.arange(1, n_bins) / n_bins)[None, :]
+
+    def next_above(v):
+        at = np.searchsorted(ref_sorted, v, side="right")
+        return np.where(at < ref_sorted.size, ref_sorted[np.minimum(at, ref_sorted.size - 1)], np.inf)
+
+    return np.unique(_isolate_ties(cuts, next_above))
+
+
+def _isolate_ties(cuts: NDArray[np.float64], next_above) -> NDArray[np.float64]:
+    """Each row of sorted quantile ``cuts`` (k, m) with, for every value on which two or more
+    cuts fall, an edge at ``next_above(cuts)`` (the next reference value above it, +inf for
+    none) where that comes before the next higher cut: (k, 2m), sorted, duplicates kept
+    (a repeated edge makes a bin empty in both samples, which adds ``0 * log 1``)."""
+    m = cuts.shape[1]
+    if m < 2:
+        return cuts
+    tied = np.zeros(cuts.shape, dtype=bool)
+    same = cuts[:, 1:] == cuts[:, :-1]
+    tied[:, 1:] |= same
+    tied[:, :-1] |= same
+    higher = np.full(cuts.shape, np.inf)  # the next cut above each cut's value
+    for j in range(m - 2, -1, -1):
+        higher[:, j] = np.where(cuts[:, j + 1] > cuts[:, j], cuts[:, j + 1], higher[:, j + 1])
+    nxt = next_above(cuts)
+    extra = np.where(tied & (nxt < higher), nxt, cuts)
+    return np.sort(np.concatenate([cuts, extra], axis=1), axis=1)
 
 
 def _band(psi: float) -> str:
@@ -189,18 +225,27 @@ def _psi_null(xs: NDArray[np.float64], masks: NDArray[np.bool_], n_ref: int, flo
     pooled order without a per-split sort: the pooled values below it (one
     ``searchsorted`` for every edge of the batch) less the reference values among them (a
     cumulative count of the mask).  Tied edges give bins empty in both samples, which add
-    ``0 * log 1``: merging them, as :func:`psi_edges` does, changes nothing.
+    ``0 * log 1``: merging them, as :func:`psi_edges` does, changes nothing; a value on
+    which several quantiles of a split fall gets its bin, as there (:func:`_isolate_ties`).
     """
     k, n_pool = masks.shape
     n_cur = n_pool - n_ref
+    ref_cum = np.zeros((k, n_pool + 1), dtype=np.int32)
+    np.cumsum(masks, axis=1, dtype=np.int32, out=ref_cum[:, 1:])
     if edges is None:
         ref_sorted = np.broadcast_to(xs, masks.shape)[masks].reshape(k, n_ref)
         cuts = np.quantile(ref_sorted, np.arange(1, n_bins) / n_bins, axis=1).T  # (k, n_bins - 1)
+
+        def next_above(v):  # the split's reference values up to v, then the one after them
+            upto = np.searchsorted(xs, v.ravel(), side="right").reshape(v.shape)
+            at = np.take_along_axis(ref_cum, upto, axis=1)
+            got = np.take_along_axis(ref_sorted, np.minimum(at, n_ref - 1), axis=1)
+            return np.where(at < n_ref, got, np.inf)
+
+        cuts = _isolate_ties(cuts, next_above)
     else:
         cuts = np.broadcast_to(edges, (k, edges.size))
     below_pool = np.searchsorted(xs, cuts.ravel(), side="left").reshape(cuts.shape)
-    ref_cum = np.zeros((k, n_pool + 1), dtype=np.int32)
-    np.cumsum(masks, axis=1, dtype=np.int32, out=ref_cum[:, 1:])
     below_ref = np.take_along_axis(ref_cum, below_pool, axis=1)
     return _psi_below(below_ref, below_pool - below_ref, n_ref, n_cur, floor)
 
@@ -240,22 +285,34 @@ def _psi_null_sparse(xs: NDArray[np.float64], few: NDArray[np.int64], n_ref: int
     n_cur = n_pool - n_ref
     rows = np.arange(k)[:, None]
     span = n_pool + 1  # integers of one row never reach the next row's offset
+    few_keys = (few + rows * span).ravel()
+
+    def few_below(pos):  # per row, the few positions below pooled positions pos (k, m)
+        return (np.searchsorted(few_keys, (pos + rows * span).ravel(), side="left").reshape(pos.shape)
+                - rows * n_few)
+
     if edges is None:
         if few_are_reference:
-            def sorted_at(t):
-                return xs[few[:, t]]
+            def sorted_at(t):  # t: (m,) order statistics of every row, or (k, m) per row
+                return xs[few[:, t]] if t.ndim == 1 else xs[np.take_along_axis(few, t, axis=1)]
         else:
             gaps = (few - np.arange(n_few)) + rows * span  # non-decreasing within, across rows
 
             def sorted_at(t):
-                pos = t + np.searchsorted(gaps.ravel(), t + rows * span, side="right") - rows * n_few
-                return xs[pos]
-        cuts = _linear_edges(sorted_at, n_ref, n_bins)
+                pos = t + np.searchsorted(gaps.ravel(), (t + rows * span).ravel(),
+                                          side="right").reshape(np.broadcast(t, rows).shape)
+                return xs[pos - rows * n_few]
+
+        def next_above(v):  # the split's reference values up to v, then the one after them
+            upto = np.searchsorted(xs, v.ravel(), side="right").reshape(v.shape)
+            at = few_below(upto) if few_are_reference else upto - few_below(upto)
+            return np.where(at < n_ref, sorted_at(np.minimum(at, n_ref - 1)), np.inf)
+
+        cuts = _isolate_ties(_linear_edges(sorted_at, n_ref, n_bins), next_above)
     else:
         cuts = np.broadcast_to(edges, (k, edges.size))
     below_pool = np.searchsorted(xs, cuts.ravel(), side="left").reshape(cuts.shape)
-    below_few = (np.searchsorted((few + rows * span).ravel(), (below_pool + rows * span).ravel(),
-                                 side="left").reshape(cuts.shape) - rows * n_few)
+    below_few = few_below(below_pool)
     below_ref, below_cur = (below_few, below_pool - below_few) if few_are_reference else (
         below_pool - below_few, below_few)
     return _psi_below(below_ref, below_cur, n_ref, n_cur, floor)
@@ -632,7 +689,8 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
             rows.append(row)
     return DriftResult(rows=tuple(rows), periods=tuple(order), reference=tuple(ref_periods),
                        options={"n_bins": n_bins, "min_fraction": min_fraction,
-                                "bins": "reference quantiles k/n_bins (numpy linear), ties merged",
+                                "bins": "reference quantiles k/n_bins (numpy linear), ties merged; a value "
+                                        "holding several quantiles gets its own bin",
                                 "psi_test": f"{method}: permutation ({n_resamples} splits of the pooled "
                                             "scores, rebinned per split), or the chi-square "
                                             "approximation where every bin expects "
