@@ -254,12 +254,22 @@ def check_batch(batch: int | None, *, name: str = "batch") -> int | None:
     return int(batch)
 
 
+def _same_state(a: Any, b: Any) -> bool:
+    """Two bit-generator states (dicts of ints, text and arrays) equal, arrays by value."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return bool(a == b)
+
+
 def as_generator(rng: RNGLike) -> tuple[np.random.Generator, dict[str, Any]]:
     """Normalise ``rng`` (SPEC 7) and describe how to reproduce it.
 
     Returns the generator and a provenance record: the integer seed when one was
     given, otherwise the entropy (and spawn key) of the generator's seed sequence.
-    A generator passed in may already have been advanced; that is recorded.
+    A generator passed in that has already drawn records no seed (its draws no longer
+    follow from it), and its ``seed_source`` says so.
     """
     if isinstance(rng, bool):
         raise MedauditError(f"rng must be an int seed, a SeedSequence or a Generator; got {rng!r}.")
@@ -281,13 +291,24 @@ def as_generator(rng: RNGLike) -> tuple[np.random.Generator, dict[str, Any]]:
     if isinstance(rng, np.random.Generator):
         ss = getattr(rng.bit_generator, "seed_seq", None)
         entropy = getattr(ss, "entropy", None)
+        # a generator that has drawn before this call no longer follows from its seed: a
+        # seed recorded then would reproduce other draws (a fresh one's state is the state
+        # its seed sequence gives, which one new bit generator of the same kind shows)
+        try:
+            fresh = ss is not None and _same_state(type(rng.bit_generator)(ss).state,
+                                                   rng.bit_generator.state)
+        except Exception:  # a bit generator that cannot be rebuilt so: say it may have drawn
+            fresh = False
         record = {
             # an int seed when the generator came from one; a word list (e.g. a run seed
             # plus hashed cell keys) is recorded under "entropy" instead
-            "seed": int(entropy) if isinstance(entropy, (int, np.integer)) else None,
+            "seed": int(entropy) if isinstance(entropy, (int, np.integer)) and fresh else None,
             "entropy": [int(e) for e in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
             else None,
-            "seed_source": "generator (may have been advanced before this call)",
+            "seed_source": "generator (fresh: it had not drawn before this call)" if fresh else (
+                "generator advanced before this call: its draws do not follow from its seed "
+                f"{int(entropy) if isinstance(entropy, (int, np.integer)) else ''}".rstrip()
+                + " (pass an int seed to reproduce a result)"),
             "spawn_key": list(getattr(ss, "spawn_key", ())) if ss is not None else [],
             "bit_generator": type(rng.bit_generator).__name__,
         }

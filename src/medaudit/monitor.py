@@ -271,7 +271,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         source_row,
         with_keys,
     )
-    from medaudit.stats.drift import period_order, score_drift
+    from medaudit.stats.drift import ordered_categories, period_order, score_drift
     from medaudit.stats.monitor import monitor_claims
 
     no_claims_option(options)
@@ -300,11 +300,9 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     if blank.any():
         i = int(long.index[blank][0])
         raise MedauditError(f"the {period!r} column is empty in row {i + 1}; give every row its period.")
-    if periods is None and isinstance(long[period].dtype, pd.CategoricalDtype) and \
-            long[period].cat.ordered:
+    if periods is None and (declared := ordered_categories(long[period])) is not None:
         # an ordered categorical says the order itself: as text, "Feb" would come before "Jan"
-        present = set(long[period].astype(str))
-        periods = [str(c) for c in long[period].cat.categories if str(c) in present]
+        periods = [str(c) for c in declared]
     if isinstance(periods, (str, bytes)):
         raise MedauditError(f"periods must be a list of the periods in order; got the text "
                             f"{periods!r} (write periods=[{periods!r}, ...]).")

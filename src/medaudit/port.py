@@ -147,8 +147,16 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
         classes = lab.groupby(scores["cohort"].astype(str)).nunique()
         if any(classes.get(c, 0) < 2 for c in named):
             # a one-class cohort cannot be audited, but its claims are answered: "not
-            # assessable here" with the reason (the table as read, with its class counts)
-            scores = scores.assign(label=lab)
+            # assessable here" with the reason (the table as read, with its class counts).
+            # The table is validated as an audit's is first: labels written 'TB'/'normal'
+            # read as no class at all, and a missing column must be named, not a KeyError
+            from medaudit.audit.context import _source
+            from medaudit.io.schema import validate_score_table
+
+            key = ("model", "prompt", "cohort", "image_id") + (
+                ("seed",) if "seed" in scores.columns else ())
+            scores = validate_score_table(scores, source=scores.attrs.get("source") or _source(s, inputs),
+                                          key=key, probabilities=s.score_scale == "probabilities")
             return LocalData(raw=raw, base=base, table=table, spec_path=spec_path, scores=scores,
                              cohorts=tuple(named), primary_prompt=s.primary_prompt, spec=s,
                              inputs=inputs, unlabelled=unlabelled)

@@ -367,6 +367,29 @@ def test_one_class_site_without_a_cohort_column_is_answered(claims_file, site_ta
     assert all("one class only (58 positives, 0 negatives)" in r for r in res.claims["reason"])
 
 
+def test_a_table_that_looks_one_class_is_validated_before_it_is_answered(claims_file,  # noqa: F811
+                                                                          site_table):
+    """Probe finding: labels written 'TB'/'normal' read as no class at all, and a one-class
+    table skipped validation, so every claim came back 'not assessable here' (and 'normal'
+    rows were dropped without a word); a missing column was a pandas KeyError."""
+    local = site_table.drop(columns=["split"])
+    text = local.assign(label=np.where(local["label"] == 1, "TB", "normal"))
+    with pytest.raises(MedauditError, match=r"column 'label' must be 0 or 1 .* has 'TB'"):
+        medaudit.port(claims_file, text, n_resamples=N_RESAMPLES, primary_prompt="clinical")
+    half = local.astype({"label": object})
+    half.loc[half["label"] == 0, "label"] = "normal"
+    with pytest.raises(MedauditError, match=r"column 'label' must be 0 or 1 .* has 'normal'"):
+        medaudit.port(claims_file, half, n_resamples=N_RESAMPLES, primary_prompt="clinical")
+    positives = local[local["label"] == 1]
+    for col in ("image_id", "model"):
+        with pytest.raises(MedauditError, match=rf"missing column\(s\) \['{col}'\]"):
+            medaudit.port(claims_file, positives.drop(columns=col), n_resamples=N_RESAMPLES,
+                          primary_prompt="clinical")
+    with pytest.raises(MedauditError, match="column 'score' must be finite"):
+        medaudit.port(claims_file, positives.assign(score=np.nan), n_resamples=N_RESAMPLES,
+                      primary_prompt="clinical")
+
+
 @pytest.mark.parametrize("source", [None, {"a": 1}, 3])
 def test_a_source_that_is_not_a_path_is_one_line(source, site_table):
     with pytest.raises(SchemaError, match=r"^the source must be a path \(an audit folder"):

@@ -250,8 +250,20 @@ def test_same_seed_same_replicates_different_seed_different():
         assert (r1[mid].ci_low, r1[mid].ci_high) == (r2[mid].ci_low, r2[mid].ci_high)
         assert not np.array_equal(r1[mid].replicates, r3[mid].replicates)
     # a SeedSequence or a fresh Generator from the same seed give the same draws
-    r4 = bootstrap_metrics(y, s, rng=np.random.default_rng(7), **kw)
+    gen = np.random.default_rng(7)
+    r4 = bootstrap_metrics(y, s, rng=gen, **kw)
     np.testing.assert_array_equal(r4["roc_auc"].replicates, r1["roc_auc"].replicates)
+    assert r4["roc_auc"].seed == 7 and "fresh" in r4["roc_auc"].options["rng"]["seed_source"]
+    # probe finding: the same generator again draws on from where it stopped, so seed 7 no
+    # longer reproduces the result, and the result must not claim it does
+    r5 = bootstrap_metrics(y, s, rng=gen, **kw)
+    assert not np.array_equal(r5["roc_auc"].replicates, r1["roc_auc"].replicates)
+    assert r5["roc_auc"].seed is None
+    assert "advanced before this call" in r5["roc_auc"].options["rng"]["seed_source"]
+    for bit in (np.random.MT19937, np.random.Philox, np.random.SFC64):  # states holding arrays
+        g = np.random.Generator(bit(3))
+        assert bootstrap_metrics(y, s, rng=g, **kw)["roc_auc"].seed == 3
+        assert bootstrap_metrics(y, s, rng=g, **kw)["roc_auc"].seed is None
 
 
 # metrics computed from integer counts only (exact in floating point whatever the order)

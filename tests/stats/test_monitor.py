@@ -241,6 +241,38 @@ def test_monitor_refuses_bad_tables_and_claims():
         MonitorClaim(claim_id="X", criterion="roc_auc", level=1.5)
 
 
+def test_an_ordered_categorical_period_gives_the_order_of_the_looks():
+    # probe finding: the looks ran in text order ("Apr", "Feb", "Jan", "Mar"), so every
+    # cumulative row pooled the wrong months; the order declared by the column is the one
+    # periods= would give, as medaudit.monitor already read it
+    import pandas as pd
+
+    t = _table()
+    names = {"2026-01": "Jan", "2026-02": "Feb", "2026-03": "Mar", "2026-04": "Apr"}
+    cat = pd.Categorical([names[p] for p in t["period"]],
+                         categories=["Jan", "Feb", "Mar", "Apr", "May"], ordered=True)
+    frame = pd.DataFrame({**t, "period": cat})
+    got = monitor_claims(frame, [SE], scopes="cumulative")
+    want = monitor_claims(frame.assign(period=frame["period"].astype(str)), [SE], scopes=["cumulative"],
+                          periods=["Jan", "Feb", "Mar", "Apr"])
+    assert [r["period"] for r in got.series] == ["Jan", "Feb", "Mar", "Apr"]
+    assert got.series == want.series
+    # the same for the drift table, and an unordered categorical is sorted as its values are
+    from medaudit.stats import score_drift
+
+    assert score_drift(cat, t["score"], rng=0).periods == ("Jan", "Feb", "Mar", "Apr")
+    assert score_drift(cat.as_unordered(), t["score"], rng=0).periods == ("Apr", "Feb", "Jan", "Mar")
+
+
+def test_one_claim_or_one_scope_may_be_given_alone():
+    t = _table()
+    assert monitor_claims(t, SE, scopes="period").series == monitor_claims(t, [SE], scopes=["period"]).series
+    with pytest.raises(MedauditError, match="claims must be a list; got int"):
+        monitor_claims(t, 3)
+    with pytest.raises(MedauditError, match="scopes must be a list; got int"):
+        monitor_claims(t, [SE], scopes=3)
+
+
 # ----------------------------------------------------------------------------- the simulation
 
 def _simulated_site(rep, *, se_before, se_after, drop_at, n_pos=300, n_neg=600):

@@ -43,7 +43,8 @@ from medaudit.exceptions import MedauditError
 from medaudit.stats._results import TestResult, _ToDict
 
 __all__ = ["PSIResult", "DriftResult", "psi_edges", "population_stability_index", "ks_drift",
-           "score_drift", "PSI_BANDS", "DRIFT_COLUMNS", "period_order", "WITHIN_CHANCE", "ONE_BIN",
+           "score_drift", "PSI_BANDS", "DRIFT_COLUMNS", "period_order", "ordered_categories",
+           "WITHIN_CHANCE", "ONE_BIN",
            "ASYMPTOTIC_MIN_EXPECTED", "PSI_METHODS"]
 
 #: conventional reading of a PSI value (Siddiqi 2006): below 0.1 stable, 0.1-0.25 a moderate
@@ -517,11 +518,25 @@ def ks_drift(reference: ArrayLike, current: ArrayLike) -> TestResult:
                       details={"n_reference": int(ref.size)})
 
 
+def ordered_categories(values: Any) -> list[Any] | None:
+    """The categories of an *ordered* pandas categorical that occur in ``values``, in their
+    declared order (None for anything else): such a column says its own order ("Jan" before
+    "Feb"), which sorting its values as text would lose."""
+    dtype = getattr(values, "dtype", None)
+    if getattr(dtype, "name", None) != "category" or not getattr(dtype, "ordered", False):
+        return None
+    present = set(np.asarray(values, dtype=object).tolist())
+    return [c for c in dtype.categories.tolist() if c in present]
+
+
 def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | None) -> list[Any]:
-    """The periods in order: ``periods`` as declared (every value must be listed), else sorted.
+    """The periods in order: ``periods`` as declared (every value must be listed), else the
+    order of an ordered categorical column, else sorted.
 
     Values are compared as given; ISO months ("2026-07") and integers sort as time does.
     """
+    if periods is None:
+        periods = ordered_categories(period)
     arr = np.asarray(period, dtype=object)
     missing = missing_mask(arr) | np.array([isinstance(v, str) and not v.strip() for v in arr.tolist()],
                                            dtype=bool).reshape(arr.shape)
@@ -634,7 +649,7 @@ def score_drift(period: ArrayLike, y_score: ArrayLike, *, y_true: ArrayLike | No
         if ((y[known] != 0) & (y[known] != 1)).any():
             raise MedauditError("y_true must be 0, 1 or NaN (not labelled yet); found "
                                 f"{float(y[known][(y[known] != 0) & (y[known] != 1)][0])!r}.")
-    order = period_order(per, periods)
+    order = period_order(per, ordered_categories(period) if periods is None else periods)
     if isinstance(reference, (str, bytes)):
         raise MedauditError(f"reference must be a list of periods; got the text {reference!r} "
                             f"(write reference=[{reference!r}]).")

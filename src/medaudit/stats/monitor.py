@@ -49,7 +49,7 @@ from scipy import special
 
 from medaudit._validation import as_1d_float, check_fraction, check_option
 from medaudit.exceptions import MedauditError
-from medaudit.stats.drift import period_order
+from medaudit.stats.drift import ordered_categories, period_order
 from medaudit.stats.sequential import (
     SPENDING_FUNCTIONS,
     _auc_counts,
@@ -298,6 +298,13 @@ def _event(before: str | None, after: str) -> str:
 
 # ----------------------------------------------------------------------------- the engine
 
+def _listed(values: Any, name: str) -> list[Any]:
+    try:
+        return list(values)
+    except TypeError:
+        raise MedauditError(f"{name} must be a list; got {type(values).__name__}.") from None
+
+
 def _column(table: Mapping[str, ArrayLike], name: str, what: str) -> NDArray[Any]:
     if not (hasattr(table, "columns") or isinstance(table, Mapping)):
         raise MedauditError(f"the table must be a DataFrame or a mapping of column name -> values; "
@@ -344,18 +351,19 @@ def monitor_claims(table: Mapping[str, ArrayLike], claims: Sequence[MonitorClaim
         A long table (a pandas DataFrame or a dict of columns): one row per case with its
         ``period``, its ``label`` (1, 0, or NaN when not known yet) and one score column per
         model (named by each claim's ``score``).
-    claims : sequence of MonitorClaim
+    claims : MonitorClaim or sequence of MonitorClaim
     period, label : str, default "period", "label"
         Column names.
     periods : sequence, optional
         The periods in order (every value of the period column, and any period without
-        cases); default the sorted values.  Each period is one look.
+        cases); default the order of an ordered categorical period column, else the sorted
+        values.  Each period is one look.
     correction : {"confseq", "alpha_spending", "none"}, default="confseq"
         How the repeated looks are paid for (see the module notes).
     confidence_level : float, default=0.95
         ``1 - alpha``: the chance, in each scope, that a claim true at every period is never
         declared not to hold (``"none"`` gives this per look only).
-    scopes : sequence of {"cumulative", "period"}, default both
+    scopes : str or sequence of {"cumulative", "period"}, default both
     spending : {"pocock", "obrien_fleming"}, default="pocock"
         Spending function of ``"alpha_spending"``.  Pocock-type spends evenly, which suits
         monitoring where an early alarm matters; O'Brien-Fleming-type keeps most of the error
@@ -400,10 +408,12 @@ def monitor_claims(table: Mapping[str, ArrayLike], claims: Sequence[MonitorClaim
     level = check_fraction(confidence_level, name="confidence_level")
     alpha = 1.0 - level
     spend = check_option(spending, SPENDING_FUNCTIONS, name="spending")
-    scope_list = [check_option(sc, SCOPES, name="scopes") for sc in scopes]
+    # one scope or one claim may be given alone: a string is one scope, not its letters
+    scope_list = [check_option(sc, SCOPES, name="scopes")
+                  for sc in ([scopes] if isinstance(scopes, str) else _listed(scopes, "scopes"))]
     if not scope_list:
         raise MedauditError("scopes is empty; give 'cumulative', 'period' or both.")
-    claims = list(claims)
+    claims = [claims] if isinstance(claims, MonitorClaim) else _listed(claims, "claims")
     if not claims or not all(isinstance(c, MonitorClaim) for c in claims):
         raise MedauditError("claims must be a non-empty list of MonitorClaim.")
     ids = [c.claim_id for c in claims]
@@ -414,7 +424,8 @@ def monitor_claims(table: Mapping[str, ArrayLike], claims: Sequence[MonitorClaim
     y = _labels(_column(table, label, "label"), label)
     if per.ndim != 1 or y.shape != per.shape:
         raise MedauditError(f"columns {period!r} and {label!r} must have one value per row.")
-    order = period_order(per, periods)
+    # an ordered categorical column gives the order of the looks (not its values sorted)
+    order = period_order(per, ordered_categories(table[period]) if periods is None else periods)
     n_periods = len(order)
     if corr == "alpha_spending":
         if planned_looks is None:
