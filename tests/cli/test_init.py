@@ -171,8 +171,17 @@ def test_existing_spec_is_kept_without_overwrite(csv, tmp_path, capsys):
     line = _one_line(err)
     assert str(out) in line and "exists" in line and "--overwrite" in line
     assert out.read_text() == "name: mine\n"
-    assert _run(["init", csv, "--out", out, "--overwrite"], capsys)[0] == 0
-    assert load_spec(out)[0].name == "scores"
+    # probe finding: --overwrite replaced any file; it replaces only a spec init wrote (an
+    # edited one included), never a file of the user's
+    rc, _, err = _run(["init", csv, "--out", out, "--overwrite"], capsys)
+    assert rc == 2 and "is not a spec `medaudit init` wrote" in _one_line(err)
+    assert out.read_text() == "name: mine\n"
+    mine = tmp_path / "mine.yaml"
+    assert _run(["init", csv, "--out", mine], capsys)[0] == 0
+    mine.write_text(mine.read_text().replace("n_resamples:", "n_resamples: 999 #"))
+    assert _run(["init", csv, "--out", mine, "--overwrite"], capsys)[0] == 0
+    assert load_spec(mine)[0].name == "scores"
+    assert "999" not in mine.read_text()
 
 
 def test_the_table_itself_is_never_the_output(csv, tmp_path, capsys):

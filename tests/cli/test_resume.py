@@ -184,3 +184,56 @@ def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(tmp_path):
     ref = tmp_path / "ref"
     subprocess.run([*cmd[:-1], str(ref), "--quiet"], check=True, env=_env(), cwd=tmp_path)
     assert _files(out) == _files(ref)
+
+
+def test_sigterm_unwinds_as_ctrl_c_does_and_leaves_no_temporary_folder(tmp_path):
+    """Probe finding: SIGTERM (kill, a scheduler's time limit) ended the process at once and
+    left its 3 MB temporary output folder behind. Sent to the parent alone (workers keep the
+    default action), it gives one line and exit 143, no output and no temporary folder;
+    the same command then finishes and removes its checkpoints."""
+    d = yaml.safe_load((ROOT / "examples" / "paper000_simulated.yaml").read_text())
+    d.update({"simulate_scale": 0.2, "n_resamples": 300, "n_permutations": 99,
+              "blocks": ["discrimination", "operating_points", "prompts"]})
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(d))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "medaudit", "audit", str(spec), "--out", str(out)]
+    proc = subprocess.Popen(cmd, env=_env(), cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "[2/" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 143, "".join(seen) + rest
+    assert "Traceback" not in rest, rest
+    assert rest.strip().splitlines()[-1].startswith("medaudit: terminated (SIGTERM)")
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [".out.resume", "spec.yaml"], left
+    subprocess.run(cmd + ["--quiet"], check=True, env=_env(), cwd=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "spec.yaml"]
+
+
+def test_a_folder_of_the_users_named_like_the_checkpoints_is_never_used(tmp_path):
+    """Probe finding: a folder (or a link to one) named .OUT.resume beside --out was filled
+    and then deleted with everything in it. It is refused before anything is written."""
+    d = yaml.safe_load((ROOT / "examples" / "paper000_simulated.yaml").read_text())
+    d.update({"simulate_scale": 0.03, "n_resamples": 30, "blocks": ["discrimination"]})
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(d))
+    mine = tmp_path / ".out.resume" / "important"
+    mine.mkdir(parents=True)
+    (mine / "file.txt").write_text("keep")
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "sub" / "f.txt").write_text("keep")
+    (tmp_path / ".out2.resume").symlink_to(victim)
+    for name in ("out", "out2"):
+        r = subprocess.run(_command(spec, tmp_path / name), env=_env(), cwd=tmp_path,
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and "is not medaudit's checkpoint folder" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / name).exists()
+    assert (mine / "file.txt").read_text() == "keep"
+    assert sorted(p.name for p in victim.rglob("*")) == ["f.txt", "sub"]

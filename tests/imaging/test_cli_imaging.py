@@ -71,3 +71,47 @@ def test_manifest_and_overlap_commands(tmp_path, capsys):
     assert {"copy", small["image_id"][0]} <= set(ex["image_id"])
     assert main(["overlap", str(tmp_path / "small.csv"), "--out", str(res)]) == 2  # exists
     assert main(["overlap", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o3")]) == 2
+
+
+def test_manifest_overwrite_replaces_only_a_manifest_medaudit_wrote(tmp_path, capsys):
+    """Probe finding: `manifest --overwrite` replaced any file, a spec included, and its .json
+    beside it; only a manifest medaudit wrote (with its counts file) is replaced now."""
+    ker = SHARED / "kermany_pediatric_pneumonia_test224"
+    if not ker.exists():
+        pytest.skip(f"shared data {ker} is absent")
+    run = ["manifest", "kermany", str(ker), "--quiet", "--overwrite", "--out"]
+    (tmp_path / "mine.csv").write_text("mine\n")
+    (tmp_path / "spec.yaml").write_text("scores: x.csv\n")
+    (tmp_path / "m3.json").write_text('{"mine": 1}\n')
+    assert main([*run, str(tmp_path / "mine.csv")]) == 2
+    assert "is not a manifest medaudit wrote" in capsys.readouterr().err
+    assert main([*run, str(tmp_path / "spec.yaml")]) == 2
+    assert main([*run, str(tmp_path / "m3.csv")]) == 2
+    assert "'m3.json' exists and is not the counts file" in capsys.readouterr().err.replace(
+        str(tmp_path) + "/", "")
+    assert (tmp_path / "mine.csv").read_text() == "mine\n"
+    assert (tmp_path / "spec.yaml").read_text() == "scores: x.csv\n"
+    assert (tmp_path / "m3.json").read_text() == '{"mine": 1}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m3.json", "mine.csv", "spec.yaml"]
+    for bad, says in ((str(tmp_path / "d") + "/", "names a folder"),
+                      (str(tmp_path / "q.json"), "ends in .json")):
+        assert main([*run, bad]) == 2 and says in capsys.readouterr().err
+    ok = tmp_path / "k.csv"
+    assert main([*run, str(ok)]) == 0 and main([*run, str(ok)]) == 0  # its own: replaced
+
+
+def test_manifest_help_examples_use_options_their_dataset_takes():
+    import inspect
+    import shlex
+
+    from medaudit.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices["manifest"]
+    lines = [ln.strip() for ln in sub.epilog.splitlines() if ln.strip().startswith("medaudit manifest")]
+    assert lines
+    flags = {"--no-expect-counts": "expect_counts", "--no-require-files": "require_files",
+             "--n-studies": "n_studies", "--seed": "rng"}
+    for line in lines:
+        words = shlex.split(line.split("  ")[0])
+        params = inspect.signature(BUILDERS[words[2]]).parameters
+        assert all(flags[w] in params for w in words if w in flags), line

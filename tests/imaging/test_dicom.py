@@ -416,3 +416,42 @@ def test_bad_arguments_raise_clear_errors(tmp_path):
     shutil.copy(_file("CT_small.dcm"), src / "CT_small")
     rep = dc.convert_folder(src, tmp_path / "out2")
     assert {s for s, _ in rep.failures} == {"CT_small", "CT_small.dcm"}
+
+
+def test_files_of_the_users_in_the_output_folder_are_never_replaced(tmp_path):
+    """Probe finding: a PNG or JSON of the user's with an output's name was replaced without a
+    flag. It is kept and that input is reported as failed, with the reason; medaudit's own
+    earlier outputs are still redone or skipped as before."""
+    src = _folder(tmp_path)
+    out = tmp_path / "out"
+    (out / "sub").mkdir(parents=True)
+    (out / "CT_small.png").write_bytes(b"MY PHOTO")
+    (out / "MR_small.json").write_text("my json")
+    (out / "sub" / "6154.png").write_bytes(b"mine too")
+    (out / "sub" / "6154.json").write_text('{"output": "6154.png"}')  # not a medaudit sidecar
+    rep = dc.convert_folder(src, out)
+    reasons = dict(rep.failures)
+    assert set(reasons) == {"CT_small.dcm", "MR_small.dcm", "sub/6154"}
+    assert "no medaudit sidecar beside it" in reasons["CT_small.dcm"]
+    assert "not a sidecar medaudit wrote" in reasons["MR_small.dcm"]
+    assert rep.converted == ("sub/6247", "sub/6278")
+    assert (out / "CT_small.png").read_bytes() == b"MY PHOTO"
+    assert (out / "MR_small.json").read_text() == "my json"
+    assert not (out / "MR_small.png").exists() and not (out / "CT_small.json").exists()
+    assert (out / "sub" / "6154.png").read_bytes() == b"mine too"
+    # medaudit's own conversion whose source changed is medaudit's to redo
+    shutil.copy(_file("6154"), src / "sub" / "6247")
+    again = dc.convert_folder(src, out)
+    assert "sub/6247" in again.converted and "sub/6278" in again.skipped
+
+
+def test_an_output_that_is_a_file_or_a_foreign_report_is_refused(tmp_path):
+    src = _folder(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(MedauditError, match="exists and is not a folder"):
+        dc.convert_folder(src, tmp_path / "afile")
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "conversion_report.json").write_text("[1, 2]")
+    with pytest.raises(MedauditError, match="not a conversion report medaudit wrote"):
+        dc.convert_folder(src, tmp_path / "o")
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["conversion_report.json"]

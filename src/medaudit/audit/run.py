@@ -87,10 +87,31 @@ def _checkpoint_key(spec: AuditSpec, inputs: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
 
+_CHECKPOINT_MARK = b'{"tool": "medaudit", "kind": "block checkpoints"}\n'
+
+
 def checkpoint_folder(out: str | Path) -> Path:
-    """Where block results of a run writing ``out`` are kept until it finishes (beside it)."""
+    """Where block results of a run writing ``out`` are kept until it finishes (beside it).
+
+    Raises
+    ------
+    OutputPathError
+        Something of the user's already has that name (a file, a link, or a folder that is
+        not medaudit's checkpoints): the run would fill it and then delete it.
+    """
+    from medaudit.io.output import MARKER, OutputPathError
+
     out = Path(out)
-    return out.parent / f".{out.name}.resume"
+    root = out.parent / f".{out.name}.resume"
+    if root.is_symlink() or (root.exists() and not (
+            root.is_dir() and (root / MARKER).is_file() and not (root / MARKER).is_symlink()
+            and (root / MARKER).read_bytes() == _CHECKPOINT_MARK)):
+        raise OutputPathError(
+            f"{str(root)!r} exists and is not medaudit's checkpoint folder: a run writing "
+            f"{str(out)!r} keeps its block checkpoints there and removes the folder when it "
+            "finishes, so medaudit will not use it. Move or rename it, or choose another --out "
+            "(nothing was written).")
+    return root
 
 
 def interrupted(out: str | Path) -> bool:
@@ -158,7 +179,7 @@ def _checkpoints(root: Path, key: str) -> Path:
     from medaudit.io.output import MARKER
 
     root.mkdir(parents=True, exist_ok=True)
-    (root / MARKER).write_bytes(b'{"tool": "medaudit", "kind": "block checkpoints"}\n')
+    (root / MARKER).write_bytes(_CHECKPOINT_MARK)
     for old in root.iterdir():
         if old.is_dir() and old.name != key:  # another spec or other inputs: never reused
             shutil.rmtree(old, ignore_errors=True)

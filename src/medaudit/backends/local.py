@@ -126,6 +126,10 @@ def _watch_parent(parent: int) -> None:
     line: a worker would print a traceback of its own.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the parent turns SIGTERM into an unwinding exception (cli.main); a worker forked with
+    # that handler ends at SIGTERM as a process should, and the parent sees its pool break
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)

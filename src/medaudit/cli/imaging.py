@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import sys
 from pathlib import Path
 
@@ -56,10 +57,18 @@ def _cmd_manifest(args: argparse.Namespace) -> int:
             raise MedauditError(f"option {flag} does not apply to dataset {args.dataset!r}.")
         if given:
             options[key] = value
-    from medaudit.io.output import check_output_file
+    from medaudit.datasets.manifests import is_manifest_file
+    from medaudit.exceptions import MedauditError
+    from medaudit.io.output import FileKind, check_output_file
 
-    # the manifest never lands on or inside the dataset it describes
-    check_output_file(args.out, inputs={"dataset root": args.root}, overwrite=args.overwrite)
+    if args.out.endswith(("/", os.sep)):
+        raise MedauditError(f"--out {args.out!r} names a folder; give the manifest's file name, e.g. "
+                            f"{os.path.join(args.out, args.dataset + '.csv')!r}.")
+    # the manifest never lands on or inside the dataset it describes, and replaces only one
+    # medaudit wrote (its counts file is checked as it is written)
+    check_output_file(args.out, inputs={"dataset root": args.root}, overwrite=args.overwrite,
+                      kind=FileKind("a manifest medaudit wrote (`medaudit manifest --out`)",
+                                    is_manifest_file))
     manifest = build_manifest(args.dataset, args.root, **options)
     write_manifest(manifest, args.out, overwrite=args.overwrite)
     if not args.quiet:
@@ -125,8 +134,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "step (written beside it as JSON); published counts are checked by default.",
         epilog=examples(("medaudit manifest montgomery data/MontgomerySet --out montgomery.csv",
                          "the Montgomery cohort"),
-                        ("medaudit manifest kermany data/kermany --out k.csv --no-expect-counts",
-                         "a subset of the layout")))
+                        ("medaudit manifest shenzhen data/ChinaSet --out s.csv --no-expect-counts",
+                         "a subset of the layout (counts not checked)")))
     m.add_argument("dataset", choices=DATASETS, metavar="DATASET", help=f"one of: {', '.join(DATASETS)}")
     m.add_argument("root", metavar="ROOT", help="dataset folder (padchest: its labels CSV; openi: reports)")
     m.add_argument("--out", required=True, help="manifest CSV to write (counts go to .json beside it)")

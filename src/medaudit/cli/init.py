@@ -6,9 +6,10 @@ comment on every key and a header listing what was found (models, prompts, cohor
 their sizes and classes, negative groups, seeds, soft labels, the score scale,
 subgroup-like columns).  ``medaudit audit`` runs the file unchanged.
 
-An existing ``--out`` is never replaced without ``--overwrite``, and never when it is the
-score table itself (:func:`medaudit.io.output.check_output_file`); the file is written
-atomically.  Registered by :func:`medaudit.cli.main.build_parser`.
+An existing ``--out`` is never replaced without ``--overwrite``, and then only when it is a
+spec ``medaudit init`` wrote (its first line says so), never the score table or a file of
+the user's (:func:`medaudit.io.output.check_output_file`); the file is written atomically.
+Registered by :func:`medaudit.cli.main.build_parser`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ def _relative(target: Path, start: Path) -> str:
         return os.path.abspath(target)
 
 
+def _is_init_spec(path: Path) -> bool:
+    from medaudit.io.output import file_starts_with
+
+    # the first line of every starter spec (audit.defaults.starter_yaml)
+    return file_starts_with(path, b"# Audit spec for ") and file_starts_with(
+        path, b"written by `medaudit init`.", within=8192)
+
+
 def run_init(scores: str | os.PathLike[str], *, out: str | os.PathLike[str] = "spec.yaml",
              overwrite: bool = False) -> Path:
     """Write the commented starter spec for the score table ``scores`` to ``out``.
@@ -44,7 +53,8 @@ def run_init(scores: str | os.PathLike[str], *, out: str | os.PathLike[str] = "s
     out : path, default="spec.yaml"
         The spec to write (``.yaml`` or ``.yml``); ``scores:`` in it is relative to its folder.
     overwrite : bool, default=False
-        Replace an existing ``out`` (never the score table itself).
+        Replace an existing ``out`` that ``medaudit init`` wrote (its first line says so; an
+        edited starter spec included), never the score table or any other file.
 
     Returns
     -------
@@ -62,12 +72,13 @@ def run_init(scores: str | os.PathLike[str], *, out: str | os.PathLike[str] = "s
     """
     from medaudit.audit.defaults import checked_table, starter_yaml
     from medaudit.exceptions import MedauditError
-    from medaudit.io.output import atomic_write_bytes, check_output_file
+    from medaudit.io.output import FileKind, atomic_write_bytes, check_output_file
     from medaudit.io.tables import read_table
 
     scores, out = Path(scores), Path(out)
     # refuse the table itself, a folder or an existing spec before reading anything
-    check_output_file(out, inputs={"score table": scores}, overwrite=overwrite)
+    check_output_file(out, inputs={"score table": scores}, overwrite=overwrite,
+                      kind=FileKind("a spec `medaudit init` wrote", _is_init_spec))
     if out.suffix.lower() not in _SUFFIXES:
         raise MedauditError(f"--out {str(out)!r} is not a YAML file name; give one ending in .yaml "
                             "(e.g. spec.yaml).")
@@ -114,6 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="spec file to write (.yaml; default: spec.yaml in the current folder); "
                         "its scores: path is relative to the file's folder")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing --out file (never the score table itself)")
+                   help="replace an existing --out that medaudit init wrote (never the score table "
+                        "or a file of yours)")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(func=_cmd_init, verbose=False)

@@ -23,7 +23,9 @@ import importlib
 import io
 import logging
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -323,8 +325,18 @@ def _stdout_closed() -> bool:
     return True
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a job scheduler's time limit), unwound as Ctrl-C is: the default
+    action would end the process at once, leaving its temporary output folder behind."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 2 bad input, 130 interrupted).
+    """Run the command line; returns the exit code (0 ok, 2 bad input, 130 interrupted by
+    Ctrl-C, 143 terminated by SIGTERM).
 
     Every error is one line on stderr, ``medaudit: error: ...`` (a message that lists several
     problems joins them with ``/``), and every warning one line, ``medaudit: warning: ...``
@@ -332,6 +344,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     _configure_logging(bool(getattr(args, "verbose", False)))
+    # signal handlers can only be set from the main thread (main() called from a thread of
+    # a user's program keeps that program's handling)
+    previous = (signal.signal(signal.SIGTERM, _on_sigterm)
+                if threading.current_thread() is threading.main_thread() else None)
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             if getattr(args, "quiet", False):  # --quiet: errors only (warnings live in the tables)
@@ -360,12 +384,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"medaudit: error: {one_line(str(exc), limit=4000)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # outputs are written atomically, so an interrupted command leaves no half-written
         # output; an audit's finished blocks are kept for the rerun to resume from
-        print("medaudit: interrupted (Ctrl-C); no output was half-written. Run the same "
+        what, code = (("terminated (SIGTERM)", 143) if isinstance(exc, _Terminated)
+                      else ("interrupted (Ctrl-C)", 130))
+        print(f"medaudit: {what}; no output was half-written. Run the same "
               "command again to resume (audit) or redo it.", file=sys.stderr)
-        return 130
+        return code
 
 
 if __name__ == "__main__":  # pragma: no cover

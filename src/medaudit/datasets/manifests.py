@@ -268,17 +268,54 @@ def build_manifest(dataset: str, root: str | os.PathLike[str], **options: Any) -
     return BUILDERS[dataset](root, **options)
 
 
+def _is_counts_file(side: Path) -> bool:
+    """Whether ``side`` is the counts file medaudit writes beside a manifest."""
+    import json
+
+    try:
+        data = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and {"counts", "dataset", "n_rows"} <= set(data)
+
+
+def is_manifest_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a manifest medaudit wrote: a manifest CSV header, and its counts
+    file beside it."""
+    from medaudit.io.output import file_starts_with
+
+    path = Path(path)
+    return (path.is_file() and not path.is_symlink()
+            and file_starts_with(path, b"image_id,dataset,path,", b"image_id,dataset,path\n")
+            and _is_counts_file(path.with_suffix(".json")))
+
+
 def write_manifest(manifest: Manifest, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """Write the table as CSV at ``path`` and its counts/notes as ``path`` with suffix ``.json``."""
+    """Write the table as CSV at ``path`` and its counts/notes as ``path`` with suffix ``.json``.
+
+    ``overwrite`` replaces only a manifest medaudit wrote (and its counts file): never a file
+    of the user's that has either name.
+    """
     import json
     import tempfile
 
-    from medaudit.io.output import default_file_mode
+    from medaudit.io.output import OutputPathError, default_file_mode
 
     path = Path(path)
     side = path.with_suffix(".json")
-    if not overwrite and (path.exists() or side.exists()):
-        raise FileExistsError(f"{str(path)!r} exists; choose another --out or pass --overwrite.")
+    if side == path:
+        raise OutputPathError(f"--out {str(path)!r} ends in .json, the name of the counts file "
+                              "written beside the manifest; give a .csv name.")
+    for target, ours, what in ((path, is_manifest_file, "a manifest medaudit wrote"),
+                               (side, _is_counts_file, "the counts file of a manifest medaudit wrote")):
+        if not os.path.lexists(target):
+            continue
+        if not overwrite:
+            raise FileExistsError(f"{str(target)!r} exists; choose another --out or pass --overwrite.")
+        if target.is_symlink() or not target.is_file() or not ours(target):
+            raise OutputPathError(f"{str(target)!r} exists and is not {what}; --overwrite replaces only "
+                                  "medaudit's own manifest and counts file, never a file of yours. "
+                                  "Choose another --out.")
     path.parent.mkdir(parents=True, exist_ok=True)
     texts = ((path, manifest.table.to_csv(index=False)),
              (side, json.dumps(manifest.to_dict(), sort_keys=True, indent=2, default=str) + "\n"))

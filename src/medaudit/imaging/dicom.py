@@ -428,6 +428,43 @@ def _finished(src: Path, dst: Path) -> bool:
         return False
 
 
+def _medaudit_sidecar(side: Path, png_name: str) -> bool:
+    """Whether ``side`` is the sidecar medaudit wrote for the PNG ``png_name`` (any method
+    version: a conversion by an earlier medaudit is medaudit's to redo)."""
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (isinstance(meta, dict) and meta.get("output") == png_name
+            and isinstance(meta.get("method"), str) and "source_sha256" in meta
+            and "output_sha256" in meta)
+
+
+def _not_ours(dst: Path) -> str | None:
+    """Why the outputs of ``dst`` may not be written: a PNG or sidecar already there that
+    medaudit did not write (a file of the user's is never replaced), or None."""
+    side = dst.with_suffix(".json")
+    for p in (dst, side):
+        if os.path.lexists(p) and (p.is_symlink() or not p.is_file()):
+            return f"{p.name!r} in the output folder is not a plain file; it was left as it is."
+    if os.path.lexists(side) and not _medaudit_sidecar(side, dst.name):
+        return (f"{side.name!r} in the output folder is not a sidecar medaudit wrote; it was left "
+                "as it is (move it, or choose another output folder).")
+    if os.path.lexists(dst) and not os.path.lexists(side):
+        return (f"{dst.name!r} in the output folder has no medaudit sidecar beside it, so it is not "
+                "a conversion of medaudit's; it was left as it is (move it, or choose another "
+                "output folder).")
+    return None
+
+
+def _is_report(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and {"converted", "skipped", "failures"} <= set(data)
+
+
 def list_inputs(src: str | os.PathLike[str]) -> list[tuple[Path, Path]]:
     """The files :func:`convert_folder` would process, as ``(path, relative path)``, sorted."""
     src = Path(src)
@@ -475,6 +512,13 @@ def convert_folder(src: str | os.PathLike[str], out: str | os.PathLike[str], *,
     inputs = list_inputs(src)
     if not inputs:
         raise MedauditError(f"input folder {str(src)!r} contains no files.")
+    if os.path.lexists(out) and not out.is_dir():
+        raise MedauditError(f"output {str(out)!r} exists and is not a folder; give the folder to "
+                            "write the PNG files into (it is created when missing).")
+    report_path = out / "conversion_report.json"
+    if os.path.lexists(report_path) and (report_path.is_symlink() or not _is_report(report_path)):
+        raise MedauditError(f"{str(report_path)!r} exists and is not a conversion report medaudit "
+                            "wrote; move it, or choose another output folder (nothing was written).")
     out.mkdir(parents=True, exist_ok=True)
     targets: dict[Path, list[Path]] = {}
     for _, rel in inputs:
@@ -494,6 +538,8 @@ def convert_folder(src: str | os.PathLike[str], out: str | os.PathLike[str], *,
             dst.parent.mkdir(parents=True, exist_ok=True)
             if _finished(path, dst):
                 skipped.append(name)
+            elif (why := _not_ours(dst)) is not None:
+                failures.append((name, why))
             else:
                 try:
                     convert_file(path, dst, source_name=name)
@@ -503,6 +549,6 @@ def convert_folder(src: str | os.PathLike[str], out: str | os.PathLike[str], *,
         if progress is not None:
             progress(i, len(inputs), name)
     report = FolderReport(converted=tuple(converted), skipped=tuple(skipped), failures=tuple(failures))
-    _atomic_write(out / "conversion_report.json",
+    _atomic_write(report_path,
                   (json.dumps(report.to_dict(), sort_keys=True, indent=2) + "\n").encode("utf-8"))
     return report

@@ -785,8 +785,9 @@ def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwri
     _check_inputs(real, label, inputs, folder=False)
     if os.path.lexists(path):
         if path.is_dir():
-            raise OutputPathError(f"{label} is a folder; give a file name, e.g. "
-                                  f"{str(path / 'report.html')!r}.")
+            # the example keeps the suffix the user gave (a .yaml spec, a .csv manifest)
+            example = path / ("output" + (path.suffix or ".html"))
+            raise OutputPathError(f"{label} is a folder; give a file name, e.g. {str(example)!r}.")
         if digests:
             try:
                 role = digests.get(file_sha256(path))
