@@ -256,3 +256,58 @@ def test_report_refuses_results_edited_after_the_audit(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "results.json was changed after medaudit wrote it" in err
     assert (out / "report.html").read_bytes() == before and not (tmp_path / "page.html").exists()
+    # probe finding: claims export sealed the edited numbers with a fresh hash, and port and
+    # plan judged them; every reader of results.json refuses them (one check, in io.output)
+    site = tmp_path / "site.yaml"
+    site.write_text(spec.read_text())
+    for argv in (["claims", "export", str(out), "--out", str(tmp_path / "m.claims.json")],
+                 ["claims", "export", str(p), "--out", str(tmp_path / "m.claims.json")],
+                 ["port", str(out), str(site), "--out", str(tmp_path / "pm")],
+                 ["plan", str(out)]):
+        assert cli(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "results.json was changed after medaudit wrote it" in err, err
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out", "s.yaml", "site.yaml"]
+    import medaudit
+    from medaudit.exceptions import MedauditError
+
+    with pytest.raises(MedauditError, match="changed after medaudit wrote it"):
+        medaudit.port(out, spec=site)
+
+
+def test_a_yaml_file_given_as_results_is_named_as_such(tmp_path, capsys):
+    from medaudit.cli.main import main as cli
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("scores: x.csv\n")
+    assert cli(["claims", "export", str(spec)]) == 2
+    assert "is a YAML file (an audit spec?), not results.json" in capsys.readouterr().err
+
+
+def test_nothing_is_written_inside_a_folder_medaudit_wrote(tmp_path, capsys):
+    """Probe finding: plan, report --out and summarize wrote into a finished audit folder (or
+    over another audit's report.html), whose manifest then did not match: the audit was
+    disowned ('holds files medaudit did not write') or called incomplete. Refused now."""
+    from medaudit.cli.main import main as cli
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("simulate: paper000\nsimulate_scale: 0.02\nn_resamples: 20\n"
+                    "n_permutations: 19\nprimary_prompt: clinical\nblocks: [discrimination]\n")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        assert cli(["audit", str(spec), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    scores = tmp_path / "scores.csv"
+    pd.DataFrame({"image_id": [f"i{k}" for k in range(40)], "model": "m",
+                  "score": [k / 40 for k in range(40)], "label": [0, 1] * 20}).to_csv(scores, index=False)
+    before = _snapshot(tmp_path)
+    for argv in (["plan", str(a), "--out", str(a / "plan.csv")],
+                 ["report", str(a), "--out", str(a / "other.html")],
+                 ["report", str(a), "--out", str(b / "report.html"), "--overwrite"],
+                 ["summarize", str(scores), "--out", str(b / "x"), "--n-resamples", "20"],
+                 ["audit", str(spec), "--out", str(a / "tables" / "again")]):
+        assert cli(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "a folder medaudit wrote" in err, (argv, err)
+    assert _snapshot(tmp_path) == before
+    assert cli(["audit", str(spec), "--out", str(a), "--overwrite", "--quiet"]) == 0

@@ -71,6 +71,9 @@ def test_an_audit_without_claims_is_not_exported(source_audit, tmp_path, capsys)
     results = json.loads((bare / "results.json").read_text(encoding="utf-8"))
     results["portability"] = []  # an audit whose spec stated no claim
     (bare / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    from medaudit.io.output import record_written
+
+    record_written(bare, ["results.json"])  # as if the audit had written it so (else: edited)
     assert export_claims(bare)["claims"] == []  # the library reads it; the command refuses it
     out = tmp_path / "bare.claims.json"
     assert main(["claims", "export", str(bare), "--out", str(out)]) == 2

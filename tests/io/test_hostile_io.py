@@ -223,7 +223,14 @@ def test_overwrite_replaces_only_a_marked_folder(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [MARKER, "figures", "new.csv"]
     # a folder inside an output belongs to it (report re-renders DIR/figures)
     assert is_medaudit_output(out / "figures")
-    with atomic_directory(out / "figures", overwrite=True) as tmp:
+    # ... written as a part of it only (within_output); any other folder inside a medaudit
+    # output is refused, so a later --overwrite of it never meets a file it does not list
+    with pytest.raises(OutputPathError, match="is inside .* a folder medaudit wrote"), \
+            atomic_directory(out / "figures", overwrite=True):
+        pytest.fail("the body must not run")
+    with pytest.raises(OutputPathError, match="is inside .* a folder medaudit wrote"):
+        check_output_dir(out / "other")
+    with atomic_directory(out / "figures", overwrite=True, within_output=True) as tmp:
         (tmp / "f.svg").write_text("<svg/>")
     assert [p.name for p in (out / "figures").iterdir()] == ["f.svg"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]  # no temp, no .old
@@ -272,7 +279,13 @@ def test_report_out_over_results_json_is_refused(tmp_path):
     (tmp_path / "alias.json").unlink()
     with pytest.raises(OutputPathError, match="is a folder"):
         check_output_file(run, inputs={"results": run / "results.json"})
-    assert check_output_file(run / "page.html", inputs={"results": run / "results.json"})
+    # probe finding: a page written inside the audit folder was later called a file of the
+    # user's (the folder's manifest does not list it); beside it is the place
+    with pytest.raises(OutputPathError, match="is inside .* a folder medaudit wrote"):
+        check_output_file(run / "page.html", inputs={"results": run / "results.json"})
+    with pytest.raises(OutputPathError, match="is inside .* a folder medaudit wrote"):
+        check_output_file(run / "sub" / "page.html")
+    assert check_output_file(tmp_path / "page.html", inputs={"results": run / "results.json"})
     assert _snapshot(tmp_path) == before
 
 
@@ -976,7 +989,7 @@ def test_a_marker_without_manifest_is_refused(tmp_path):
     assert "does not list the files" in _one_line(str(e.value))
     # nor a folder inside it (what `medaudit report DIR` replaces)
     with pytest.raises(OutputPathError, match="earlier medaudit"), \
-            atomic_directory(out / "figures", overwrite=True):
+            atomic_directory(out / "figures", overwrite=True, within_output=True):
         pytest.fail("the body must not run")
     assert _snapshot(tmp_path) == before
 
@@ -1001,10 +1014,10 @@ def test_replacing_a_nested_folder_updates_the_manifest_above(tmp_path):
         (tmp / "figures" / "old.svg").write_text("<svg/>")
     (out / "figures" / "mine.png").write_bytes(b"mine")
     with pytest.raises(OutputPathError, match="mine.png"), \
-            atomic_directory(out / "figures", overwrite=True):
+            atomic_directory(out / "figures", overwrite=True, within_output=True):
         pytest.fail("the body must not run")
     (out / "figures" / "mine.png").unlink()
-    with atomic_directory(out / "figures", overwrite=True) as tmp:
+    with atomic_directory(out / "figures", overwrite=True, within_output=True) as tmp:
         (tmp / "new.svg").write_text("<svg></svg>")
     assert set(json.loads((out / MARKER).read_text())["files"]) == {"figures/new.svg"}
     assert changed_files(out) == [] and foreign_files(out) == []

@@ -25,7 +25,7 @@ from medaudit.blocks.claimkit import CLAIM_COLUMNS
 from medaudit.blocks.rows import E_COLUMNS, PROVENANCE_COLUMNS
 from medaudit.exceptions import SchemaError
 from medaudit.io.messages import quote
-from medaudit.io.output import atomic_write_bytes, json_text, write_csv
+from medaudit.io.output import atomic_write_bytes, check_results_unchanged, json_text, write_csv
 from medaudit.io.specfile import validate_model
 
 __all__ = ["AuditOutcome", "write_results", "results_text", "load_outcome", "to_parquet"]
@@ -141,6 +141,7 @@ def load_outcome(directory: str | Path) -> AuditOutcome:
     if not path.is_file():
         raise FileNotFoundError(f"{str(path)!r} does not exist; point at a directory written by "
                                 "`medaudit audit SPEC.yaml --out DIR`.")
+    check_results_unchanged(path)  # edited numbers are never read back as the audit's
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:

@@ -37,7 +37,7 @@ from typing import Any
 
 from medaudit.exceptions import SchemaError
 from medaudit.io.messages import one_line, quote
-from medaudit.io.output import FileKind, atomic_write_bytes, check_output_file
+from medaudit.io.output import FileKind, atomic_write_bytes, check_output_file, check_results_unchanged
 
 __all__ = ["SCHEMA_VERSION", "KNOWN_SCHEMA_VERSIONS", "CLAIMS_SCHEMA", "SITE_VERDICTS",
            "export_claims", "write_claims_file", "read_claims_file", "check_claims", "seal_claims",
@@ -341,6 +341,8 @@ def read_json(path: Path, *, what: str, fix: str) -> Any:
     """
     if not path.is_file():
         raise SchemaError(f"{str(path)!r} does not exist or is not a file; {fix}")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        raise SchemaError(f"{path} is a YAML file (an audit spec?), not {what}; {fix}")
     try:
         return json.loads(path.read_bytes().decode("utf-8"), parse_constant=_refuse_constant)
     except _NonFinite as exc:
@@ -358,6 +360,7 @@ def _load_results(audit_dir: str | os.PathLike[str]) -> tuple[Path, dict[str, An
     path = path / "results.json" if path.is_dir() else path
     data = read_json(path, what="results.json", fix="give a folder written by `medaudit audit "
                      "SPEC.yaml --out DIR` (or its results.json), or rerun the audit.")
+    check_results_unchanged(path)  # a claims file would publish edited numbers as the audit's
     if not isinstance(data, dict) or not isinstance(data.get("portability"), list) or not isinstance(
             data.get("provenance"), dict) or not isinstance(data.get("blocks"), dict):
         raise SchemaError(f"{path}: not the results of `medaudit audit` (it needs portability, "

@@ -68,7 +68,8 @@ __all__ = ["MARKER", "OutputPathError", "FileKind", "check_output_dir", "check_n
            "check_output_file",
            "atomic_directory", "atomic_write_bytes", "write_json", "write_csv", "neutralise_formulas",
            "file_sha256", "is_medaudit_output", "foreign_files", "changed_files", "record_written",
-           "recorded_inputs", "file_starts_with", "named_paths", "remove_stale_temps", "default_file_mode"]
+           "recorded_inputs", "file_starts_with", "named_paths", "remove_stale_temps", "default_file_mode",
+           "check_results_unchanged"]
 
 #: name of the marker file in every output folder medaudit creates
 MARKER = ".medaudit-output"
@@ -300,6 +301,26 @@ def changed_files(folder: str | os.PathLike[str], only: Sequence[str] | None = N
     return sorted(changed)
 
 
+def check_results_unchanged(results: str | os.PathLike[str]) -> None:
+    """Refuse a ``results.json`` changed since medaudit wrote it (its folder's manifest records
+    its size and SHA-256): whatever reads it (the report, a claims file, a port, a plan) would
+    present edited numbers as the audit's.  A results.json whose folder keeps no manifest (an
+    earlier medaudit's, or one copied elsewhere) cannot be checked and is read as it is.
+
+    Raises
+    ------
+    SchemaError
+        The manifest lists results.json and the file differs from it.
+    """
+    from medaudit.exceptions import SchemaError
+
+    results = Path(results)
+    if results.is_file() and changed_files(results.parent, only=[results.name]):
+        raise SchemaError(f"{results}: results.json was changed after medaudit wrote it (its "
+                          "size or SHA-256 differs from the record in .medaudit-output), so its "
+                          "numbers are not the ones the audit computed. Rerun the audit.")
+
+
 def record_written(folder: str | os.PathLike[str], paths: list[str]) -> None:
     """Bring the manifest of the finished output ``folder`` up to date for ``paths`` (relative).
 
@@ -419,8 +440,19 @@ def check_not_audit(out: str | os.PathLike[str], *, what: str) -> None:
                               "claims would lose their source. Choose another --out.")
 
 
-def check_output_dir(out: str | os.PathLike[str], *, inputs: Any = (), overwrite: bool = False
-                     ) -> Path:
+def _refuse_inside_output(real: Path, label: str) -> None:
+    """Refuse an output inside a folder medaudit wrote (an audit, a port, ...): that folder's
+    manifest would not list it, so medaudit would later call it the user's (an --overwrite
+    of that folder refused), or it would replace a file the folder's own run wrote."""
+    for parent in real.parents:
+        if _read_marker(parent) is not None:
+            raise OutputPathError(f"{label} is inside {str(parent)!r}, a folder medaudit wrote "
+                                  "(it carries .medaudit-output); medaudit writes there only as "
+                                  "the run that made it. Choose a place outside it.")
+
+
+def check_output_dir(out: str | os.PathLike[str], *, inputs: Any = (), overwrite: bool = False,
+                     within_output: bool = False) -> Path:
     """Check that a run may write the folder ``out``; touch nothing.
 
     Call it before any computation, with every input of the run.
@@ -434,6 +466,9 @@ def check_output_dir(out: str | os.PathLike[str], *, inputs: Any = (), overwrite
         the results being re-rendered); names label the messages (``{"score table": p}``).
     overwrite : bool, default=False
         Whether an existing ``out`` may be replaced (only a medaudit output folder can be).
+    within_output : bool, default=False
+        ``out`` is a part of the medaudit folder holding it (``DIR/figures``, written by the
+        report of ``DIR``); otherwise a folder inside a medaudit output is refused.
 
     Returns
     -------
@@ -443,8 +478,9 @@ def check_output_dir(out: str | os.PathLike[str], *, inputs: Any = (), overwrite
     Raises
     ------
     OutputPathError
-        ``out`` is, contains or is inside an input; is a file, a symbolic link, the current
-        folder or a folder containing it; holds foreign content; or cannot be created/written.
+        ``out`` is, contains or is inside an input; is inside a folder medaudit wrote; is a
+        file, a symbolic link, the current folder or a folder containing it; holds foreign
+        content; or cannot be created/written.
     FileExistsError
         ``out`` exists and ``overwrite`` is false.
 
@@ -468,6 +504,8 @@ def check_output_dir(out: str | os.PathLike[str], *, inputs: Any = (), overwrite
         raise OutputPathError(f"{label} contains the current folder; choose a new folder for "
                               "the output.")
     _check_inputs(real, label, inputs, folder=True)
+    if not within_output:
+        _refuse_inside_output(real, label)
     if os.path.lexists(out):
         if not out.is_dir():
             raise OutputPathError(f"{label} is a file, not a folder; medaudit writes a folder "
@@ -537,7 +575,7 @@ def _full_disk(where: Path, exc: OSError) -> OutputPathError:
 
 @contextlib.contextmanager
 def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False, inputs: Any = (),
-                     run_id: str | None = None) -> Iterator[Path]:
+                     run_id: str | None = None, within_output: bool = False) -> Iterator[Path]:
     """Yield a temporary folder that becomes ``target`` only if the block succeeds.
 
     Parameters
@@ -551,6 +589,9 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
     run_id : str, optional
         Recorded in the marker (keep it deterministic, e.g. a hash of the inputs, so reruns
         stay byte-identical).
+    within_output : bool, default=False
+        ``target`` is a part of the medaudit folder holding it (``DIR/figures``): see
+        :func:`check_output_dir`.
 
     Raises
     ------
@@ -567,7 +608,7 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
     ['.medaudit-output', 'metrics.csv']
     """
     target = Path(target)
-    check_output_dir(target, inputs=inputs, overwrite=overwrite)
+    check_output_dir(target, inputs=inputs, overwrite=overwrite, within_output=within_output)
     parent = target.parent
     # a folder inside a medaudit output (DIR/figures) belongs to it: no marker of its own
     nested = _read_marker(parent) is not None
@@ -600,7 +641,7 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
             (tmp / MARKER).write_bytes(_marker_bytes(run_id, **_seal(tmp)))
         if os.path.lexists(target):
             # the folder may have changed during the run: check again just before the swap
-            check_output_dir(target, inputs=inputs, overwrite=overwrite)
+            check_output_dir(target, inputs=inputs, overwrite=overwrite, within_output=within_output)
             old = _sibling(parent, target.name, "old")
             os.replace(target, old)
             os.replace(tmp, target)
@@ -750,7 +791,8 @@ def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwri
     """Check that a run may write the single file ``path`` (e.g. ``report --out FILE``); touch nothing.
 
     Refused (:class:`OutputPathError`): ``path`` is an input of the run (by path or as the same
-    file, or, with ``digests``, by its SHA-256), lies inside an input folder, is a folder or a
+    file, or, with ``digests``, by its SHA-256), lies inside an input folder or inside a folder
+    medaudit wrote (an audit, whose manifest would not list it), is a folder or a
     symbolic link, or cannot be written; with ``overwrite=False`` an existing file is a
     ``FileExistsError``; with ``kind`` an existing file is replaced only when
     ``kind.recognise`` finds it is one medaudit wrote of that kind.
@@ -783,6 +825,7 @@ def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwri
     """
     path, label, real = _out_path(path, "file")
     _check_inputs(real, label, inputs, folder=False)
+    _refuse_inside_output(real, label)
     if os.path.lexists(path):
         if path.is_dir():
             # the example keeps the suffix the user gave (a .yaml spec, a .csv manifest)

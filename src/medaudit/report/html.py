@@ -588,7 +588,7 @@ def write_report(outcome: Any, directory: str | os.PathLike[str], *,
             raise ValueError(f"figure name {f.name!r} is not a plain file stem")
     # the figures folder is swapped in whole (emptied when no figure applies, so no stale
     # figure survives a re-render), then the page that embeds the same figures
-    with atomic_directory(directory / "figures", overwrite=True) as tmp:
+    with atomic_directory(directory / "figures", overwrite=True, within_output=True) as tmp:
         for f in figs:
             (tmp / f"{f.name}.png").write_bytes(f.png)
             (tmp / f"{f.name}.svg").write_text(f.svg, encoding="utf-8")
@@ -637,8 +637,7 @@ def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | No
     an input of the audit (:func:`medaudit.io.output.recorded_inputs`).
     """
     from medaudit.audit.outcome import load_outcome
-    from medaudit.exceptions import SchemaError
-    from medaudit.io.output import changed_files, check_output_file, recorded_inputs
+    from medaudit.io.output import check_output_file, recorded_inputs
 
     directory = Path(directory)
     results = directory / "results.json"
@@ -648,11 +647,7 @@ def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | No
                           overwrite=overwrite, kind=REPORT_PAGE, digests=digests)
     else:
         _check_in_place(directory)
-    if results.is_file() and changed_files(directory, only=["results.json"]):
-        # edited numbers would be drawn as medaudit's: refuse rather than render them
-        raise SchemaError(f"{results}: results.json was changed after medaudit wrote it (its "
-                          "size or SHA-256 differs from the record in .medaudit-output), so the "
-                          "report would show numbers the audit did not compute. Rerun the audit.")
+    # edited numbers would be drawn as medaudit's: load_outcome refuses a changed results.json
     outcome = load_outcome(directory)
     if out is None:
         return write_report(outcome, directory)
