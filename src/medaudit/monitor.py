@@ -235,9 +235,10 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     period_files : sequence of paths, optional
         One score table per period instead (the period is each file's name without suffix).
     periods : sequence, optional
-        The periods in order.  Default: the order of ``period_files`` as given; numbered
-        periods (a numeric column) in number order; otherwise sorted as text (ISO months
-        such as "2026-07" sort as time does).
+        The periods in order.  Default: the order of ``period_files`` as given; of an
+        ordered categorical column; numbered periods (a numeric column) in number order;
+        otherwise sorted as text where that is time order (ISO months such as "2026-07";
+        month names, "10/15/2025" or "p10" beside "p2" are refused: give ``periods``).
     correction : {"confseq", "alpha_spending", "none"}, default="confseq"
     planned_looks : int, optional
         Looks declared in advance: required by ``alpha_spending``; with ``confseq`` it tunes

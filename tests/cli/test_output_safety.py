@@ -311,3 +311,15 @@ def test_nothing_is_written_inside_a_folder_medaudit_wrote(tmp_path, capsys):
         assert err.count("\n") == 1 and "a folder medaudit wrote" in err, (argv, err)
     assert _snapshot(tmp_path) == before
     assert cli(["audit", str(spec), "--out", str(a), "--overwrite", "--quiet"]) == 0
+
+
+def test_a_folder_given_as_the_score_table_is_named_as_such(tmp_path, capsys):
+    """Probe finding: `scores: .` read as an --out 'inside the score table folder'."""
+    from medaudit.cli.main import main as cli
+
+    (tmp_path / "dot.yaml").write_text("scores: .\n")
+    assert cli(["audit", str(tmp_path / "dot.yaml"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "spec key scores:" in err
+    assert "is a folder; give the score table file" in err
+    assert not (tmp_path / "o").exists()

@@ -257,11 +257,39 @@ def test_an_ordered_categorical_period_gives_the_order_of_the_looks():
                           periods=["Jan", "Feb", "Mar", "Apr"])
     assert [r["period"] for r in got.series] == ["Jan", "Feb", "Mar", "Apr"]
     assert got.series == want.series
-    # the same for the drift table, and an unordered categorical is sorted as its values are
+    # the same for the drift table; month names without a declared order are refused (sorted
+    # as text they run Apr, Feb, Jan, Mar)
     from medaudit.stats import score_drift
 
     assert score_drift(cat, t["score"], rng=0).periods == ("Jan", "Feb", "Mar", "Apr")
-    assert score_drift(cat.as_unordered(), t["score"], rng=0).periods == ("Apr", "Feb", "Jan", "Mar")
+    with pytest.raises(MedauditError, match=r"text whose sorted order need not be its time order \('Jan'"):
+        score_drift(cat.as_unordered(), t["score"], rng=0)
+
+
+@pytest.mark.parametrize("values, bad", [
+    (["jan", "feb", "mar"], "jan"), (["1/15/2026", "10/15/2025"], "1/15/2026"),
+    (["15.01.2026", "01.02.2026"], "15.01.2026"), (["p1", "p2", "p10"], "p10"),
+    (["week 9", "week 10"], "week 10"), (["March 2026", "April 2026"], "March 2026")])
+def test_text_periods_whose_sort_is_not_time_are_refused(values, bad):
+    """Probe finding: month names and US dates were sorted as text, so the cumulative looks
+    ran out of time order; without periods= they are refused, naming a value."""
+    t = {"period": np.repeat(np.array(values, dtype=object), 20),
+         "label": np.tile([0.0, 1.0], 10 * len(values)), "score": np.linspace(0, 1, 20 * len(values))}
+    with pytest.raises(MedauditError, match="need not be its time order") as e:
+        monitor_claims(t, SE)
+    assert f"({bad!r};" in str(e.value)
+    got = monitor_claims(t, SE, periods=values, scopes="cumulative")  # declared: taken as given
+    assert [r["period"] for r in got.series] == values
+
+
+@pytest.mark.parametrize("values", [["2026-01", "2026-02", "2026-10"], ["2026-Q1", "2026-Q3"],
+                                    ["2026-07-01", "2026-07-15"], ["p1", "p2", "p3"], ["a", "b"],
+                                    ["site 1", "site 2"], ["only one"]])
+def test_text_periods_that_sort_as_given_are_taken(values):
+    t = {"period": np.repeat(np.array(values, dtype=object), 20),
+         "label": np.tile([0.0, 1.0], 10 * len(values)), "score": np.linspace(0, 1, 20 * len(values))}
+    got = monitor_claims(t, SE, scopes="cumulative")
+    assert [r["period"] for r in got.series] == sorted(values)
 
 
 def test_one_claim_or_one_scope_may_be_given_alone():

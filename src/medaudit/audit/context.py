@@ -18,7 +18,7 @@ import pandas as pd
 from medaudit.audit.spec import IN_MEMORY, SINGLE_COHORT, AuditSpec, ModelCard, check_spec_against_table
 from medaudit.blocks import BLOCKS
 from medaudit.blocks.context import AuditContext
-from medaudit.exceptions import SchemaError
+from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.paths import resolve_input
 from medaudit.io.schema import unknown_columns, validate_score_table
 from medaudit.io.specfile import validate_model
@@ -55,6 +55,11 @@ def spec_inputs(spec: AuditSpec, base_dir: str | Path, spec_path: str | Path | N
             add("score table", s)
     for w in spec.scores_wide or ():
         add("prediction file", w.path)
+    for role, key in (("score table", "scores"), ("prediction file", "scores_wide")):
+        for p in out.get(role, ()):
+            if p.is_dir():  # else named as the folder an --out may not lie in, not as this
+                raise MedauditError(f"spec key {key}: {str(p)!r} is a folder; give the {role} "
+                                    "file itself (CSV or Parquet).")
     if spec.annotations is not None:
         add("annotations", spec.annotations.path)
     j = spec.judgments

@@ -61,7 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the spec's scores: table, whose other keys still apply")
     p.add_argument("--periods", nargs="+", default=None, metavar="PERIOD",
                    help="the periods in order (default: the order of --period-files as given; "
-                        "else numbers in number order, text sorted, as ISO months sort)")
+                        "else an ordered categorical's order, numbers in number order, or text "
+                        "sorted where that is time order: ISO months sort; month names, "
+                        "10/15/2025 or p10 are refused without --periods)")
     p.add_argument("--correction", choices=("confseq", "alpha_spending", "none"), default="confseq",
                    help="correction for repeated looks (default confseq: anytime-valid)")
     p.add_argument("--planned-looks", type=int, default=None,

@@ -21,6 +21,7 @@ These are descriptive signals: no correction is made for the number of periods.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -518,6 +519,41 @@ def ks_drift(reference: ArrayLike, current: ArrayLike) -> TestResult:
                       details={"n_reference": int(ref.size)})
 
 
+#: month names and dates written with / or . (or day first): sorted as text they leave
+#: time order ("apr" < "jan", "10/15/2025" > "1/15/2026", "15.01.2026" > "01.02.2026")
+_TIME_LIKE = re.compile(r"(?i)\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?"
+                        r"|sept?(ember)?|oct(ober)?|nov(ember)?|dec(ember)?)\b"
+                        r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{1,2}-\d{1,2}-\d{4}")
+
+
+def _misordered_text(values: Sequence[Any]) -> str | None:
+    """A text period whose sort may not be its time order, or None.
+
+    Refused: month names and non-ISO dates (above), and numbers inside text that sort
+    otherwise as numbers ("p10" before "p2", "week 10" before "week 9").  One period has
+    no order to get wrong; ISO text ("2026-07", "2026-Q3") and other labels sort as given.
+    """
+    text = [v for v in values if isinstance(v, str)]
+    if len(set(values)) < 2 or not text:
+        return None
+    for v in text:
+        if _TIME_LIKE.search(v):
+            return v
+
+    def natural(v: str) -> tuple:
+        return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                     for part in re.findall(r"\d+|\D+", v))
+
+    as_text = sorted(text)
+    try:
+        as_numbers = sorted(text, key=natural)
+    except TypeError:  # chunks of different kinds at one place: text and numbers mixed
+        return None
+    if as_text != as_numbers:
+        return next(a for a, b in zip(as_text, as_numbers, strict=True) if a != b)
+    return None
+
+
 def ordered_categories(values: Any) -> list[Any] | None:
     """The categories of an *ordered* pandas categorical that occur in ``values``, in their
     declared order (None for anything else): such a column says its own order ("Jan" before
@@ -533,7 +569,9 @@ def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | 
     """The periods in order: ``periods`` as declared (every value must be listed), else the
     order of an ordered categorical column, else sorted.
 
-    Values are compared as given; ISO months ("2026-07") and integers sort as time does.
+    Values are compared as given; numbers, dates and ISO text ("2026-07", "2026-Q3") sort as
+    time does.  Text whose sort may not be its time order (month names, "10/15/2025",
+    "p10" before "p2") is refused without ``periods``: the looks would run out of order.
     """
     if periods is None:
         periods = ordered_categories(period)
@@ -546,6 +584,11 @@ def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | 
                             f"at index {int(np.flatnonzero(missing)[0])}); give every score its "
                             "period, or drop the rows without one.")
     present = list(dict.fromkeys(arr.tolist()))
+    if periods is None and (bad := _misordered_text(present)) is not None:
+        raise MedauditError(
+            f"the period column holds text whose sorted order need not be its time order "
+            f"({bad!r}; ISO forms sort as time: 2026-07, 2026-07-15, 2026-Q3); give the "
+            "periods in order (periods=[...], or --periods), or write them in ISO form.")
     if periods is not None:
         order = list(periods)
         if len(set(order)) != len(order):
