@@ -112,3 +112,26 @@ def test_engine_metric_errors():
         threshold_metrics([0, 1], [0.1, 0.2], threshold=0.5, prevalence=1.5)
     with pytest.raises(MedauditError, match="threshold"):
         threshold_metrics([0, 1], [0.1, 0.2], threshold=float("nan"))
+
+
+def test_predictive_values_warn_where_undefined():
+    """Probe finding: PPV at Se = 0, Sp = 1 (0/0) came back nan without a word."""
+    from medaudit.exceptions import UndefinedMetricWarning
+    from medaudit.stats import predictive_values
+
+    with pytest.warns(UndefinedMetricWarning, match="PPV is undefined"):
+        ppv, npv = predictive_values(0.0, 1.0, 0.3)
+    assert math.isnan(ppv) and npv == pytest.approx(0.7)
+    with pytest.warns(UndefinedMetricWarning, match="NPV is undefined"):
+        ppv, npv = predictive_values(1.0, 0.0, 0.3)
+    assert ppv == pytest.approx(0.3) and math.isnan(npv)
+
+
+def test_all_zero_weights_are_named_as_such():
+    from medaudit.exceptions import UndefinedMetricWarning
+    from medaudit.stats import roc_auc
+
+    with pytest.warns(UndefinedMetricWarning, match="every case has weight 0"):
+        assert math.isnan(roc_auc([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], sample_weight=[0, 0, 0, 0]))
+    with pytest.warns(UndefinedMetricWarning, match="the sample has no positives"):
+        assert math.isnan(roc_auc([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], sample_weight=[1, 1, 0, 0]))

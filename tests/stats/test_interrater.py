@@ -111,6 +111,32 @@ LIDC = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "lidc_py
 
 
 @pytest.mark.skipif(not LIDC.is_dir(), reason="the LIDC annotations live in ../shared/data")
+def test_pandas_missing_values_are_missing_ratings():
+    """Probe finding: a nullable Float64/Int64 frame holding pd.NA was refused as 'not
+    numeric'; pd.NA and None are missing ratings, as nan is (the krippendorff package and
+    statsmodels on the nan array are the witnesses)."""
+    import krippendorff
+    import pandas as pd
+
+    rng = np.random.default_rng(2)
+    dense = rng.integers(1, 4, size=(30, 3)).astype(float)
+    holes = dense.copy()
+    holes[rng.random(holes.shape) < 0.15] = np.nan
+    frame = pd.DataFrame(holes).astype("Float64")
+    assert frame.isna().to_numpy().any()
+    got = krippendorff_alpha(frame, level="nominal", n_resamples=0).estimate
+    want = krippendorff.alpha(reliability_data=holes.T, level_of_measurement="nominal")
+    assert got == pytest.approx(want, rel=1e-12)
+    obj = holes.astype(object)
+    obj[np.isnan(holes)] = None
+    assert krippendorff_alpha(obj, level="nominal", n_resamples=0).estimate == got
+    ints = pd.DataFrame(dense).astype("Int64")
+    counts = np.stack([(dense == c).sum(axis=1) for c in (1.0, 2.0, 3.0)], axis=1)
+    assert fleiss_kappa(ints, n_resamples=0).estimate == pytest.approx(sm_fleiss(counts), rel=1e-12)
+    with pytest.raises(MedauditError, match="map category labels to numbers first"):
+        krippendorff_alpha([["x", "y"], ["y", None]], n_resamples=0)
+
+
 def test_lidc_malignancy_readers_as_a_test_bed():
     # up to four readers per nodule, malignancy 1-5: alpha over all 2,637 nodules (missing
     # ratings as nan), kappa over the nodules every reader rated

@@ -197,6 +197,16 @@ def test_bad_inputs():
     y = [0, 1, 0, 1]
     with pytest.raises(MedauditError, match="equal"):
         paired_auc_sample_size(y, [0.1, 0.9, 0.2, 0.8], [0.1, 0.9, 0.2, 0.8])
+    # probe finding: an infinite n_pos was blamed on kappa, which the caller never passed
+    for n_pos, n_neg in ((math.inf, 10), (10, math.nan), ("x", 10), (-1, 10)):
+        with pytest.raises(MedauditError, match=r"n_pos and n_neg must be positive finite numbers"):
+            auc_power(0.8, n_pos=n_pos, n_neg=n_neg)
+    ya = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
+    a = [.1, .3, .2, .6, .4, .5, .7, .9, .8, .35]
+    b = [.2, .1, .5, .3, .4, .45, .6, .7, .55, .25]
+    for n_pos in (math.inf, -5, 0, "x", True):  # inf gave power 1.0, -5 a math domain error
+        with pytest.raises(MedauditError, match="n_pos must be a positive finite number"):
+            paired_auc_power(ya, a, b, n_pos=n_pos)
 
 
 def test_results_are_plain_records():

@@ -108,6 +108,42 @@ def test_separation_is_degenerate_not_a_crash():
             calibration_slope_intercept_ci(y, p, n_resamples=5)
 
 
+def test_a_zero_weight_case_does_not_hide_a_separation():
+    """Probe finding: with a case of weight 0 that logit(p) does not separate, statsmodels'
+    check missed the separation of the others and a slope of 35.9 (SE 4.6e6) came back. A
+    case of weight 0 is left out of the fit, which is the same likelihood."""
+    y, p, w = [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], [1, 1, 0, 1]
+    with pytest.warns(DegenerateDataWarning, match="separates"):
+        got = calibration_slope_intercept(y, p, sample_weight=w)
+    with pytest.warns(DegenerateDataWarning, match="separates"):
+        want = calibration_slope_intercept([0, 0, 1], [0.1, 0.4, 0.8])
+    assert np.isnan(got.slope) and got.intercept == pytest.approx(want.intercept, rel=1e-12)
+    assert got.n == 4 and got.n_pos == 1.0
+    # and where the fit exists, zero-weight cases change nothing
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.05, 0.95, 80)
+    y = (rng.random(80) < p).astype(float)
+    w = (rng.random(80) < 0.8).astype(float)
+    a = calibration_slope_intercept(y, p, sample_weight=w)
+    b = calibration_slope_intercept(y[w > 0], p[w > 0])
+    assert (a.slope, a.slope_se, a.intercept) == pytest.approx((b.slope, b.slope_se, b.intercept), rel=1e-10)
+
+
+@pytest.mark.parametrize("y, p0", [([0, 1, 0, 1], 0.5), ([0, 1, 0, 1, 1], 0.3)])
+def test_one_probability_for_every_case_has_no_slope(y, p0):
+    """Probe finding: with every p equal the design is singular and a pseudo-inverse slope
+    (0.0, SE 0.0; or -0.2, SE 0.45) came back; statsmodels' own Logit raises. The slope is
+    nan with a warning; the offset model still has its MLE, logit(mean y) - logit(p)."""
+    with pytest.warns(DegenerateDataWarning, match="takes one value"):
+        fit = calibration_slope_intercept(y, [p0] * len(y))
+    assert np.isnan(fit.slope) and np.isnan(fit.slope_se) and np.isnan(fit.intercept_joint)
+    assert fit.intercept == pytest.approx(special.logit(np.mean(y)) - special.logit(p0), rel=1e-10)
+    with pytest.raises(MedauditError, match="one value of p for every case"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            calibration_slope_intercept_ci(y * 10, [p0] * (10 * len(y)), n_resamples=5)
+
+
 def test_zero_or_one_probabilities_need_eps():
     with pytest.raises(MedauditError, match="eps"):
         calibration_slope_intercept([0, 1, 0, 1], [0.0, 0.6, 0.4, 1.0])

@@ -93,6 +93,10 @@ def warn_if_one_class(n_pos: float, n_neg: float, metric: str, *, stacklevel: in
     is accepted for old callers and ignored."""
     if n_pos > 0 and n_neg > 0:
         return False
+    if n_pos <= 0 and n_neg <= 0:  # cases there are (an empty sample is refused before)
+        warn(f"{metric} is undefined: every case has weight 0 (sample_weight); returning nan.",
+             UndefinedMetricWarning)
+        return True
     which = "positives" if n_pos <= 0 else "negatives"
     warn(f"{metric} is undefined: the sample has no {which}; returning nan.",
          UndefinedMetricWarning)

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 from medaudit._validation import RNGLike, check_fraction, check_option, shown
 from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats import _kernels_extra as KX
-from medaudit.stats._common import labels_scores
+from medaudit.stats._common import labels_scores, warn
 from medaudit.stats._docs import fill_doc
 from medaudit.stats._ranked import sample_weights
 from medaudit.stats._results import BootstrapResult, _ToDict
@@ -121,7 +121,13 @@ def predictive_values(sensitivity: float, specificity: float, prevalence: float
     z = np.zeros(1)
     out = KX.rates(z + se, z + 1.0 - sp, z + 1.0 - se, z + sp, prevalence=pi)
     # rates() takes cells; Se/Sp given directly stand for cells (se, 1-sp) / (1-se, sp)
-    return float(out["ppv"][0]), float(out["npv"][0])
+    ppv, npv = float(out["ppv"][0]), float(out["npv"][0])
+    for name, value, why in (("PPV", ppv, "Se = 0 and Sp = 1: the rule calls no case positive"),
+                             ("NPV", npv, "Se = 1 and Sp = 0: the rule calls no case negative")):
+        if math.isnan(value):
+            warn(f"predictive_values: {name} is undefined ({why}); returning nan.",
+                 UndefinedMetricWarning)
+    return ppv, npv
 
 
 @fill_doc

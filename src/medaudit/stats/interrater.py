@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medaudit._validation import RNGLike, as_generator, check_fraction, check_option
+from medaudit._validation import RNGLike, as_generator, check_fraction, check_option, missing_mask
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, UndefinedMetricWarning
 from medaudit.stats._common import check_batch, check_n_resamples, warn
 from medaudit.stats._results import _ToDict
@@ -64,8 +64,15 @@ def _ratings(ratings: ArrayLike) -> NDArray[np.float64]:
     try:
         r = np.asarray(ratings, dtype=np.float64)
     except (TypeError, ValueError):
-        raise MedauditError("ratings must be numeric, shape (n_items, n_raters), with nan for a "
-                            "missing rating; map category labels to numbers first.") from None
+        # pandas' missing values (pd.NA in nullable columns, None) are missing ratings
+        raw = np.asarray(ratings, dtype=object)
+        missing = missing_mask(raw)
+        try:
+            r = np.where(missing, np.nan, np.where(missing, 0.0, raw)).astype(np.float64)
+        except (TypeError, ValueError):
+            raise MedauditError("ratings must be numeric, shape (n_items, n_raters), with nan for "
+                                "a missing rating; map category labels to numbers first."
+                                ) from None
     if r.ndim != 2 or r.shape[0] < 1 or r.shape[1] < 2:
         raise MedauditError(f"ratings must have shape (n_items, n_raters) with at least two "
                             f"raters; got shape {r.shape}.")

@@ -252,8 +252,13 @@ def auc_power(auc: float, *, n_pos: float, n_neg: float, auc_null: float = 0.5,
     alpha, _, alternative = _checks(alpha, None, alternative)
     method = check_option(method, AUC_VARIANCES, name="method")
     theta, null = check_fraction(auc, name="auc"), check_fraction(auc_null, name="auc_null")
-    if not (float(n_pos) > 0 and float(n_neg) > 0):
-        raise MedauditError(f"n_pos and n_neg must be positive; got {n_pos!r}, {n_neg!r}.")
+    try:
+        counts = float(n_pos), float(n_neg)
+    except (TypeError, ValueError):
+        counts = (math.nan, math.nan)
+    if not all(math.isfinite(c) and c > 0 for c in counts):
+        raise MedauditError(f"n_pos and n_neg must be positive finite numbers; got {n_pos!r}, "
+                            f"{n_neg!r}.")
     k = float(n_neg) / float(n_pos)
     za = _z(alpha, alternative)
     v0 = auc_variance(null, kappa=k, method=method, n_pos=float(n_pos))
@@ -340,7 +345,12 @@ def paired_auc_power(y_true: ArrayLike, y_score_a: ArrayLike, y_score_b: ArrayLi
     from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alpha, _, alternative = _checks(alpha, None, alternative)
     delta, v1, v2, cov, pilot_pos, _, _ = _pilot(y_true, y_score_a, y_score_b)
-    n = float(pilot_pos if n_pos is None else n_pos)
+    try:
+        n = float(pilot_pos if n_pos is None else n_pos)
+    except (TypeError, ValueError):
+        n = math.nan
+    if not (math.isfinite(n) and n > 0) or isinstance(n_pos, bool):
+        raise MedauditError(f"n_pos must be a positive finite number of positives; got {n_pos!r}.")
     v0, va = 2.0 * v1 - 2.0 * cov, v1 + v2 - 2.0 * cov
     za = _z(alpha, alternative)
     return float(stats.norm.cdf((math.sqrt(n * delta ** 2) - za * math.sqrt(max(v0, 0.0)))

@@ -158,6 +158,10 @@ def calibration_slope_intercept(
     from statsmodels.tools.sm_exceptions import PerfectSeparationError, PerfectSeparationWarning
 
     fam = sm.families.Binomial()
+    # a case of weight 0 adds nothing to the likelihood: fitted without it (the same MLE),
+    # or statsmodels' separation check would see its fitted value and miss a separation
+    keep = w > 0
+    y, x, w = y[keep], x[keep], w[keep]
 
     def fit(exog, offset):
         """The GLM, or None where its MLE does not exist (separation)."""
@@ -174,10 +178,20 @@ def calibration_slope_intercept(
     # the two models are fitted on their own: logit(p) can separate the classes, so that the
     # slope model has no finite fit, while the offset model (intercept only) still has one
     # (R's glm(y ~ 1, offset = x) and statsmodels both converge there)
-    joint = fit(np.column_stack([np.ones(y.size), x]), None)
+    # one value of logit(p) (every probability the same) leaves the slope unidentifiable: the
+    # design is singular, and statsmodels would return a pseudo-inverse's arbitrary slope
+    constant = bool(np.ptp(x) == 0)
+    joint = None if constant else fit(np.column_stack([np.ones(y.size), x]), None)
     large = fit(np.ones((y.size, 1)), x)
-    nan_fit = _nan_fit(level, int(y.size), n_pos, eps)
-    if joint is None or large is None:
+    nan_fit = _nan_fit(level, int(keep.size), n_pos, eps)
+    if constant:
+        warnings.warn("calibration_slope_intercept: logit(p) takes one value (every probability "
+                      "is the same), so the slope is not identifiable: slope and joint intercept "
+                      "are nan" + ("" if large is None else ", the calibration intercept (offset "
+                                   "model) is estimated") + ".", DegenerateDataWarning, stacklevel=2)
+        if large is None:
+            return nan_fit
+    elif joint is None or large is None:
         lost = ("the recalibration models have no finite fit, returning nan" if large is None
                 else "the slope model has no finite fit: slope and joint intercept are nan, "
                      "the calibration intercept (offset model) is estimated")
@@ -282,7 +296,8 @@ def calibration_slope_intercept_ci(
     y, x, eps = _logit(y_true, y_prob, eps)
     if math.isnan(fit.slope):
         raise MedauditError("calibration_slope_intercept_ci: the full-sample fit does not exist "
-                            "(one class, or complete separation); there is nothing to resample.")
+                            "(one class, complete separation, or one value of p for every case); there is "
+                            "nothing to resample.")
     plan = bootstrap_plan(design, y, cluster=cluster, strata=strata)
     gen, rec = as_generator(rng)
     a_j, b_j, a_l = [], [], []
