@@ -396,6 +396,16 @@ def test_a_name_differing_only_in_unicode_form_is_called_that():
     assert "did you mean" not in text and "write both the same way (Unicode NFC)" in text
 
 
+def test_a_number_named_as_text_is_called_that():
+    # probe finding: a DataFrame column named 0 (an int) asked for as subgroup '0' was said to
+    # be "written with other Unicode code points"
+    from medaudit.blocks.checks import unknown
+
+    (line,) = unknown("subgroup column", ["0"], [0, "sex"], "subgroups")
+    assert "'0' is text, the table's 0 a number" in line
+    assert "df.columns = df.columns.map(str)" in line and "Unicode" not in line
+
+
 def test_losses_may_claim_levels_above_one():
     c = CL.ClaimsConfig.model_validate([{"model": "a", "metric": "log_loss", "at_most": 1.3}])
     assert c.declared[0].level == 1.3

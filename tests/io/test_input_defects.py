@@ -7,6 +7,8 @@ counted in the text the test writes), pyarrow for a Parquet file naming one colu
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -354,3 +356,21 @@ def test_the_missing_column_message_does_not_ask_for_what_is_filled_in(tmp_path,
     err = capsys.readouterr().err.strip()
     assert "missing column(s) ['score']" in err and "needs ['image_id', 'model', 'score', 'label'] (and " \
         "['cohort', 'prompt'] where there is more than one of either; optional:" in err
+
+
+@pytest.mark.parametrize("index, says", [
+    (None, "row 6 has 2"), (range(1000, 1040), "row 6 (index 1005) has 2"),
+    ([f"r{k}" for k in range(40)], "row 6 (index 'r5') has 2")])
+def test_a_dataframe_row_is_named_by_position_and_by_its_index_label(index, says):
+    """Probe finding: with an index 1000, 1001, ... a bad label at df.loc[1005] was called
+    'row 6' only; the label df.loc reads is given beside the position."""
+    import medaudit
+    from medaudit.exceptions import MedauditError
+
+    df = pd.DataFrame({"image_id": [f"i{k}" for k in range(40)], "model": "m",
+                       "score": np.linspace(0, 1, 40), "label": [0, 1] * 20})
+    df.loc[5, "label"] = 2
+    if index is not None:
+        df = df.set_axis(list(index))
+    with pytest.raises(MedauditError, match=re.escape(says)):
+        medaudit.audit(df, n_resamples=20)

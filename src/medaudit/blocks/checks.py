@@ -36,6 +36,13 @@ def unknown(kind: str, names: Iterable[Any], known: Iterable[Any], where: str) -
             out.append(f"  - {where}: cohort {quote(n)} is in the table but not declared under "
                        f"`cohorts:`; add it there (declared: {quote(sorted(known_list))})")
             continue
+        text = [k for k in known_list if str(k) == str(n)]
+        if text:  # 0 and '0': a column (or value) named by a number on one side, text on the other
+            out.append(f"  - {where}: {kind} {n!r} is {'text' if isinstance(n, str) else 'a number'}"
+                       f", the table's {text[0]!r} {'a number' if isinstance(n, str) else 'text'}; "
+                       "names are text: name a DataFrame's columns with text "
+                       "(df.columns = df.columns.map(str))")
+            continue
         same = [k for k in known_list if unicodedata.normalize("NFC", str(k))
                 == unicodedata.normalize("NFC", str(n))]
         if same:  # 'é' as one code point in one, 'e' + combining accent in the other

@@ -130,11 +130,19 @@ class _Where:
 
     def __init__(self, table: pd.DataFrame) -> None:
         self.word, self.numbers, self.files = _origin(table)
+        # a DataFrame's rows are counted from 1; where its index is not 0, 1, 2, ... its
+        # label is given too, since that is what df.loc reads ("row 6 (index 1005)")
+        idx = table.index
+        default = isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1
+        self.labels = None if self.numbers is not None or default else idx.tolist()
+
+    def _number(self, i: int) -> str:
+        n = i + 1 if self.numbers is None else int(self.numbers[i])
+        return str(n) if self.labels is None else f"{n} (index {self.labels[i]!r})"
 
     def place(self, i: int) -> str:
         """``"line 5"`` (``"jan.csv line 5"``) for row ``i`` (0-based)."""
-        n = i + 1 if self.numbers is None else int(self.numbers[i])
-        return f"{'' if self.files is None else f'{self.files[i]} '}{self.word} {n}"
+        return f"{'' if self.files is None else f'{self.files[i]} '}{self.word} {self._number(i)}"
 
     def places(self, mask: np.ndarray, limit: int = 5) -> str:
         """Where ``mask`` holds: ``"lines 2, 5 (and 3 more)"``, ``"b.csv lines 2, 5; c.csv line 3"``."""
@@ -142,8 +150,8 @@ class _Where:
         more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
         groups: dict[str, list[str]] = {}  # file -> its numbers, files in order of first mention
         for i in idx[:limit]:
-            n = int(i) + 1 if self.numbers is None else int(self.numbers[i])
-            groups.setdefault("" if self.files is None else f"{self.files[i]} ", []).append(str(n))
+            groups.setdefault("" if self.files is None else f"{self.files[i]} ", []).append(
+                self._number(int(i)))
         plural = len(groups) == 1 and idx.size > 1
         return "; ".join(f"{f}{self.word}{'s' if plural or len(ns) > 1 else ''} {', '.join(ns)}"
                          for f, ns in groups.items()) + more

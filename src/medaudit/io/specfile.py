@@ -100,9 +100,10 @@ def format_validation_error(exc: ValidationError, source: str, *, root: type[Bas
                 msg = f"{quote(err['input'])} is not allowed; did you mean {close[0]!r}? ({msg})"
         elif err["type"] == "string_type" and (err.get("input") is None
                                                or isinstance(err.get("input"), (bool, int, float))):
-            # YAML read an unquoted no / yes / null / 007 as a boolean, None or a number
+            # YAML read an unquoted no / yes / null / 007 as a boolean, None or a number (or a
+            # Python caller passed one): say what was read and how to write text either way
             msg += (f" (YAML read the value as {err.get('input')!r}; if you meant text, quote it, "
-                    "e.g. 'no')")
+                    f"e.g. 'no'; from Python, pass the text: {str(err.get('input'))!r})")
         elif err["type"] in ("list_type", "dict_type") and not isinstance(err.get("input"),
                                                                          (list, dict)):
             # `subgroups: sex` for `subgroups: [sex]`, `cohorts: s1` for a mapping
