@@ -340,7 +340,10 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
             continue
         col = mcs[0].score
         model, prompt = col.split("|", 1)
-        sub = long[(long["model"] == model) & (long["prompt"] == prompt)]
+        # one order whatever the order of the rows given: sums in the intervals and the drift
+        # tests' permutations then give the same bytes when the same rows come shuffled
+        sub = long[(long["model"] == model) & (long["prompt"] == prompt)].sort_values(
+            "image_id", kind="stable")
         table = {"period": sub[period].to_numpy(dtype=object),
                  "label": pd.to_numeric(sub["label"], errors="coerce").to_numpy(dtype=float),
                  col: sub["score"].to_numpy(dtype=float)}
