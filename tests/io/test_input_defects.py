@@ -374,3 +374,14 @@ def test_a_dataframe_row_is_named_by_position_and_by_its_index_label(index, says
         df = df.set_axis(list(index))
     with pytest.raises(MedauditError, match=re.escape(says)):
         medaudit.audit(df, n_resamples=20)
+
+
+def test_every_missing_column_gets_its_near_miss():
+    """Probe finding: four upper-case names got three hints; 'SCORE' -> 'score' was left out."""
+    from medaudit.io.schema import require_columns
+
+    with pytest.raises(SchemaError) as e:
+        require_columns(pd.DataFrame(columns=["IMAGE_ID", "MODEL", "SCORE", "LABEL"]),
+                        ["image_id", "model", "score", "label"], source="t", what="ScoreTable")
+    for c in ("image_id", "model", "score", "label"):
+        assert f"'{c.upper()}' -> '{c}'" in str(e.value)

@@ -246,7 +246,7 @@ def require_columns(table: pd.DataFrame, required: Sequence[str], *, source: str
         known = set(required) | set(optional)
         hints = [f"{quote(c)} -> {quote(m)}" for c, m in
                  ((c, _close(str(c), missing)) for c in table.columns if c not in known) if m]
-        hint = f"; did you mean {', '.join(hints[:3])}?" if hints else ""
+        hint = f"; did you mean {', '.join(hints[:len(missing)])}?" if hints else ""
         needs = [c for c in required if c not in filled]
         notes = ([f"and {list(filled)} where there is more than one of either"] if filled else []) + (
             [f"optional: {list(optional)}"] if optional else [])
