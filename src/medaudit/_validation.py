@@ -299,17 +299,20 @@ def as_generator(rng: RNGLike) -> tuple[np.random.Generator, dict[str, Any]]:
                                                    rng.bit_generator.state)
         except Exception:  # a bit generator that cannot be rebuilt so: say it may have drawn
             fresh = False
+        origin = (str(int(entropy)) if isinstance(entropy, (int, np.integer)) else
+                  str([int(e) for e in entropy]) if isinstance(entropy, (list, tuple, np.ndarray))
+                  else "")
         record = {
             # an int seed when the generator came from one; a word list (e.g. a run seed
-            # plus hashed cell keys) is recorded under "entropy" instead
+            # plus hashed cell keys) is recorded under "entropy" instead; neither for a
+            # generator that may have drawn (they would reproduce other draws)
             "seed": int(entropy) if isinstance(entropy, (int, np.integer)) and fresh else None,
-            "entropy": [int(e) for e in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
-            else None,
+            "entropy": [int(e) for e in entropy] if fresh and isinstance(
+                entropy, (list, tuple, np.ndarray)) else None,
             "seed_source": "generator (fresh: it had not drawn before this call)" if fresh else (
-                "generator advanced before this call: its draws do not follow from its seed "
-                f"{int(entropy) if isinstance(entropy, (int, np.integer)) else ''}".rstrip()
-                + " (pass an int seed to reproduce a result)"),
-            "spawn_key": list(getattr(ss, "spawn_key", ())) if ss is not None else [],
+                "generator that may have drawn before this call: its draws do not follow from "
+                f"its seed {origin}".rstrip() + " (pass an int seed to reproduce a result)"),
+            "spawn_key": list(getattr(ss, "spawn_key", ())) if ss is not None and fresh else [],
             "bit_generator": type(rng.bit_generator).__name__,
         }
         return rng, record

@@ -177,3 +177,43 @@ def test_default_blocks_include_label_uncertainty_with_annotations():
                                      "annotations": {"path": "a.csv"}})
     assert "label_uncertainty" in spec.blocks
     assert spec.label_uncertainty.n_resamples == 1000
+
+
+def test_the_order_of_the_annotation_rows_changes_nothing(audited, tmp_path):
+    """Probe finding: the same annotations shuffled gave other annotation intervals and
+    stability tests for the same seed; they are put in one order (item, annotator) as read."""
+    d, _, _, first = audited
+    import shutil
+
+    shuffled = tmp_path / "shuffled"
+    shutil.copytree(d, shuffled)
+    ann = pd.read_csv(shuffled / "ann.csv")
+    ann.sample(frac=1.0, random_state=5).to_csv(shuffled / "ann.csv", index=False)
+    again = audit(_spec(), shuffled)
+    for name, t in first.results["label_uncertainty"].tables.items():
+        pd.testing.assert_frame_equal(t, again.results["label_uncertainty"].tables[name],
+                                      check_exact=True, obj=name)
+
+
+def test_undeclared_hedged_ratings_name_the_file_and_the_spec_key(tmp_path):
+    pd.DataFrame({"item_id": ["a", "a", "b", "b"], "annotator": ["r1", "r2", "r1", "r2"],
+                  "rating": ["YES", "HEDGE", "NO", "NO"]}).to_csv(tmp_path / "ann.csv", index=False)
+    spec = AnnotationsSpec.model_validate({"path": "ann.csv", "scale": {"codes": {
+        "YES": 1, "NO": 0, "HEDGE": "hedge"}}})
+    with pytest.raises(SchemaError) as e:
+        load_annotations(spec, tmp_path)
+    msg = str(e.value)
+    assert msg.startswith("ann.csv: 1 rating(s) are hedged") and "`annotations.hedge:`" in msg
+    assert "item 'a' by annotator 'r2'" in msg and "hedge=" not in msg
+
+
+def test_a_soft_label_differing_between_an_images_rows_is_refused():
+    """Probe finding: one model's row with another label_soft than the others was ignored
+    (the first row's was used for every model)."""
+    from medaudit.io.schema import validate_score_table
+
+    t = pd.DataFrame({"image_id": ["i1", "i1", "i2", "i2"], "cohort": "c", "model": ["a", "b", "a", "b"],
+                      "prompt": "p", "score": [0.2, 0.3, 0.7, 0.8], "label": [0, 0, 1, 1],
+                      "label_soft": [0.2, 0.2, 0.6, 1.0]})
+    with pytest.raises(SchemaError, match=r"image 'i2' in cohort 'c' has different \['label_soft'\]"):
+        validate_score_table(t, source="t")

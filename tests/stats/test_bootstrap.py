@@ -259,7 +259,10 @@ def test_same_seed_same_replicates_different_seed_different():
     r5 = bootstrap_metrics(y, s, rng=gen, **kw)
     assert not np.array_equal(r5["roc_auc"].replicates, r1["roc_auc"].replicates)
     assert r5["roc_auc"].seed is None
-    assert "advanced before this call" in r5["roc_auc"].options["rng"]["seed_source"]
+    assert "may have drawn before this call" in r5["roc_auc"].options["rng"]["seed_source"]
+    words = np.random.default_rng(np.random.SeedSequence([1, 2, 3]))  # entropy as a word list
+    assert bootstrap_metrics(y, s, rng=words, **kw)["roc_auc"].options["rng"]["entropy"] == [1, 2, 3]
+    assert bootstrap_metrics(y, s, rng=words, **kw)["roc_auc"].options["rng"]["entropy"] is None
     for bit in (np.random.MT19937, np.random.Philox, np.random.SFC64):  # states holding arrays
         g = np.random.Generator(bit(3))
         assert bootstrap_metrics(y, s, rng=g, **kw)["roc_auc"].seed == 3

@@ -128,8 +128,10 @@ def test_psi_edges_merge_ties():
     # a value holding several quantiles gets its own bin: an edge at the next value above it
     assert psi_edges([0] * 19 + [1], n_bins=10).tolist() == [0.0, 1.0]
     assert psi_edges([0] * 12 + [1, 2, 3, 4, 5, 6, 7, 8], n_bins=4).tolist() == [0.0, 1.0, 3.25]
-    # one quantile on a tied value is ordinary quantile binning: nothing added
-    assert psi_edges([0] * 9 + list(range(1, 12)), n_bins=4).tolist() == [0.0, 1.5, 6.25]
+    # one quantile on a tied value inside the sample is ordinary quantile binning: nothing
+    # added; at the minimum the bin below it is empty, so the tie gets its own bin as well
+    assert psi_edges([1, 2, 3, 4, 5, 5, 5, 6, 7, 8], n_bins=2).tolist() == [5.0]
+    assert psi_edges([0] * 9 + list(range(1, 12)), n_bins=4).tolist() == [0.0, 1.0, 1.5, 6.25]
     # ... unless a quantile edge already comes first, or nothing lies above it
     assert psi_edges([1, 1, 1, 2], n_bins=4).tolist() == [1.0, 1.25]
     assert psi_edges([0] * 5 + [1] * 95, n_bins=10).tolist() == [1.0]  # [1, inf) holds the tie
@@ -146,6 +148,8 @@ def test_psi_sees_a_shift_off_a_tied_minimum():
     assert r.psi == pytest.approx(want, rel=1e-12) and r.band == "major shift"
     assert r.psi == pytest.approx(population_stability_index(ref, cur, edges=[0.5], n_resamples=0).psi)
     assert r.pvalue == 1 / 1000 and r.reading == "major shift"
+    for n_bins in (2, 3):  # review finding: at two bins the one cut sat on the tie alone
+        assert population_stability_index(ref, cur, n_bins=n_bins, n_resamples=0).psi == pytest.approx(want)
     # a continuous tail above a tied 0 is binned at its quantiles, the zeros alone
     rng = np.random.default_rng(4)
     ref = np.r_[np.zeros(920), rng.random(80)]
@@ -272,9 +276,10 @@ def _splits(pooled, n_ref):
         yield pooled[mask], pooled[~mask]
 
 
+@pytest.mark.parametrize("n_bins", [2, 10])
 @pytest.mark.parametrize("declared", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_psi_null_is_the_psi_of_each_materialised_split(seed, declared):
+def test_psi_null_is_the_psi_of_each_materialised_split(seed, declared, n_bins):
     # the fast null (one pooled sort, cumulative counts) against the statistic itself on the
     # split's two samples; rounded scores put ties on the edges
     from medaudit.stats.drift import _permutation_masks, _psi_null
@@ -286,8 +291,8 @@ def test_psi_null_is_the_psi_of_each_materialised_split(seed, declared):
     xs = np.sort(np.r_[ref, cur])
     edges = np.array([0.1, 0.2, 0.35, 0.5]) if declared else None
     masks = _permutation_masks(np.random.default_rng(seed), 50, ref.size, cur.size)
-    fast = _psi_null(xs, masks, ref.size, 1e-4, n_bins=10, edges=edges)
-    slow = [population_stability_index(xs[m], xs[~m], n_bins=10, edges=edges, n_resamples=0).psi
+    fast = _psi_null(xs, masks, ref.size, 1e-4, n_bins=n_bins, edges=edges)
+    slow = [population_stability_index(xs[m], xs[~m], n_bins=n_bins, edges=edges, n_resamples=0).psi
             for m in masks]
     np.testing.assert_allclose(fast, slow, rtol=1e-13, atol=1e-15)
 
@@ -460,11 +465,12 @@ def test_score_drift_refuses_an_empty_or_repeated_reference():
             score_drift(["a", "b"], [0.1, 0.2], reference=ref)
 
 
+@pytest.mark.parametrize("n_bins", [2, 10])
 @pytest.mark.parametrize("zeros", [0, 250])
 @pytest.mark.parametrize("few_are_reference", [False, True])
 @pytest.mark.parametrize("declared", [False, True])
 def test_the_sparse_null_of_uneven_sizes_is_the_psi_of_each_materialised_split(few_are_reference,
-                                                                               declared, zeros):
+                                                                               declared, zeros, n_bins):
     # a small sample against a large one: the splits drawn as the small sample's positions,
     # against the statistic on the two samples each split materialises; rounded scores put
     # ties on the edges
@@ -478,14 +484,14 @@ def test_the_sparse_null_of_uneven_sizes_is_the_psi_of_each_materialised_split(f
     n_ref = n_few if few_are_reference else xs.size - n_few
     few = np.sort(np.stack([rng.choice(xs.size, n_few, replace=False) for _ in range(60)]), axis=1)
     edges = np.array([0.1, 0.2, 0.35, 0.5]) if declared else None
-    fast = _psi_null_sparse(xs, few, n_ref, 1e-4, n_bins=10, edges=edges,
+    fast = _psi_null_sparse(xs, few, n_ref, 1e-4, n_bins=n_bins, edges=edges,
                             few_are_reference=few_are_reference)
     slow = []
     for row in few:
         mask = np.zeros(xs.size, dtype=bool)
         mask[row] = True
         ref, cur = (xs[mask], xs[~mask]) if few_are_reference else (xs[~mask], xs[mask])
-        slow.append(population_stability_index(ref, cur, n_bins=10, edges=edges, n_resamples=0).psi)
+        slow.append(population_stability_index(ref, cur, n_bins=n_bins, edges=edges, n_resamples=0).psi)
     np.testing.assert_allclose(fast, slow, rtol=1e-13, atol=1e-15)
     # the edges' arithmetic is numpy's own, to the bit
     for n in (1, 2, 9, 10, 11, 37, 363):

@@ -367,3 +367,24 @@ def test_no_correction_inflates_false_alarms(runs):
     lo, _ = proportion_confint(alarms, 200, alpha=0.05, method="beta")
     assert lo > 0.05  # twelve uncorrected looks: clearly above the nominal 5 %
     assert math.isclose(alarms / 200, 65 / 200)
+
+
+@pytest.mark.parametrize("values", [["Q4 2025", "Q1 2026"], ["H2 2025", "H1 2026"],
+                                    ["week 52 2025", "week 1 2026"], ["2026-7", "2026-10"]])
+def test_periods_whose_first_number_is_not_the_year_are_refused(values):
+    # review finding: "Q4 2025" sorts after "Q1 2026" as text and as numbers alike
+    t = {"period": np.repeat(np.array(values, dtype=object), 20),
+         "label": np.tile([0.0, 1.0], 10 * len(values)), "score": np.linspace(0, 1, 20 * len(values))}
+    with pytest.raises(MedauditError, match="need not be its time order"):
+        monitor_claims(t, SE)
+
+
+@pytest.mark.parametrize("values", [["2026/07/15", "2026/08/01"], ["2026.07.15", "2026.08.01"],
+                                    ["2026 Q1", "2026 Q2"], ["\u00b2", "1\u00b2"]])
+def test_year_first_periods_and_odd_digits_are_taken(values):
+    # review finding: year-first dates with / or . were refused, and a superscript two
+    # raised a bare ValueError
+    t = {"period": np.repeat(np.array(values, dtype=object), 20),
+         "label": np.tile([0.0, 1.0], 10 * len(values)), "score": np.linspace(0, 1, 20 * len(values))}
+    got = monitor_claims(t, SE, scopes="cumulative")
+    assert [r["period"] for r in got.series] == sorted(values)

@@ -198,7 +198,7 @@ def test_bad_inputs():
     with pytest.raises(MedauditError, match="equal"):
         paired_auc_sample_size(y, [0.1, 0.9, 0.2, 0.8], [0.1, 0.9, 0.2, 0.8])
     # probe finding: an infinite n_pos was blamed on kappa, which the caller never passed
-    for n_pos, n_neg in ((math.inf, 10), (10, math.nan), ("x", 10), (-1, 10)):
+    for n_pos, n_neg in ((math.inf, 10), (10, math.nan), ("x", 10), (-1, 10), (True, 10)):
         with pytest.raises(MedauditError, match=r"n_pos and n_neg must be positive finite numbers"):
             auc_power(0.8, n_pos=n_pos, n_neg=n_neg)
     ya = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]

@@ -6,8 +6,10 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
 import pickle
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -178,8 +180,18 @@ def _checkpoints(root: Path, key: str) -> Path:
     """The folder of this run's key under ``root``; checkpoints of any other key are stale."""
     from medaudit.io.output import MARKER
 
-    root.mkdir(parents=True, exist_ok=True)
-    (root / MARKER).write_bytes(_CHECKPOINT_MARK)
+    if not root.exists():
+        # made whole, marker inside, then renamed into place: a run killed here leaves either
+        # no folder or one that checkpoint_folder recognises, never one it must refuse
+        root.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{root.name}.tmp-", dir=root.parent))
+        try:
+            (tmp / MARKER).write_bytes(_CHECKPOINT_MARK)
+            os.rename(tmp, root)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not root.is_dir():  # not another run of ours that got there first
+                raise
     for old in root.iterdir():
         if old.is_dir() and old.name != key:  # another spec or other inputs: never reused
             shutil.rmtree(old, ignore_errors=True)

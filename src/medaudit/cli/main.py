@@ -346,13 +346,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(bool(getattr(args, "verbose", False)))
     # signal handlers can only be set from the main thread (main() called from a thread of
     # a user's program keeps that program's handling)
-    previous = (signal.signal(signal.SIGTERM, _on_sigterm)
-                if threading.current_thread() is threading.main_thread() else None)
+    ours = threading.current_thread() is threading.main_thread()
+    # a handler installed outside Python reads as None: the default action is restored then
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if ours else None
     try:
         return _run(args)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if ours:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _run(args: argparse.Namespace) -> int:

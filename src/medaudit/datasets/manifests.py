@@ -303,7 +303,7 @@ def write_manifest(manifest: Manifest, path: str | os.PathLike[str], *, overwrit
 
     path = Path(path)
     side = path.with_suffix(".json")
-    if side == path:
+    if path.suffix.lower() == ".json":  # the counts file's own name (any case: macOS, Windows)
         raise OutputPathError(f"--out {str(path)!r} ends in .json, the name of the counts file "
                               "written beside the manifest; give a .csv name.")
     for target, ours, what in ((path, is_manifest_file, "a manifest medaudit wrote"),

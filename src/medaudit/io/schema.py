@@ -417,7 +417,8 @@ def validate_score_table(
                               f"{where.places(pos_group)} {_are(pos_group)} positive(s) in a "
                               f"negative group ({where.place(i)}: {quote(t['negative_group'].iloc[i])}).")
     # the label (and group) of an image must not differ between models/prompts
-    per_image = [c for c in ("label", "negative_group", "patient_id", "split") if c in t.columns]
+    per_image = [c for c in ("label", "label_soft", "negative_group", "patient_id", "split")
+                 if c in t.columns]
     nunique = t.groupby(["cohort", "image_id"])[per_image].nunique()
     conflict = nunique[(nunique > 1).any(axis=1)]
     if len(conflict):

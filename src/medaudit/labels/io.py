@@ -95,12 +95,28 @@ def load_annotations(spec: Any, base_dir: Path) -> tuple[pd.DataFrame, dict[str,
                                  duplicates=spec.duplicates)
         prov = {"path": str(spec.path), "sha256": file_sha256(path), "format": spec.format,
                 "columns": dict(zip(("item", "annotator", "rating"), spec.columns(), strict=True))}
+    # one order whatever the order of the file's rows: the annotation bootstrap draws by
+    # position, so a shuffled file would otherwise give other intervals for the same data
+    keys = [c for c in ("cohort", "item_id", "annotator") if c in frame.columns]
+    frame = frame.sort_values(keys, key=lambda col: col.astype(str), kind="stable").reset_index(drop=True)
+    if spec.hedge is None and "hedged" in frame.columns and frame["hedged"].to_numpy(dtype=bool).any():
+        # said here, with the file and the spec key (the aggregation names its Python argument)
+        h = frame["hedged"].to_numpy(dtype=bool)
+        raise SchemaError(f"{prov.get('path') or 'annotations'}: {int(h.sum())} rating(s) are hedged "
+                          f"(a code mapped to 'hedge'; the first is {_first_hedged(frame, h)}); "
+                          "declare how they count with `annotations.hedge:` negative, positive, "
+                          "exclude or half.")
     agg = aggregate_with_spec(frame, spec)  # fails early on an undeclared hedge policy
     prov.update({"scale": {"min": scale.low, "max": scale.high,
                            "codes": None if scale.codes is None else dict(scale.codes)},
                  **AnnotationTable(frame, scale, prov["path"]).counts(),
                  "rules": agg.rules, "aggregation": agg.counts})
     return frame, prov
+
+
+def _first_hedged(frame: pd.DataFrame, hedged: Any) -> str:
+    i = int(np.flatnonzero(hedged)[0])
+    return f"item {frame['item_id'].iloc[i]!r} by annotator {frame['annotator'].iloc[i]!r}"
 
 
 def _list(keys: list[str], reasons: dict[str, str] | None = None, limit: int = 10) -> str:

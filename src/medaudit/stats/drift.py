@@ -140,8 +140,8 @@ def _check_bins(n_bins: int) -> None:
 def psi_edges(reference: ArrayLike, *, n_bins: int = 10) -> NDArray[np.float64]:
     """Interior bin edges at the reference's ``k / n_bins`` quantiles (numpy "linear"), ties merged.
 
-    A value on which several quantiles fall (a tied score holding more than ``1 / n_bins``
-    of the reference, e.g. 0.0 for 95 % of it) gets a bin of its own: an edge is added at
+    A tied value on which a quantile falls (0.0 for 95 % of the reference, say: several
+    quantiles, or the lowest one at the minimum) gets a bin of its own: an edge is added at
     the next reference value above it, unless an edge already comes first.  Bins are
     ``[e_{i-1}, e_i)``, so without that edge the tied value would share its bin with every
     value up to the next quantile above it, or with all of them, and PSI could not see a
@@ -165,18 +165,25 @@ def psi_edges(reference: ArrayLike, *, n_bins: int = 10) -> NDArray[np.float64]:
         at = np.searchsorted(ref_sorted, v, side="right")
         return np.where(at < ref_sorted.size, ref_sorted[np.minimum(at, ref_sorted.size - 1)], np.inf)
 
-    return np.unique(_isolate_ties(cuts, next_above))
+    return np.unique(_isolate_ties(cuts, next_above, ref_sorted[:1]))
 
 
-def _isolate_ties(cuts: NDArray[np.float64], next_above) -> NDArray[np.float64]:
-    """Each row of sorted quantile ``cuts`` (k, m) with, for every value on which two or more
-    cuts fall, an edge at ``next_above(cuts)`` (the next reference value above it, +inf for
-    none) where that comes before the next higher cut: (k, 2m), sorted, duplicates kept
-    (a repeated edge makes a bin empty in both samples, which adds ``0 * log 1``)."""
+def _isolate_ties(cuts: NDArray[np.float64], next_above, lowest: NDArray[np.float64]
+                  ) -> NDArray[np.float64]:
+    """Each row of sorted quantile ``cuts`` (k, m) with, for every tied value a cut falls on,
+    an edge at ``next_above(cuts)`` (the next reference value above it, +inf for none) where
+    that comes before the next higher cut: (k, 2m), sorted, duplicates kept (a repeated edge
+    makes a bin empty in both samples, which adds ``0 * log 1``).
+
+    A cut is on a tied value where two or more cuts fall on it, or where it is the row's
+    reference minimum ``lowest`` (k,): a quantile strictly inside the sample equals the
+    minimum only if two values or more do, and the bin below it is then empty (at two bins
+    the one cut can sit there alone).
+    """
     m = cuts.shape[1]
-    if m < 2:
+    if m == 0:
         return cuts
-    tied = np.zeros(cuts.shape, dtype=bool)
+    tied = cuts == np.asarray(lowest, dtype=np.float64).reshape(-1, 1)
     same = cuts[:, 1:] == cuts[:, :-1]
     tied[:, 1:] |= same
     tied[:, :-1] |= same
@@ -244,7 +251,7 @@ def _psi_null(xs: NDArray[np.float64], masks: NDArray[np.bool_], n_ref: int, flo
             got = np.take_along_axis(ref_sorted, np.minimum(at, n_ref - 1), axis=1)
             return np.where(at < n_ref, got, np.inf)
 
-        cuts = _isolate_ties(cuts, next_above)
+        cuts = _isolate_ties(cuts, next_above, ref_sorted[:, 0])
     else:
         cuts = np.broadcast_to(edges, (k, edges.size))
     below_pool = np.searchsorted(xs, cuts.ravel(), side="left").reshape(cuts.shape)
@@ -310,7 +317,8 @@ def _psi_null_sparse(xs: NDArray[np.float64], few: NDArray[np.int64], n_ref: int
             at = few_below(upto) if few_are_reference else upto - few_below(upto)
             return np.where(at < n_ref, sorted_at(np.minimum(at, n_ref - 1)), np.inf)
 
-        cuts = _isolate_ties(_linear_edges(sorted_at, n_ref, n_bins), next_above)
+        lowest = sorted_at(np.zeros((k, 1), dtype=np.intp))[:, 0]
+        cuts = _isolate_ties(_linear_edges(sorted_at, n_ref, n_bins), next_above, lowest)
     else:
         cuts = np.broadcast_to(edges, (k, edges.size))
     below_pool = np.searchsorted(xs, cuts.ravel(), side="left").reshape(cuts.shape)
@@ -519,36 +527,35 @@ def ks_drift(reference: ArrayLike, current: ArrayLike) -> TestResult:
                       details={"n_reference": int(ref.size)})
 
 
-#: month names and dates written with / or . (or day first): sorted as text they leave
-#: time order ("apr" < "jan", "10/15/2025" > "1/15/2026", "15.01.2026" > "01.02.2026")
-_TIME_LIKE = re.compile(r"(?i)\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?"
-                        r"|sept?(ember)?|oct(ober)?|nov(ember)?|dec(ember)?)\b"
-                        r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{1,2}-\d{1,2}-\d{4}")
+#: month names: sorted as text they leave time order ("apr" < "jan")
+_MONTH_NAME = re.compile(r"(?i)\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?"
+                         r"|sept?(ember)?|oct(ober)?|nov(ember)?|dec(ember)?)\b")
+_NUMBER = re.compile(r"[0-9]+")
 
 
 def _misordered_text(values: Sequence[Any]) -> str | None:
     """A text period whose sort may not be its time order, or None.
 
-    Refused: month names and non-ISO dates (above), and numbers inside text that sort
-    otherwise as numbers ("p10" before "p2", "week 10" before "week 9").  One period has
-    no order to get wrong; ISO text ("2026-07", "2026-Q3") and other labels sort as given.
+    Refused: month names; text holding two or more numbers whose first is not a four-digit
+    year ("Q4 2025" sorts after "Q1 2026", "10/15/2025" after "1/15/2026", "15.01.2026"
+    after "01.02.2026"); and numbers of different widths at one place ("p10" before
+    "p2", "2026-10" before "2026-7").  One period has no order to get wrong; year-first
+    text ("2026-07", "2026/07/15", "2026-Q3") and other labels sort as given.
     """
     text = [v for v in values if isinstance(v, str)]
     if len(set(values)) < 2 or not text:
         return None
     for v in text:
-        if _TIME_LIKE.search(v):
+        numbers = _NUMBER.findall(v)
+        if _MONTH_NAME.search(v) or (len(numbers) >= 2 and len(numbers[0]) != 4):
             return v
 
-    def natural(v: str) -> tuple:
-        return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
-                     for part in re.findall(r"\d+|\D+", v))
+    def natural(v: str) -> tuple:  # ASCII digit runs as numbers, the rest as text
+        return tuple((0, int(part), "") if part[0] in "0123456789" else (1, 0, part)
+                     for part in re.findall(r"[0-9]+|[^0-9]+", v))
 
     as_text = sorted(text)
-    try:
-        as_numbers = sorted(text, key=natural)
-    except TypeError:  # chunks of different kinds at one place: text and numbers mixed
-        return None
+    as_numbers = sorted(text, key=natural)
     if as_text != as_numbers:
         return next(a for a, b in zip(as_text, as_numbers, strict=True) if a != b)
     return None

@@ -256,7 +256,8 @@ def auc_power(auc: float, *, n_pos: float, n_neg: float, auc_null: float = 0.5,
         counts = float(n_pos), float(n_neg)
     except (TypeError, ValueError):
         counts = (math.nan, math.nan)
-    if not all(math.isfinite(c) and c > 0 for c in counts):
+    if isinstance(n_pos, bool) or isinstance(n_neg, bool) or not all(
+            math.isfinite(c) and c > 0 for c in counts):
         raise MedauditError(f"n_pos and n_neg must be positive finite numbers; got {n_pos!r}, "
                             f"{n_neg!r}.")
     k = float(n_neg) / float(n_pos)
