@@ -138,6 +138,21 @@ class _Claim(BlockConfig):
     #: the changes of E to assess (default: every change that can affect the claim)
     changes: list[Axis] | None = None
 
+    @field_validator("id", "text")
+    @classmethod
+    def _printable(cls, v: str | None) -> str | None:
+        # printed in the matrix, the page and figure names: as the table's names are checked
+        import re
+
+        from medaudit.io.schema import CONTROL
+
+        if v is not None and (m := re.search(CONTROL, v)):
+            raise ValueError(f"holds the control character U+{ord(m.group()):04X} (a line break, "
+                             "tab or text-direction override); remove it")
+        if v is not None and not v.strip():
+            raise ValueError("is empty; give the claim a name, or leave the key out")
+        return v
+
     @model_validator(mode="before")
     @classmethod
     def _no_booleans(cls, v: Any) -> Any:

@@ -59,8 +59,10 @@ FILLED_COLUMNS = ("cohort", "prompt")
 _TEXT = ("image_id", "cohort", "model", "prompt", "negative_group", "patient_id", "split")
 #: text keys printed as names and compared exactly: no whitespace at either end
 _NAMES = ("cohort", "model", "prompt", "negative_group")
-#: C0 and C1 control characters (newline, tab, ...) and the Unicode line and paragraph separators
-_CONTROL = r"[\x00-\x1f\x7f-\x9f\u2028\u2029]"
+#: C0 and C1 control characters (newline, tab, ...), the Unicode line and paragraph
+#: separators, and the text-direction embeddings, overrides and isolates (U+202A-E,
+#: U+2066-9: one left open reverses the text printed after the name, in the page and figures)
+CONTROL = r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 
 
 def row_list(mask: np.ndarray, limit: int = 5) -> str:
@@ -453,13 +455,14 @@ def _check_text(values: pd.Series, col: str, *, source: str, where: _Where) -> N
     # hundreds of thousands of rows), then mapped back to rows only for the message
     codes, uniques = pd.factorize(values)
     u = pd.Series(uniques, dtype=object)
-    ctrl_u = u.str.contains(_CONTROL, regex=True).to_numpy(dtype=bool)
+    ctrl_u = u.str.contains(CONTROL, regex=True).to_numpy(dtype=bool)
     if ctrl_u.any():
         ctrl = ctrl_u[codes]
         i = int(np.flatnonzero(ctrl)[0])
         raise SchemaError(f"{source}: column {col!r} holds a control character (a line break, tab, "
-                          f"...) at {where.places(ctrl)} ({where.place(i)}: {quote(values.iloc[i])}); "
-                          "it would break the report's tables. Remove it from the value.")
+                          f"text-direction override, ...) at {where.places(ctrl)} ({where.place(i)}: "
+                          f"{quote(values.iloc[i])}); it would break the report's tables or reorder "
+                          "the text printed after it. Remove it from the value.")
     if col not in _NAMES:
         return
     padded_u = (u != u.str.strip()).to_numpy(dtype=bool)

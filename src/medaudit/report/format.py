@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import Any
 
 import numpy as np
 
 __all__ = ["MISSING", "is_missing", "as_float", "full_precision", "fmt_estimate", "fmt_signed", "fmt_ci",
-           "fmt_interval", "fmt_p", "fmt_pct", "fmt_int", "fmt_grid", "fmt_cell", "column_kind"]
+           "fmt_interval", "fmt_p", "fmt_pct", "fmt_int", "fmt_grid", "fmt_cell", "column_kind",
+           "md_text", "md_table"]
 
 #: how a missing or undefined value is shown
 MISSING = "—"
@@ -223,13 +225,25 @@ def fmt_cell(v: Any, column: str) -> tuple[str, str, bool]:
     return text, full_precision(f), True
 
 
+_TAG_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def md_text(v: Any) -> str:
+    """Text for a Markdown file with every ``<`` that could open an HTML tag written
+    ``&lt;``: Markdown viewers pass raw HTML through, so a model named
+    ``<img src=x onerror=...>`` would run there.  ``Sp < 0.05`` stays as it is (no tag
+    starts with a space), and so do the line breaks medaudit writes as ``<br>``."""
+    return _TAG_OPEN.sub("&lt;", str(v)).replace("&lt;br>", "<br>")
+
+
 def md_table(df: Any) -> list[str]:
-    """A pandas DataFrame of display strings as Markdown table lines (``|`` escaped)."""
+    """A pandas DataFrame of display strings as Markdown table lines (``|`` escaped, and
+    what could open an HTML tag: :func:`md_text`)."""
     if df.empty:
         return ["(none)"]
-    cols = [str(c) for c in df.columns]
+    cols = [md_text(c).replace("|", "\\|") for c in df.columns]
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in df.itertuples(index=False):
-        out.append("| " + " | ".join("" if is_missing(v) else str(v).replace("|", "\\|")
+        out.append("| " + " | ".join("" if is_missing(v) else md_text(v).replace("|", "\\|")
                                      for v in r) + " |")
     return out

@@ -185,7 +185,8 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
     """summary.md of a port (or monitor) run: the claims table first, then series, drift, provenance."""
     kind = "monitor" if monitor is not None else "port"
     src, loc = provenance.get("source") or {}, provenance.get("local") or {}
-    lines = [f"# medaudit {kind}: {plain_text(src.get('name'))} → {plain_text(loc.get('cohort'))}", ""]
+    lines = [f"# medaudit {kind}: {fmt.md_text(plain_text(src.get('name')))} → "
+             f"{fmt.md_text(plain_text(loc.get('cohort')))}", ""]
     if sims := _simulated(provenance):
         lines += ["> **Simulated data.** " + "; ".join(sims) + ". No real model or patient is "
                   "involved.", ""]
@@ -196,7 +197,7 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
     lines += fmt.md_table(claims_view(claims))
     if monitor is not None:
         lines += ["", "## Verdict changes", "", _change_count(monitor["changes"]), ""]
-        lines += [f"- {t}" for t in monitor["changes"]["text"]]
+        lines += [f"- {fmt.md_text(t)}" for t in monitor["changes"]["text"]]
         lines += ["", "## Time series", "", monitor.get("note", ""), ""]
         lines += fmt.md_table(_text_table(monitor["series"], SERIES_SHOWN))
         lines += ["", "## Score drift per period", "",
@@ -216,6 +217,20 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
                   "", "```json", json.dumps(record, sort_keys=True, indent=1, ensure_ascii=False,
                                             default=str), "```", "", "</details>", ""]
     return "\n".join(lines)
+
+
+def file_safe(name: Any) -> str:
+    """``name`` as a file name on every system: letters, digits, ``.``, ``_`` and ``-`` kept;
+    anything else (``/``, ``<``, ``:``, spaces, non-ASCII) makes it the kept characters and
+    a short hash of the whole, so two ids never share a file (``Se/τ`` → ``Se__3f2a91c0``)."""
+    import hashlib
+    import re
+
+    text = str(name)
+    kept = re.sub(r"[^A-Za-z0-9._-]", "_", text)
+    if kept == text and not text.startswith("."):
+        return text
+    return f"{kept.lstrip('.')[:40]}_{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
 
 
 def _esc(v: Any) -> str:
@@ -370,6 +385,6 @@ def monitor_figure(series: pd.DataFrame, *, claim_id: str) -> RenderedFigure:
     caption = (f"{first['claim']}: estimate and interval at each period, cumulative (all cases so "
                f"far) and per period, correction {first['correction']} ({first['method']}); dashed: "
                "the claimed level. A look without the class the claim needs has no point.")
-    return RenderedFigure(name=f"monitor_{claim_id}", block="monitor",
+    return RenderedFigure(name=f"monitor_{file_safe(claim_id)}", block="monitor",
                           title=f"Claim {claim_id} over time", caption=caption,
                           png=png, svg=svg)

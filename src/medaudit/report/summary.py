@@ -8,7 +8,7 @@ import pandas as pd
 
 from medaudit.blocks.claimkit import AXES, NOT_EVIDENCE
 from medaudit.report._common import data_sources, simulations
-from medaudit.report.format import fmt_ci, fmt_estimate, md_table
+from medaudit.report.format import fmt_ci, fmt_estimate, md_table, md_text
 
 __all__ = ["audit_summary", "portability_pivot"]
 
@@ -68,7 +68,7 @@ def portability_pivot(claims: pd.DataFrame) -> pd.DataFrame:
 def audit_summary(outcome: Any) -> str:
     """Markdown: simulated-data banner, portability matrix, block notes, provenance."""
     prov = outcome.provenance
-    lines = [f"# medaudit audit: {outcome.spec.name}", ""]
+    lines = [f"# medaudit audit: {md_text(outcome.spec.name)}", ""]
     if sims := simulations(prov["inputs"]):
         lines += ["> **Simulated data.** " + "; ".join(
             f"{'The' if i == 0 else 'the'} {s['what']} comes from a seeded simulation "
@@ -103,14 +103,14 @@ def audit_summary(outcome: Any) -> str:
     lines += md_table(portability_pivot(claims))
     for name, res in outcome.results.items():
         if res.notes:
-            lines += ["", f"## {name}: notes", ""] + [f"- {n}" for n in res.notes]
+            lines += ["", f"## {name}: notes", ""] + [f"- {md_text(n)}" for n in res.notes]
     v = prov["versions"]
     lines += ["", "## Provenance", "",
               f"- seed {prov['seed']}; B = {prov['n_resamples']}; {prov['n_permutations']} "
               f"permutations; {prov['ci_method']}",
-              f"- bootstrap design per cohort: {prov['designs']}",
-              f"- multiplicity: {prov['multiplicity']}",
-              f"- inputs: {prov['inputs']}",
+              f"- bootstrap design per cohort: {md_text(prov['designs'])}",
+              f"- multiplicity: {md_text(prov['multiplicity'])}",
+              f"- inputs: {md_text(prov['inputs'])}",
               "- versions: " + ", ".join(f"{k} {val}" for k, val in sorted(v.items())),
               "- every table (CSV and Parquet) is under `tables/`; full precision in `results.json`.",
               ""]
