@@ -570,3 +570,38 @@ def test_a_constant_score_model_is_said_on_the_claim_cells_where_it_is_constant(
     assert level["estimate"] == roc_auc_score(sub["label"], sub["score"]) == 0.5
     assert level["qualification"].startswith("constant scores")
     assert "b: constant scores" in said[said["claim_id"] == "C"].iloc[0]["qualification"]
+
+
+def test_a_threshold_chosen_on_the_cohort_binds_only_the_whole_cohort_not_its_subgroups():
+    """Probe finding: 'Se >= 0.8 at the τ the sensitivity rule chose on this cohort' was 'by
+    construction' in every subgroup too, hiding a subgroup whose whole interval lay below
+    0.8. Only the cases the rule was chosen on are bound by it; a part of them is judged."""
+    import warnings
+
+    import medaudit
+    from medaudit.blocks import claimkit as ck
+
+    rng = np.random.default_rng(5)
+    n = 400
+    y = (rng.random(n) < 0.35).astype(int)
+    sex = rng.choice(["F", "M"], n)
+    s = 1 / (1 + np.exp(-(rng.normal(size=n) + np.where(sex == "M", 2.5, 0.6) * y - 1)))
+    df = pd.DataFrame({"image_id": [f"i{i}" for i in range(n)], "model": "a", "label": y,
+                       "sex": sex, "score": s})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = medaudit.audit(df, n_resamples=300, seed=3, subgroups=["sex"], claims=[
+            {"model": "a", "sensitivity_at_least": 0.8,
+             "threshold": {"source": "all", "rule": "sensitivity", "target_value": 0.8}}])
+    t = res.tables["claims.claims"].set_index("changed_to")
+    # the witness: τ is the highest threshold with Se >= 0.8 on all positives
+    pos = np.sort(s[y == 1])[::-1]
+    tau = pos[int(np.ceil(0.8 * pos.size)) - 1]
+    se = {g: float(np.mean(s[(y == 1) & (sex == g)] >= tau)) for g in ("F", "M")}
+    assert t.loc["", "threshold"] == pytest.approx(tau) and t.loc["", "verdict"] == "by construction"
+    for g in ("F", "M"):
+        row = t.loc[f"sex = {g}"]
+        assert row["estimate"] == pytest.approx(se[g])
+        want = ck.verdict_level(row["estimate"], row["ci_low"], row["ci_high"], 0.8)
+        assert row["verdict"] == want
+    assert t.loc["sex = F", "verdict"] == "does not hold" and t.loc["sex = M", "verdict"] == "holds"

@@ -52,7 +52,9 @@ cannot depend on gets no row.
 Holding by construction.  A threshold chosen by a Se (Sp) rule on a cohort meets that
 rule's rate on the same cohort because of how it was chosen: the rate is marked "by
 construction" and left out of the verdict, and a claim with nothing else to judge has
-the verdict "by construction", which the headline does not count as holding.
+the verdict "by construction", which the headline does not count as holding.  Only the
+cases the rule was chosen on are bound by it: a subgroup of that cohort (and, for Sp, a
+named negative group) is judged on its interval like any other change.
 
 Cells.  One paired bootstrap per claim × change, keyed ``(claims, sha256 of what the
 claim states, change, changed to)``: a claim's numbers depend on the run seed and on what
@@ -1045,9 +1047,14 @@ def _judge_operating_point(claim: OperatingPointClaim, ev: _Eval, cell: Any, res
         threshold = float(res.threshold)
         own = cell.design == "fixed" and (ev.threshold_on is not None or
                                           (isinstance(t, ThresholdFrom) and t.source == ev.cohort))
+        # the rule guarantees its rate on the cases it was chosen on, not on a part of them:
+        # a subgroup's Se (or a named negative group's Sp) is a claim like any other
+        same = {"sensitivity": ev.subgroup is None,
+                "specificity": ev.subgroup is None and ev.negatives == "all"}
         for rate, level in claim.constraints():
             r = res.target_sensitivity if rate == "sensitivity" else res.target_specificity
-            built = own and cell.rule == rate and level <= float(cell.target_value or 0.0)
+            built = (own and same[rate] and cell.rule == rate
+                     and level <= float(cell.target_value or 0.0))
             parts.append((rate, level, r, built))
         design = res.design
         notes.append(f"τ = {threshold:.6g} chosen on {ev.threshold_on or t.source} by "  # type: ignore
