@@ -605,3 +605,11 @@ def test_a_threshold_chosen_on_the_cohort_binds_only_the_whole_cohort_not_its_su
         want = ck.verdict_level(row["estimate"], row["ci_low"], row["ci_high"], 0.8)
         assert row["verdict"] == want
     assert t.loc["sex = F", "verdict"] == "does not hold" and t.loc["sex = M", "verdict"] == "holds"
+
+
+def test_generate_takes_one_name_without_a_list():
+    # report probe: `generate: all` was refused although the message listed 'all' as allowed
+    assert CL.ClaimsConfig.model_validate({"generate": "all"}).generate == ["all"]
+    assert CL.ClaimsConfig.model_validate({"generate": "rankings"}).generate == ["rankings"]
+    with pytest.raises(Exception, match="rankings"):
+        CL.ClaimsConfig.model_validate({"generate": "rankngs"})

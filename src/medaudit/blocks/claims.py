@@ -447,6 +447,12 @@ class ClaimsConfig(BlockConfig):
                                      f"did you mean {', '.join(hints)}?")
         return v
 
+    @field_validator("generate", mode="before")
+    @classmethod
+    def _one_name(cls, v: Any) -> Any:
+        # `generate: all` (or one kind) is the list of that one name, as the docs write it
+        return [v] if isinstance(v, str) else v
+
     @field_validator("auroc_at_least")
     @classmethod
     def _lvl(cls, v: float | None) -> float | None:
