@@ -105,10 +105,14 @@ class MonitorRun:
 
     def figures(self) -> list[Any]:
         """One figure per monitored claim (estimate, interval and claimed level per period)."""
-        from medaudit.report.port import monitor_figure
+        from medaudit.report.port import file_safe, monitor_figure
 
         ids = list(dict.fromkeys(self.series["claim_id"])) if len(self.series) else []
-        return [monitor_figure(self.series, claim_id=i) for i in ids]
+        # ids that differ only in case (SE, se) would share a file where case is ignored
+        folded = [file_safe(i).lower() for i in ids]
+        return [monitor_figure(self.series, claim_id=i,
+                               file_name=file_safe(i, hashed=folded.count(f) > 1))
+                for i, f in zip(ids, folded, strict=True)]
 
     def _sections(self) -> dict[str, Any]:
         return {"series": self.series, "changes": self.changes, "drift": self.drift,

@@ -68,7 +68,7 @@ def test_a_claim_id_with_a_control_character_is_refused():
 
     with pytest.raises(Exception, match="control character U\\+202E"):
         ClaimsConfig.model_validate([{"id": "K\u202e1", "model": "a", "at_least": 0.5}])
-    with pytest.raises(Exception, match="is empty"):
+    with pytest.raises(Exception, match="whitespace at either end"):
         ClaimsConfig.model_validate([{"id": "  ", "model": "a", "at_least": 0.5}])
 
 
@@ -78,3 +78,51 @@ def test_figure_file_names_from_claim_ids_are_safe_and_distinct():
     names = [file_safe(x) for x in ("Se/τ", "Se_τ", "Se:τ", "X<i>1</i>", "..", ".hidden", "D01")]
     assert names[-1] == "D01" and len(set(names)) == len(names)
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", n) and not n.startswith(".") for n in names)
+
+
+def test_subgroup_values_and_the_audit_name_are_checked_as_names_are():
+    """Review finding: a subgroup value 'F' + U+202E and name='audit' + U+202E reached
+    summary.md (the check covered the fixed text columns only)."""
+    df = _table(["a", "b"])
+    with pytest.raises(SchemaError, match="column 'sex' holds a control character"):
+        medaudit.audit(df.assign(sex=np.where(np.arange(len(df)) % 2, "F\u202e", "M")),
+                       n_resamples=20, subgroups=["sex"])
+    with pytest.raises(SchemaError, match="name: .*control character U\\+202E"):
+        medaudit.audit(df, n_resamples=20, name="audit\u202eX")
+    # a subgroup column the spec does not name is not printed, so not refused
+    medaudit.audit(df.assign(note=np.where(np.arange(len(df)) % 2, "x\u202e", "y")), n_resamples=20)
+
+
+def test_judgment_names_are_checked_as_score_table_names_are():
+    from medaudit.agreement.judgments import validate_judgments
+    from medaudit.simulate import simulate_paper002
+
+    t = simulate_paper002(rng=0, scale=0.01)
+    validate_judgments(t)  # as simulated: accepted
+    bad = t.assign(institution=t["institution"].astype(str) + "\u202e")
+    with pytest.raises(SchemaError, match="column 'institution' holds a control character"):
+        validate_judgments(bad)
+
+
+def test_claim_text_from_a_folded_yaml_block_is_one_line_and_empty_is_unset():
+    from medaudit.blocks.claims import ClaimsConfig
+
+    c = ClaimsConfig.model_validate([
+        {"model": "a", "at_least": 0.5, "text": "AUROC of a\nat least 0.5\n"},
+        {"model": "a", "at_least": 0.6, "text": "", "id": "K2"}])
+    assert c.declared[0].text == "AUROC of a at least 0.5" and c.declared[1].text is None
+    with pytest.raises(Exception, match="whitespace at either end"):
+        ClaimsConfig.model_validate([{"id": " K1", "model": "a", "at_least": 0.5}])
+
+
+def test_file_names_are_short_and_do_not_differ_only_in_case():
+    long = file_safe("K" * 260)
+    assert len(long) <= 60 and long != file_safe("K" * 261)
+    assert file_safe("SE") == "SE" and file_safe("SE", hashed=True) != file_safe("se", hashed=True)
+    assert file_safe("SE", hashed=True).lower() != file_safe("se", hashed=True).lower()
+
+
+def test_no_name_becomes_a_markdown_link_or_image():
+    assert md_text("![x](https://evil.example/t.png)") == "![x]\\(https://evil.example/t.png)"
+    assert md_text("[click](javascript:alert(1))") == "[click]\\(javascript:alert(1))"
+    assert md_text("ece[n_bins=10]") == "ece[n_bins=10]"

@@ -66,7 +66,7 @@ import pandas as pd
 from medaudit._validation import check_option
 from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.messages import quote
-from medaudit.io.schema import require_columns
+from medaudit.io.schema import CONTROL, require_columns
 from medaudit.io.schema import row_list as _rows
 
 __all__ = ["JUDGMENT_COLUMNS", "OPTIONAL_COLUMNS", "NOT_AUDITED", "CELL_KEYS", "UNCERTAIN_POLICIES",
@@ -352,6 +352,12 @@ def validate_judgments(
                               "row needs a value (use the study id as patient id when the "
                               "patient is unknown, and say so).")
         t[col] = t[col].astype(str)
+        # printed in the matrix and the page as names: the score table's rule
+        ctrl = t[col].str.contains(CONTROL, regex=True).to_numpy(dtype=bool)
+        if ctrl.any():
+            raise SchemaError(f"{source}: column {col!r} holds a control character (a line break, "
+                              f"tab, text-direction override, ...) at row(s) {_rows(ctrl)} "
+                              f"({t[col].iloc[int(np.flatnonzero(ctrl)[0])]!r}); remove it.")
     pred = parse_prediction(t["prediction"], source=source)
     ref = parse_reference(t["reference"], source=source)
     _check_structure(t, source, protocols, reference_by_model, ref)

@@ -228,7 +228,8 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
         inputs["annotations"]["attach"] = table.attrs.get("labels", {})
     key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in table.columns else ())
     t = validate_score_table(table, source=source, key=key,
-                             probabilities=spec.score_scale == "probabilities")
+                             probabilities=spec.score_scale == "probabilities",
+                             printed=tuple(spec.study().subgroups))
     seed_scores = None
     if "seed" in t.columns:
         seed_scores = t

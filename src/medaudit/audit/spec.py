@@ -167,6 +167,19 @@ class _AuditSpecBase(Strict):
     annotations: AnnotationsSpec | None = None
     judgments: JudgmentsSpec | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _printed_name(cls, v: str | None) -> str | None:
+        # the title of the report, summary.md and every claims file made from the audit
+        import re
+
+        from medaudit.io.schema import CONTROL
+
+        if v is not None and (m := re.search(CONTROL, v)):
+            raise ValueError(f"holds the control character U+{ord(m.group()):04X} (a line break, "
+                             "tab or text-direction override); remove it")
+        return v
+
     @field_validator("confidence_level")
     @classmethod
     def _level(cls, v: float) -> float:

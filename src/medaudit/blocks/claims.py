@@ -142,17 +142,24 @@ class _Claim(BlockConfig):
 
     @field_validator("id", "text")
     @classmethod
-    def _printable(cls, v: str | None) -> str | None:
-        # printed in the matrix, the page and figure names: as the table's names are checked
+    def _printable(cls, v: str | None, info: Any) -> str | None:
+        # printed in the matrix, the page and figure names: as the table's names are checked.
+        # A text's line breaks and tabs (YAML `text: >` ends in one) are spaces; empty is unset
         import re
 
         from medaudit.io.schema import CONTROL
 
-        if v is not None and (m := re.search(CONTROL, v)):
+        if v is None:
+            return None
+        if info.field_name == "text":
+            v = " ".join(v.split())
+        elif v != v.strip():
+            raise ValueError(f"{v!r} has whitespace at either end; remove it")
+        if not v:
+            return None
+        if m := re.search(CONTROL, v):
             raise ValueError(f"holds the control character U+{ord(m.group()):04X} (a line break, "
                              "tab or text-direction override); remove it")
-        if v is not None and not v.strip():
-            raise ValueError("is empty; give the claim a name, or leave the key out")
         return v
 
     @model_validator(mode="before")

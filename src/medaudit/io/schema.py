@@ -323,6 +323,7 @@ def validate_score_table(
     table: pd.DataFrame, *, source: str = "score table", probabilities: bool = True,
     key: tuple[str, ...] = ("model", "prompt", "cohort", "image_id"),
     logits_hint: str = "Declare `score_scale: logits` in the spec",
+    printed: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Return a validated copy with canonical dtypes, or raise :class:`SchemaError`.
 
@@ -339,6 +340,9 @@ def validate_score_table(
     logits_hint : str
         What the message on scores outside [0, 1] tells the user to do (a command without
         a spec names its flag instead).
+    printed : sequence of str
+        Other columns whose values the report prints (the spec's subgroups): checked for
+        control characters as the names are, their values kept as they are.
     """
     require_columns(table, SCORE_COLUMNS, source=source, what="ScoreTable",
                     optional=OPTIONAL_COLUMNS, filled=FILLED_COLUMNS)
@@ -358,6 +362,9 @@ def validate_score_table(
                                   "every row needs a value.")
         t[col] = t[col].astype(str)
         _check_text(t[col], col, source=source, where=where)
+    for col in printed:
+        if col in t.columns and col not in _TEXT:
+            _check_text(t[col].astype(str), col, source=source, where=where)
     score = pd.to_numeric(t["score"], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(score)
     if bad.any():

@@ -232,8 +232,11 @@ def md_text(v: Any) -> str:
     """Text for a Markdown file with every ``<`` that could open an HTML tag written
     ``&lt;``: Markdown viewers pass raw HTML through, so a model named
     ``<img src=x onerror=...>`` would run there.  ``Sp < 0.05`` stays as it is (no tag
-    starts with a space), and so do the line breaks medaudit writes as ``<br>``."""
-    return _TAG_OPEN.sub("&lt;", str(v)).replace("&lt;br>", "<br>")
+    starts with a space), and so do the line breaks medaudit writes as ``<br>``; ``](``
+    is written ``]\\(``, so no name becomes a link or an image."""
+    # "](" escaped too: a name written as a Markdown link or image (![x](https://...)) would
+    # make a viewer fetch or offer that address
+    return _TAG_OPEN.sub("&lt;", str(v)).replace("&lt;br>", "<br>").replace("](", "]\\(")
 
 
 def md_table(df: Any) -> list[str]:

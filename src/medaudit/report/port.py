@@ -219,16 +219,18 @@ def port_summary(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
     return "\n".join(lines)
 
 
-def file_safe(name: Any) -> str:
+def file_safe(name: Any, *, hashed: bool = False) -> str:
     """``name`` as a file name on every system: letters, digits, ``.``, ``_`` and ``-`` kept;
-    anything else (``/``, ``<``, ``:``, spaces, non-ASCII) makes it the kept characters and
-    a short hash of the whole, so two ids never share a file (``Se/τ`` → ``Se__3f2a91c0``)."""
+    anything else (``/``, ``<``, ``:``, spaces, non-ASCII), a name over 100 characters, or
+    ``hashed`` (names that differ only in case, for macOS and Windows) makes it the kept
+    characters and a short hash of the whole, so two ids never share a file
+    (``Se/τ`` → ``Se___d7cf8764``)."""
     import hashlib
     import re
 
     text = str(name)
     kept = re.sub(r"[^A-Za-z0-9._-]", "_", text)
-    if kept == text and not text.startswith("."):
+    if kept == text and not text.startswith(".") and len(text) <= 100 and not hashed:
         return text
     return f"{kept.lstrip('.')[:40]}_{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
 
@@ -347,7 +349,8 @@ def port_page(claims: pd.DataFrame, provenance: Mapping[str, Any], *,
 
 
 # ----------------------------------------------------------------------------- figures
-def monitor_figure(series: pd.DataFrame, *, claim_id: str) -> RenderedFigure:
+def monitor_figure(series: pd.DataFrame, *, claim_id: str, file_name: str | None = None
+                   ) -> RenderedFigure:
     """One claim's time series: estimate and interval per period (cumulative and per period),
     and the claimed level."""
     import matplotlib
@@ -385,6 +388,6 @@ def monitor_figure(series: pd.DataFrame, *, claim_id: str) -> RenderedFigure:
     caption = (f"{first['claim']}: estimate and interval at each period, cumulative (all cases so "
                f"far) and per period, correction {first['correction']} ({first['method']}); dashed: "
                "the claimed level. A look without the class the claim needs has no point.")
-    return RenderedFigure(name=f"monitor_{file_safe(claim_id)}", block="monitor",
+    return RenderedFigure(name=f"monitor_{file_name or file_safe(claim_id)}", block="monitor",
                           title=f"Claim {claim_id} over time", caption=caption,
                           png=png, svg=svg)
