@@ -270,13 +270,9 @@ def build_manifest(dataset: str, root: str | os.PathLike[str], **options: Any) -
 
 def _is_counts_file(side: Path) -> bool:
     """Whether ``side`` is the counts file medaudit writes beside a manifest."""
-    import json
+    from medaudit.io.output import json_object
 
-    try:
-        data = json.loads(side.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and {"counts", "dataset", "n_rows"} <= set(data)
+    return json_object(side, ("counts", "dataset", "n_rows")) is not None
 
 
 def is_manifest_file(path: str | os.PathLike[str]) -> bool:

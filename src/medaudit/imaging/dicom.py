@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from medaudit.exceptions import MedauditError
-from medaudit.io.output import file_sha256
+from medaudit.io.output import file_sha256, json_object
 
 __all__ = [
     "DicomConversionError",
@@ -431,13 +431,8 @@ def _finished(src: Path, dst: Path) -> bool:
 def _medaudit_sidecar(side: Path, png_name: str) -> bool:
     """Whether ``side`` is the sidecar medaudit wrote for the PNG ``png_name`` (any method
     version: a conversion by an earlier medaudit is medaudit's to redo)."""
-    try:
-        meta = json.loads(side.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return (isinstance(meta, dict) and meta.get("output") == png_name
-            and isinstance(meta.get("method"), str) and "source_sha256" in meta
-            and "output_sha256" in meta)
+    meta = json_object(side, ("output", "method", "source_sha256", "output_sha256"))
+    return meta is not None and meta["output"] == png_name and isinstance(meta["method"], str)
 
 
 def _not_ours(dst: Path) -> str | None:
@@ -458,11 +453,7 @@ def _not_ours(dst: Path) -> str | None:
 
 
 def _is_report(path: Path) -> bool:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and {"converted", "skipped", "failures"} <= set(data)
+    return json_object(path, ("converted", "skipped", "failures")) is not None
 
 
 def list_inputs(src: str | os.PathLike[str]) -> list[tuple[Path, Path]]:

@@ -69,7 +69,7 @@ __all__ = ["MARKER", "OutputPathError", "FileKind", "check_output_dir", "check_n
            "atomic_directory", "atomic_write_bytes", "write_json", "write_csv", "neutralise_formulas",
            "file_sha256", "is_medaudit_output", "foreign_files", "changed_files", "record_written",
            "recorded_inputs", "file_starts_with", "named_paths", "remove_stale_temps", "default_file_mode",
-           "check_results_unchanged"]
+           "check_results_unchanged", "json_object"]
 
 #: name of the marker file in every output folder medaudit creates
 MARKER = ".medaudit-output"
@@ -726,6 +726,16 @@ def file_starts_with(path: Path, *heads: bytes, within: int = 4096) -> bool:
     except OSError:
         return False
     return any(start.startswith(h) if h.endswith(b"\n") else h in start for h in heads)
+
+
+def json_object(path: str | os.PathLike[str], keys: Sequence[str] = ()) -> dict[str, Any] | None:
+    """The JSON object in ``path`` when it holds every one of ``keys``, else None (unreadable,
+    not JSON, not an object): how medaudit recognises a file of its own before replacing it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and set(keys) <= set(data) else None
 
 
 def recorded_inputs(audit_dir: str | os.PathLike[str]) -> tuple[dict[str, list[Path]], dict[str, str]]:

@@ -45,8 +45,7 @@ from medaudit.stats._results import TestResult, _ToDict
 
 __all__ = ["PSIResult", "DriftResult", "psi_edges", "population_stability_index", "ks_drift",
            "score_drift", "PSI_BANDS", "DRIFT_COLUMNS", "period_order", "ordered_categories",
-           "WITHIN_CHANCE", "ONE_BIN",
-           "ASYMPTOTIC_MIN_EXPECTED", "PSI_METHODS"]
+           "WITHIN_CHANCE", "ONE_BIN", "ASYMPTOTIC_MIN_EXPECTED", "PSI_METHODS"]
 
 #: conventional reading of a PSI value (Siddiqi 2006): below 0.1 stable, 0.1-0.25 a moderate
 #: shift, 0.25 and above a major shift
