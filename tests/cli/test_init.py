@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from medaudit.audit.defaults import default_spec, describe_table, starter_yaml
 from medaudit.audit.spec import load_spec
 from medaudit.cli.main import main
+from medaudit.exceptions import SchemaError
+from medaudit.io.schema import CONTROL
 from tests.cli.test_bad_inputs import _one_line
 
 SITES = (("site-1", 150, 40), ("site-2", 150, 75))
@@ -299,11 +301,32 @@ def test_any_names_round_trip_through_the_yaml(cohorts, models):
     rows = [{"image_id": str(i), "cohort": c, "model": m, "score": 0.2 + 0.6 * (i % 2), "label": i % 2}
             for c in cohorts for m in models for i in range(4)]
     t = pd.DataFrame(rows)
-    text = starter_yaml(t, scores="scores.csv", name=cohorts[0])
+    # the audit name is the report's title: a control character there is refused (init makes
+    # the name from the file name with such characters replaced, test below)
+    name = re.sub(CONTROL, "", cohorts[0]) or "x"
+    if name != cohorts[0]:
+        with pytest.raises(SchemaError, match=r"name: holds the control character U\+"):
+            starter_yaml(t, scores="scores.csv", name=cohorts[0])
+    text = starter_yaml(t, scores="scores.csv", name=name)
     raw = yaml.safe_load(text)
-    assert list(raw["cohorts"]) == sorted(cohorts) and raw["name"] == cohorts[0]
+    assert list(raw["cohorts"]) == sorted(cohorts) and raw["name"] == name
     assert describe_table(t).models == tuple(sorted(models))
     # a name never breaks a line: every line is empty, a comment, a key or a cohort entry
+    for line in text.splitlines():
+        assert line == "" or line.startswith("#") or re.match(r"^([a-z_]+:( |$)|  \S)", line), line
+
+
+@pytest.mark.parametrize("stem", ["line\nbreak", "rtl\u202egpj", "tab\there"])
+def test_a_file_name_with_control_characters_names_the_audit_without_them(tmp_path, stem):
+    # a file name may hold a line break or a text-direction override; the report title may not
+    csv = tmp_path / f"{stem}.csv"
+    _table().to_csv(csv, index=False)
+    out = tmp_path / "spec.yaml"
+    assert main(["init", str(csv), "--out", str(out), "--quiet"]) == 0
+    text = out.read_text(encoding="utf-8")
+    name = yaml.safe_load(text)["name"]
+    assert name == re.sub(CONTROL, "_", stem) and not re.search(CONTROL, name)
+    assert load_spec(out)[0].name == name
     for line in text.splitlines():
         assert line == "" or line.startswith("#") or re.match(r"^([a-z_]+:( |$)|  \S)", line), line
 

@@ -432,7 +432,11 @@ def starter_yaml(table: pd.DataFrame, *, scores: str, source: str | None = None,
             f"Run it with:  {command or 'medaudit audit SPEC.yaml --out DIR'}",
             "Every key is described in docs/spec.md; edit freely, `#` starts a comment.", "",
             *_facts_comment(facts, source)]
-    out = [f"# {x}".rstrip() for x in head] + [""]
+    # the header names the file and the command, and a file name may hold a line break: each
+    # head line stays one comment line
+    from medaudit.io.schema import CONTROL
+
+    out = [f"# {re.sub(CONTROL, '_', x)}".rstrip() for x in head] + [""]
 
     def key(k: str, comment: str, value: Any | None = None) -> None:
         out.extend(_comment(comment))

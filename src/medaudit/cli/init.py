@@ -32,6 +32,16 @@ def _relative(target: Path, start: Path) -> str:
         return os.path.abspath(target)
 
 
+def _audit_name(scores: Path) -> str:
+    """The spec's ``name:`` from the table's file name: a control or text-direction character
+    (which a file name may hold but a report title may not) becomes ``_``."""
+    import re
+
+    from medaudit.io.schema import CONTROL
+
+    return re.sub(CONTROL, "_", scores.stem).strip() or "audit"
+
+
 def _is_init_spec(path: Path) -> bool:
     from medaudit.io.output import file_starts_with
 
@@ -90,7 +100,7 @@ def run_init(scores: str | os.PathLike[str], *, out: str | os.PathLike[str] = "s
         "--score-scale logits`)"))
     command = f"medaudit audit {shlex.quote(str(out))} --out {shlex.quote(out.stem + '-audit')}"
     text = starter_yaml(valid, scores=_relative(scores, out.parent), source=str(scores),
-                        name=scores.stem, command=command)
+                        name=_audit_name(scores), command=command)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out, text.encode("utf-8"))
     return out
