@@ -63,7 +63,7 @@ MAX_BYTES = 4 * 2**30
 MAX_SECONDS = 3600.0
 #: seconds per case, replicate and statistic of the cost model (see the module notes)
 NS_PER_ELEMENT = 50.0
-_WORK_ELEMENTS = 1 << 21  # = stats.designs._BATCH_ELEMENTS (kept equal by a test)
+_WORK_ELEMENTS = 1 << 18  # = stats.designs._BATCH_ELEMENTS (kept equal by a test)
 _WORK_ARRAYS = 4
 
 _ALLOW = "pass --allow-large (allow_large: true in a spec) to run it anyway"

@@ -28,7 +28,7 @@ from medaudit.stats._common import check_batch, check_n_resamples, labels_scores
 from medaudit.stats._results import BootstrapResult, _ToDict
 from medaudit.stats.bootstrap import _result
 from medaudit.stats.cutpoints import cutpoint_rule
-from medaudit.stats.designs import make_plan
+from medaudit.stats.designs import _BATCH_ELEMENTS, make_plan
 
 __all__ = ["threshold_transport", "transport_to_targets", "transport_grid", "TransportResult",
            "THRESHOLD_RULES", "TRANSPORT_DESIGNS"]
@@ -354,7 +354,7 @@ def _transport(ys, src: Mapping[str, NDArray[np.float64]], tgt: Mapping[str, tup
     # independent of the batch size (and of the other cohorts' sizes)
     g_src, *g_tgts = gen.spawn(1 + len(tgt))
     n_max = max([ys.size, *(v[0].size for v in tgt.values())])
-    size = min(batch, n_res) if batch else max(1, min(n_res, (1 << 21) // n_max))
+    size = min(batch, n_res) if batch else max(1, min(n_res, _BATCH_ELEMENTS // n_max))
     tgt_batches = {k: make_plan("within_label", c.y).batches(n_res, g, size, columns=c.columns)
                    for (k, c), g in zip(cohorts.items(), g_tgts, strict=True)}
     keys = [(m, label) for m in names for label in rules]
