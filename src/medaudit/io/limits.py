@@ -192,7 +192,7 @@ def estimate_resampling_cost(n: int, n_resamples: int, *, n_statistics: int = 1)
     Examples
     --------
     >>> print(estimate_resampling_cost(300, 1_000_000_000))
-    about 8.1 GB of memory and 4.2 h for 300 cases x 1,000,000,000 replicates x 1 statistic(s)
+    about 8.0 GB of memory and 4.2 h for 300 cases x 1,000,000,000 replicates x 1 statistic(s)
     """
     n, b, k = int(n), int(n_resamples), int(n_statistics)
     work = min(n * b, _WORK_ELEMENTS) * 8 * _WORK_ARRAYS
