@@ -142,12 +142,11 @@ def test_copies_sum_of_fortran_counts_keeps_the_copies():
 
 
 # ------------------------------------------------------- one-pass kernels on the layout
-def _layout_data(kind: str, seed: int = 3):
+def _layout_data(kind: str, seed: int = 3, n: int = 41):
     """Labels and probabilities: continuous; tied on a grid with no confidence tie across
     0.5 (so the layout's confidence cuts apply, partial tie blocks included); and tied
     on the 0.1 grid, where 0.3 and 0.7 tie in confidence (the general path)."""
     rng = np.random.default_rng(seed)
-    n = 41
     y = (rng.random(n) < 0.4).astype(float)
     y[:2] = [0.0, 1.0]
     if kind == "continuous":
@@ -185,12 +184,17 @@ LAYOUT_METRICS = [
 ]
 
 
-@pytest.mark.parametrize("kind", ["continuous", "grid", "cross-ties"])
-def test_layout_kernels_equal_the_definitions_on_materialised_resamples(kind):
+@pytest.mark.parametrize(("kind", "n"), [("continuous", 41), ("grid", 41), ("cross-ties", 41),
+                                         ("continuous", 703), ("grid", 703)])
+def test_layout_kernels_equal_the_definitions_on_materialised_resamples(kind, n):
+    """n = 703: every cumulated row (all items, the positives, the error items) is long
+    enough for the pair-summed cumulative sum (:func:`K.cumsum_counts`)."""
     from medaudit.stats._metricspec import Prepared, evaluate_columns, parse_metrics
-    y, s = _layout_data(kind)
+    y, s = _layout_data(kind, n=n)
     p = Prepared.build(y, s, need_conf=True)
     assert (p.layout.cuts is not None) == (kind != "cross-ties")
+    if n > 500:
+        assert min(p.layout.n_pos, p.layout.err_col.size) > 2 * K._PAIR_MIN
     if kind == "grid":  # some cut falls inside a low-score tie block
         assert p.layout.cuts.partial
     w = _counts(y.size, 25, 9)
@@ -345,3 +349,43 @@ def test_average_precision_with_a_billion_copies_is_fast_and_right():
     W = 10**9
     got = average_precision([0, 1], [0.9, 0.1], sample_weight=[W, W])
     assert got == pytest.approx(1.0 - math.log(2.0) + 1.0 / (4.0 * W), rel=1e-14)
+
+
+# ------------------------------------------------------------ pair-summed cumulative sum
+def _cumsum_inputs():
+    rng = np.random.default_rng(4)
+    for n in (0, 1, 2, 127, 128, 129, 130, 257, 1000, 1001):
+        for dtype in (bool, np.int8, np.int32, np.int64, np.uint16, np.float64):
+            x = rng.integers(0, 4, (3, n)).astype(dtype)
+            yield f"n={n} {np.dtype(dtype).name}", x
+    big = rng.integers(0, 2**40, (2, 999), dtype=np.int64)  # sums far beyond 32 bits
+    yield "int64 large", big
+    yield "1-D", rng.integers(0, 9, 4097)
+    yield "3-D", rng.integers(0, 9, (2, 3, 300))
+
+
+@pytest.mark.parametrize(("name", "x"), list(_cumsum_inputs()), ids=lambda v: v if isinstance(v, str) else "")
+def test_cumsum_counts_equals_numpy_in_every_layout(name, x):
+    """Integers are summed exactly whatever the grouping, so the pair-summed cumulative sum
+    is numpy's to the last bit, for every memory layout and with ``out`` a padded view (as
+    :class:`K.LayoutSums` writes ``c[:, 1:]``); floats take numpy's own order."""
+    want = np.cumsum(x, axis=-1)
+    for layout, xl in (list(_layouts(x))[:5] if x.ndim == 2 else [("C", x)]):
+        got = K.cumsum_counts(xl)
+        assert got.dtype == want.dtype, (name, layout)
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} {layout}")
+        if x.ndim == 2:
+            c = np.full((x.shape[0], x.shape[1] + 1), 7, dtype=want.dtype)
+            c[:, 0] = 0
+            K.cumsum_counts(xl, out=c[:, 1:])
+            np.testing.assert_array_equal(c[:, 1:], want, err_msg=f"{name} {layout} out=")
+            assert (c[:, 0] == 0).all()
+
+
+def test_cumsum_counts_into_a_narrow_integer_buffer():
+    """DeLong cumulates a boolean class indicator into int32: the same values as numpy's
+    ``cumsum(dtype=int32)``."""
+    ys = np.random.default_rng(2).random(10_001) < 0.11
+    got = K.cumsum_counts(ys, out=np.empty(ys.size, dtype=np.int32))
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.cumsum(ys, dtype=np.int32))

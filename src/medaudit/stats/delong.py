@@ -57,7 +57,7 @@ def _counts(is_pos: NDArray[np.bool_], s: NDArray[np.float64], n_pos: int
         # Every count is at most n, and twice it (a rescale to another curve's ties) must fit:
         # int32 below 2**30 halves the memory traffic of these passes and of the scatter
         dt = np.int32 if n < _INT32_BELOW else np.int64
-        cum = np.cumsum(ys, dtype=dt)
+        cum = K.cumsum_counts(ys, out=np.empty(n, dtype=dt))
         v = np.arange(1 - n_pos, n + 1 - n_pos, dtype=dt)
         v *= ys
         v -= cum
