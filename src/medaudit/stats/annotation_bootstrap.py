@@ -498,12 +498,13 @@ def resampled_item_sums(
     slot_offset = offsets[item]
     size = min(batch, n_resamples) if batch else max(1, min(n_resamples, _BATCH_ELEMENTS // max(n_r, 1)))
     u_buf = np.empty((size, n_r))
+    d_buf = np.empty((size, n_r), dtype=np.intp)
     done = 0
     while done < n_resamples:
         b = min(size, n_resamples - done)
         u = rng.random(out=u_buf[:b])
-        np.multiply(u, slot_size, out=u)
-        draw = u.astype(np.intp)  # floor, as u >= 0
+        # the product cast straight into a reused integer buffer (truncation = floor, as u >= 0)
+        draw = np.multiply(u, slot_size, out=d_buf[:b], casting="unsafe")
         draw += slot_offset
         draw += (np.arange(b, dtype=np.intp) * n_r)[:, None]
         # integer multinomial counts: how often each rating of its item was drawn

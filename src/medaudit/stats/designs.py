@@ -112,9 +112,9 @@ class WeightPlan:
         while done < n_resamples:
             b = min(size, n_resamples - done)
             u = rng.random(out=u_buf[:b])
-            np.multiply(u, scale, out=u)
-            k = k_buf[:b]
-            np.copyto(k, u, casting="unsafe")  # truncation = floor, as u >= 0
+            # the product cast straight into the integer buffer (truncation = floor, as
+            # u >= 0): the same values as a float pass then a copy, in one pass
+            k = np.multiply(u, scale, out=k_buf[:b], casting="unsafe")
             if table is not None:
                 if not single:
                     k += self.col_offset
