@@ -78,18 +78,41 @@ def percentile_interval(replicates: NDArray[np.float64], confidence_level: float
     return ends[0], ends[1]
 
 
-def _bca_interval(replicates, estimate, jack, confidence_level) -> tuple[float, float]:
-    """BCa endpoints (Efron 1987), in scipy.stats.bootstrap's formulation."""
+def _bca_interval(replicates, estimate, jack, confidence_level, strata=None
+                  ) -> tuple[float, float]:
+    """BCa endpoints (Efron 1987) as ``scipy.stats.bootstrap`` computes them.
+
+    ``z0`` is the normal quantile of the estimate's percentile among the replicates
+    (ties count one half).  The acceleration comes from the leave-one-unit-out values
+    ``jack``; with ``strata`` (the stratum of each value: the classes of
+    ``within_label``, the strata of a stratified design) every stratum is one of
+    scipy's samples: ``U = (n_j - 1)(mean_j - jack)`` within stratum ``j`` and
+    ``a = sum U^3 / n_j^3 / (6 (sum U^2 / n_j^2)^1.5)``.  One stratum reduces to
+    ``sum d^3 / (6 (sum d^2)^1.5)`` with ``d = mean - jack``, computed so.  Undefined
+    leave-one-out values (nan) are left out.
+    """
     valid = replicates[~np.isnan(replicates)]
-    jack = jack[~np.isnan(jack)]
+    keep = ~np.isnan(jack)
+    jack = jack[keep]
+    groups = None if strata is None else np.asarray(strata)[keep]
     if valid.size == 0 or jack.size < 2 or math.isnan(estimate):
         return math.nan, math.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         # scipy's percentile-of-score: ties with the estimate count one half
         z0 = special.ndtri((np.sum(valid < estimate) + np.sum(valid <= estimate)) / (2 * valid.size))
-        d = jack.mean() - jack
-        den = 6.0 * np.sum(d**2) ** 1.5
-        a = np.sum(d**3) / den if den > 0 else 0.0
+        ids = None if groups is None else np.unique(groups)
+        if ids is None or ids.size < 2:
+            d = jack.mean() - jack
+            den = 6.0 * np.sum(d**2) ** 1.5
+            a = np.sum(d**3) / den if den > 0 else 0.0
+        else:
+            num = den = 0.0
+            for g in ids:
+                x = jack[groups == g]
+                u = (x.size - 1) * (x.mean() - x)
+                num += np.sum(u**3) / x.size**3
+                den += np.sum(u**2) / x.size**2
+            a = num / (6.0 * den**1.5) if den > 0 else 0.0
         alpha = (1.0 - confidence_level) / 2.0
         out = []
         for q in (alpha, 1 - alpha):
@@ -192,9 +215,9 @@ class _Engine:
 
 
 def _result(metric_id, estimate, reps, jack, *, level, ci_method, design, n_resamples, seed,
-            n, n_pos, n_neg, options) -> BootstrapResult:
+            n, n_pos, n_neg, options, jack_strata=None) -> BootstrapResult:
     if ci_method == "bca":
-        lo, hi = _bca_interval(reps, estimate, jack, level)
+        lo, hi = _bca_interval(reps, estimate, jack, level, jack_strata)
     else:
         lo, hi = percentile_interval(reps, level)
     if metric_id.startswith("cutpoint_threshold") and (math.isinf(lo) or math.isinf(hi)):
@@ -277,6 +300,8 @@ def bootstrap_metrics(
     confidence_level : float, default=0.95
         Percentile endpoints at (1 - level)/2 and (1 + level)/2.
     ci_method : {"percentile", "bca"}, default="percentile"
+        ``"bca"``: bias-corrected and accelerated, as ``scipy.stats.bootstrap`` computes it,
+        each resampled stratum (the two classes of ``within_label``) one of its samples.
     {rng}
     {batch}
 
@@ -310,13 +335,14 @@ def bootstrap_metrics(
     point = eng.point()
     reps = eng.replicates(n_res, gen, batch)
     jack = eng.jackknife(batch) if ci_method == "bca" else {}
+    jack_strata = plan.jackknife_strata() if jack else None
     out = {}
     for m in specs:
         k = ("", m.id)
         out[m.id] = _result(m.id, point[k], reps[k], jack.get(k), level=level, ci_method=ci_method,
                             design=design, n_resamples=n_res, seed=rec["seed"], n=int(y.size),
                             n_pos=float(y.sum()), n_neg=float(y.size - y.sum()),
-                            options={**dict(m.options), "rng": rec})
+                            options={**dict(m.options), "rng": rec}, jack_strata=jack_strata)
     return out
 
 
@@ -338,7 +364,7 @@ def bootstrap_ci(y_true: ArrayLike, y_score: ArrayLike, *, metric: Any = "roc_au
 
 
 def _differences(marg_point, marg_reps, jack, contrasts, specs, *, level, ci_method, design,
-                 n_res, seed, n, n_pos, n_neg, rec):
+                 n_res, seed, n, n_pos, n_neg, rec, jack_strata=None):
     diffs = {}
     for a, b in contrasts:
         for m in specs:
@@ -348,7 +374,8 @@ def _differences(marg_point, marg_reps, jack, contrasts, specs, *, level, ci_met
             diffs[(a, b, m.id)] = _result(
                 f"{m.id}:{a}-{b}", est, reps, jk, level=level, ci_method=ci_method,
                 design=design, n_resamples=n_res, seed=seed, n=n, n_pos=n_pos, n_neg=n_neg,
-                options={**dict(m.options), "contrast": [a, b], "rng": rec})
+                options={**dict(m.options), "contrast": [a, b], "rng": rec},
+                jack_strata=jack_strata)
     return diffs
 
 
@@ -432,17 +459,19 @@ def paired_bootstrap(
     eng = _Engine(plan, prepared, specs)
     point, reps = eng.point(), eng.replicates(stop, gen, batch, start=start)
     jack = eng.jackknife(batch) if ci_method == "bca" else {}
+    jack_strata = plan.jackknife_strata() if jack else None
     dname = f"{design}+paired"
     n_res = stop - start
     common = dict(level=level, ci_method=ci_method, design=dname, n_resamples=n_res,
                   seed=rec["seed"], n=int(y.size), n_pos=float(y.sum()),
-                  n_neg=float(y.size - y.sum()))
+                  n_neg=float(y.size - y.sum()), jack_strata=jack_strata)
     marginal = {(k, m.id): _result(m.id, point[(k, m.id)], reps[(k, m.id)], jack.get((k, m.id)),
                                    options={**dict(m.options), "score": k, "rng": rec}, **common)
                 for k in names for m in specs}
     diffs = _differences(point, reps, jack, pairs, specs, level=level, ci_method=ci_method,
                          design=dname, n_res=n_res, seed=rec["seed"], n=int(y.size),
-                         n_pos=float(y.sum()), n_neg=float(y.size - y.sum()), rec=rec)
+                         n_pos=float(y.sum()), n_neg=float(y.size - y.sum()), rec=rec,
+                         jack_strata=jack_strata)
     return PairedBootstrapResult(marginal=marginal, differences=diffs, design=dname,
                                  n_resamples=n_res, seed=rec["seed"],
                                  options={"metrics": [m.id for m in specs], "rng": rec})
@@ -712,6 +741,7 @@ def shared_positive_bootstrap(
         for w in plan.jackknife(batch):
             evaluate(w, jack)
         jack = {k: np.concatenate(v) for k, v in jack.items()}
+    jack_strata = plan.jackknife_strata() if jack else None
     soft_ids = {m.id for m in soft_specs}
 
     def counts(keep: NDArray[np.bool_], m) -> tuple[float, float]:
@@ -728,7 +758,8 @@ def shared_positive_bootstrap(
                 m.id, point[(g, m.id)], rep_arr[(g, m.id)], jack.get((g, m.id)), level=level,
                 ci_method=ci_method, design="shared_positive", n_resamples=n_res,
                 seed=rec["seed"], n=int(keep.sum()), n_pos=n_pos, n_neg=n_neg,
-                options={**dict(m.options), "negative_group": g, "rng": rec})
+                options={**dict(m.options), "negative_group": g, "rng": rec},
+                jack_strata=jack_strata)
     diffs = {}
     everything = np.ones(s.size, dtype=bool)
     for part in (hard_specs, soft_specs):
@@ -738,7 +769,7 @@ def shared_positive_bootstrap(
         diffs.update(_differences(point, rep_arr, jack, pairs, part, level=level,
                                   ci_method=ci_method, design="shared_positive", n_res=n_res,
                                   seed=rec["seed"], n=int(s.size), n_pos=n_pos, n_neg=n_neg,
-                                  rec=rec))
+                                  rec=rec, jack_strata=jack_strata))
     diffs = {(a, b, m.id): diffs[(a, b, m.id)] for a, b in pairs for m in specs}
     return PairedBootstrapResult(marginal=marginal, differences=diffs, design="shared_positive",
                                  n_resamples=n_res, seed=rec["seed"],

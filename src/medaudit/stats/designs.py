@@ -135,6 +135,12 @@ class WeightPlan:
             done += b
             _progress.report("bootstrap", done, n_resamples)
 
+    def jackknife_strata(self) -> NDArray[np.intp]:
+        """The stratum of each row :meth:`jackknife` yields (one id per stratum; the
+        BCa acceleration centres each stratum's leave-one-out values on their own mean)."""
+        uoi = np.arange(self.n_items) if self.unit_of_item is None else self.unit_of_item
+        return self.col_offset[np.unique(uoi[self.base > 0])]
+
     def jackknife(self, batch: int | None = None) -> Iterator[NDArray[np.float64]]:
         """Yield leave-one-unit-out weights (for BCa acceleration), in batches."""
         auto = max(1, min(self.n_units, _BATCH_ELEMENTS // max(self.n_items, 1)))
