@@ -147,3 +147,29 @@ def test_a_class_with_zero_weight_is_undefined():
         assert math.isnan(average_precision(y, s, sample_weight=w))
     with pytest.warns(UndefinedMetricWarning):
         assert math.isnan(brier_score(y, s, prevalence=0.3, sample_weight=w))
+
+
+def test_integer_weights_above_one_make_tied_copies_and_the_ap_conventions_warn():
+    """Untied scores, but a weight of 2 is two copies tied with each other: the negative
+    at rank 1, the positive's copies at ranks 2 and 3 give AP = (1/2 + 2/3) / 2 = 7/12
+    (individual ranks), while pooling the copies into one threshold gives 2/3, which is
+    scikit-learn's weighted AP.  The conventions differ, so the warning says so."""
+    y, s, w = [0, 1], [0.9, 0.8], [1, 2]
+    with pytest.warns(TiedScoresWarning, match="sample_weight above 1") as rec:
+        got = average_precision(y, s, sample_weight=w)
+    assert got == pytest.approx(7 / 12, rel=1e-15)
+    assert rec[0].message.individual == pytest.approx(7 / 12, rel=1e-15)
+    assert rec[0].message.pooled == pytest.approx(2 / 3, rel=1e-15)
+    pooled = average_precision(y, s, sample_weight=w, ties="pooled")
+    assert pooled == pytest.approx(skm.average_precision_score(y, s, sample_weight=w), rel=1e-15)
+    # the same data written out as copies: the same value and the same kind of warning
+    with pytest.warns(TiedScoresWarning):
+        assert average_precision([0, 1, 1], [0.9, 0.8, 0.8]) == pytest.approx(7 / 12, rel=1e-15)
+
+
+def test_weights_of_zero_and_one_on_untied_scores_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = average_precision([0, 1, 1, 0], [0.9, 0.8, 0.3, 0.1], sample_weight=[1, 0, 1, 1])
+    assert got == pytest.approx(skm.average_precision_score(
+        [0, 1, 1, 0], [0.9, 0.8, 0.3, 0.1], sample_weight=[1, 0, 1, 1]), rel=1e-15)

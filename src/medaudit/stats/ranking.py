@@ -99,8 +99,10 @@ def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "ind
     -----
     .. math:: \mathrm{AP} = \frac{1}{|P|}\sum_{k:\,y_{(k)}=1} \frac{TP_k}{k}
 
-    over images sorted by descending score.  On untied data both conventions agree
-    exactly.  Defined without negatives (it is then 1).
+    over images sorted by descending score.  On untied data with weights of 0 and 1 both
+    conventions agree exactly; a weight ``k > 1`` is ``k`` copies tied with each other, so
+    there they differ as on tied scores (``ties="pooled"`` is then scikit-learn's weighted
+    AP), with the same warning.  Defined without negatives (it is then 1).
 
     Examples
     --------
@@ -123,13 +125,18 @@ def average_precision(y_true: ArrayLike, y_score: ArrayLike, *, ties: str = "ind
         return math.nan
     r = K.rank(y, s)
     w = w[r.order]  # kernels read weights in the sorted order
-    pooled = float(K.average_precision_grouped(w, r)) if (ties == "pooled" or r.has_ties) else None
+    copies = bool(np.any(w > 1.0))  # an item's copies tie with each other
+    pooled = (float(K.average_precision_grouped(w, r))
+              if (ties == "pooled" or r.has_ties or copies) else None)
     if ties == "pooled":
         return pooled
     value = float(K.average_precision_stable(w, r))
     if pooled is not None and abs(value - pooled) > AP_TIE_TOLERANCE:
+        why = ("tied scores make the individual-rank AP ({v:.4g}) depend on the row order"
+               if r.has_ties else "sample_weight above 1 makes copies of an item, tied with "
+               "each other, which the individual-rank AP ({v:.4g}) ranks one by one")
         warn(TiedScoresWarning(
-            f"average_precision: tied scores make the individual-rank AP ({value:.4g}) depend "
-            f"on the row order; with ties pooled it is {pooled:.4g} (ties='pooled').",
+            f"average_precision: {why.format(v=value)}; with ties pooled it is {pooled:.4g} "
+            "(ties='pooled', scikit-learn's average_precision_score).",
             individual=value, pooled=pooled))
     return value
