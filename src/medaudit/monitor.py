@@ -120,41 +120,27 @@ class MonitorRun:
 
     def write(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the run's tables, figures, summary and report atomically (see the module notes)."""
-        from medaudit.io.claimsfile import sha256_of
-        from medaudit.io.output import (
-            atomic_directory,
-            check_not_audit,
-            check_output_dir,
-            json_text,
-            write_csv,
-        )
+        from medaudit.io.output import json_text
+        from medaudit.port import SiteFile, write_site_folder
         from medaudit.report.port import port_page, port_summary
 
-        check_not_audit(directory, what="monitor")
-        check_output_dir(directory, inputs=self._inputs, overwrite=overwrite)
-        sections = self._sections()
-        page = port_page(self.claims, self.provenance, monitor=sections)
-        summary = port_summary(self.claims, self.provenance, monitor=sections)
-        run_id = sha256_of({"source": self.source["integrity"]["value"],
-                            "local": self.provenance["local"].get("inputs"),
-                            "monitor": self.provenance["monitor"]})[:16]
-        with atomic_directory(directory, overwrite=overwrite, inputs=self._inputs,
-                              run_id=run_id) as tmp:
-            for name, df in (("claims", self.claims), ("series", self.series),
-                             ("changes", self.changes), ("drift", self.drift)):
-                write_csv(df, tmp / f"monitor__{name}.csv", sync=False)
-            (tmp / "figures").mkdir()
+        def files() -> dict[str, SiteFile]:
+            sections = self._sections()  # the figures are drawn once, for the files and the page
+            tables = {"claims": self.claims, "series": self.series, "changes": self.changes,
+                      "drift": self.drift}
+            out: dict[str, SiteFile] = {f"monitor__{name}.csv": df for name, df in tables.items()}
             for f in sections["figures"]:
-                (tmp / "figures" / f"{f.name}.png").write_bytes(f.png)
-                (tmp / "figures" / f"{f.name}.svg").write_text(f.svg, encoding="utf-8")
-            (tmp / "monitor.json").write_text(json_text({
-                "claims": self.claims.to_dict("records"), "series": self.series.to_dict("records"),
-                "changes": self.changes.to_dict("records"), "drift": self.drift.to_dict("records"),
-                "provenance": self.provenance}) + "\n", encoding="utf-8")
-            (tmp / "source.claims.json").write_text(json_text(self.source) + "\n", encoding="utf-8")
-            (tmp / "summary.md").write_text(summary, encoding="utf-8")
-            (tmp / "report.html").write_text(page, encoding="utf-8")
-        return Path(directory)
+                out[f"figures/{f.name}.png"] = f.png
+                out[f"figures/{f.name}.svg"] = f.svg
+            out["monitor.json"] = json_text({**{name: df.to_dict("records") for name, df in tables.items()},
+                                             "provenance": self.provenance}) + "\n"
+            out["summary.md"] = port_summary(self.claims, self.provenance, monitor=sections)
+            out["report.html"] = port_page(self.claims, self.provenance, monitor=sections)
+            return out
+
+        return write_site_folder(directory, files, what="monitor", source=self.source,
+                                 provenance=self.provenance, inputs=self._inputs, overwrite=overwrite,
+                                 folders=("figures",))
 
     @property
     def headline(self) -> str:

@@ -44,7 +44,7 @@ import os
 import re
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -359,6 +359,66 @@ def _on_local_scale(tau: float, source: str | None, local: str) -> tuple[float |
 
 
 # ----------------------------------------------------------------------------- the result
+#: what a file of a port or monitor folder holds: a table (written as CSV), text or bytes
+SiteFile = pd.DataFrame | str | bytes
+
+
+def write_site_folder(directory: str | os.PathLike[str], files: Callable[[], Mapping[str, SiteFile]],
+                      *, what: str, source: Mapping[str, Any], provenance: Mapping[str, Any],
+                      inputs: Mapping[str, list[Path]], overwrite: bool,
+                      folders: Sequence[str] = ()) -> Path:
+    """Write the folder of a ``port`` or ``monitor`` run atomically (a failed run leaves nothing).
+
+    Parameters
+    ----------
+    directory : path
+        The output folder; never an audit folder, and an existing one only with
+        ``overwrite`` when medaudit wrote it.
+    files : callable
+        Returns the run's files, relative name to content (a DataFrame is written as CSV,
+        ``str`` as UTF-8 text, ``bytes`` as they are); ``source.claims.json`` is added.
+        Called only after ``directory`` is accepted, so that a refused ``--out`` is said at
+        once rather than after the figures and the page are rendered.
+    what : {"port", "monitor"}
+        The run's kind: its name in messages and its options' key in ``provenance``.
+    source : mapping
+        The claims document as checked.
+    provenance : mapping
+        ``{"source": ..., "local": ..., what: options}``.
+    inputs : mapping
+        The run's input files, which the folder may not replace or hold.
+    overwrite : bool
+        Replace an existing folder medaudit wrote.
+    folders : sequence of str, optional
+        Sub-folders created even when no file goes in them (``figures``).
+
+    Returns
+    -------
+    Path
+        ``directory``.
+    """
+    from medaudit.io.claimsfile import sha256_of
+    from medaudit.io.output import atomic_directory, check_not_audit, check_output_dir, json_text, write_csv
+
+    check_not_audit(directory, what=what)
+    check_output_dir(directory, inputs=inputs, overwrite=overwrite)
+    contents = {**files(), "source.claims.json": json_text(source) + "\n"}
+    # the same source, local inputs and options give the same marker, so a rerun is byte-identical
+    run_id = sha256_of({"source": source["integrity"]["value"],
+                        "local": provenance["local"].get("inputs"), what: provenance[what]})[:16]
+    with atomic_directory(directory, overwrite=overwrite, inputs=inputs, run_id=run_id) as tmp:
+        for name in folders:
+            (tmp / name).mkdir()
+        for name, content in contents.items():
+            if isinstance(content, pd.DataFrame):
+                write_csv(content, tmp / name, sync=False)  # the folder is synced once, when sealed
+            elif isinstance(content, bytes):
+                (tmp / name).write_bytes(content)
+            else:
+                (tmp / name).write_text(content, encoding="utf-8")
+    return Path(directory)
+
+
 @dataclass(frozen=True, eq=False)
 class PortResult:
     """The source claims judged on the local data.
@@ -399,31 +459,17 @@ class PortResult:
         """Write ``port__claims.csv``, ``port.json``, ``source.claims.json``, ``summary.md`` and
         ``report.html`` into ``directory``, atomically (a failed run leaves nothing), over an
         existing folder only with ``overwrite=True`` when medaudit wrote it."""
-        from medaudit.io.claimsfile import sha256_of
-        from medaudit.io.output import (
-            atomic_directory,
-            check_not_audit,
-            check_output_dir,
-            json_text,
-            write_csv,
-        )
+        from medaudit.io.output import json_text
 
-        check_not_audit(directory, what="port")
-        check_output_dir(directory, inputs=self._inputs, overwrite=overwrite)
-        run_id = sha256_of({"source": self.source["integrity"]["value"],
-                            "local": self.provenance["local"].get("inputs"),
-                            "port": self.provenance["port"]})[:16]
-        page, summary = self.html(), self.summary()
-        with atomic_directory(directory, overwrite=overwrite, inputs=self._inputs,
-                              run_id=run_id) as tmp:
-            write_csv(self.claims, tmp / "port__claims.csv", sync=False)
-            (tmp / "port.json").write_text(json_text({
-                "claims": self.claims.to_dict("records"), "provenance": self.provenance,
-                "local_matrix": self.local_matrix.to_dict("records")}) + "\n", encoding="utf-8")
-            (tmp / "source.claims.json").write_text(json_text(self.source) + "\n", encoding="utf-8")
-            (tmp / "summary.md").write_text(summary, encoding="utf-8")
-            (tmp / "report.html").write_text(page, encoding="utf-8")
-        return Path(directory)
+        def files() -> dict[str, SiteFile]:
+            return {"port__claims.csv": self.claims,
+                    "port.json": json_text({
+                        "claims": self.claims.to_dict("records"), "provenance": self.provenance,
+                        "local_matrix": self.local_matrix.to_dict("records")}) + "\n",
+                    "summary.md": self.summary(), "report.html": self.html()}
+
+        return write_site_folder(directory, files, what="port", source=self.source,
+                                 provenance=self.provenance, inputs=self._inputs, overwrite=overwrite)
 
     def __repr__(self) -> str:
         counts = self.claims["verdict"].value_counts().to_dict() if len(self.claims) else {}
