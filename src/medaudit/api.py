@@ -152,6 +152,35 @@ def _spec_mapping(spec: Any) -> tuple[dict[str, Any], Path]:
                         f"{type(spec).__name__}.")
 
 
+def _with_data(raw: Mapping[str, Any], data: Any, *, noun: str = "data"
+               ) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    """The spec mapping ``raw`` reading ``data`` in place of the inputs it names, and the table.
+
+    A DataFrame is kept as given (the spec then names
+    :data:`~medaudit.audit.spec.IN_MEMORY`); a path is made absolute, because it was given
+    from the caller's folder, not the spec's.  The simulation or wide files the spec names
+    give way to ``data``.
+
+    Raises
+    ------
+    MedauditError
+        ``data`` is neither a DataFrame nor a path; ``noun`` names it in the message.
+    """
+    raw = dict(raw)
+    table = None
+    if isinstance(data, pd.DataFrame):
+        table = data
+        raw["scores"] = IN_MEMORY
+    elif isinstance(data, (str, os.PathLike)):
+        raw["scores"] = str(Path(data).resolve())
+    else:
+        raise MedauditError(f"{noun} must be a pandas DataFrame or the path of a CSV/Parquet "
+                            f"score table; got {type(data).__name__}.")
+    for k in ("simulate", "scores_wide"):
+        raw.pop(k, None)
+    return raw, table
+
+
 def audit(data: pd.DataFrame | str | os.PathLike[str] | None = None, /, *, spec: Any = None,
           **options: Any) -> Audit:
     """Run an audit on a score table and return its tables, claims and matrix.
@@ -202,16 +231,7 @@ def audit(data: pd.DataFrame | str | os.PathLike[str] | None = None, /, *, spec:
             raise MedauditError(f"the data is given twice: as the first argument and as "
                                 f"{given[0]}=...; pass one (medaudit.audit(df, ...) or "
                                 f"medaudit.audit({given[0]}=..., ...)).")
-        if isinstance(data, pd.DataFrame):
-            table = data
-            raw["scores"] = IN_MEMORY
-        elif isinstance(data, (str, os.PathLike)):
-            raw["scores"] = str(Path(data).resolve())
-        else:
-            raise MedauditError(f"data must be a pandas DataFrame or the path of a CSV/Parquet "
-                                f"score table; got {type(data).__name__}.")
-        for k in ("simulate", "scores_wide"):
-            raw.pop(k, None)
+        raw, table = _with_data(raw, data)
     s = validate_model(raw, AuditSpec, source="medaudit.audit() options", what="audit spec")
     outcome = _run_audit(s, base, table=table)
     inputs = spec_inputs(outcome.spec, base, spec if isinstance(spec, (str, os.PathLike)) else None)

@@ -98,10 +98,9 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     ``unlabelled`` instead of being refused (``medaudit monitor``: their scores count for
     drift); the labelled rows are validated as the audit validates a table.
     """
-    from medaudit.api import _spec_mapping
+    from medaudit.api import _spec_mapping, _with_data
     from medaudit.audit.context import build_context, load_scores
-    from medaudit.audit.spec import IN_MEMORY, AuditSpec
-    from medaudit.exceptions import MedauditError
+    from medaudit.audit.spec import AuditSpec
     from medaudit.io.specfile import validate_model
 
     raw, base = _spec_mapping(spec)
@@ -109,15 +108,7 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     raw = {**raw, **options}
     table = None
     if data is not None:
-        if isinstance(data, pd.DataFrame):
-            table, raw["scores"] = data, IN_MEMORY
-        elif isinstance(data, (str, os.PathLike)):
-            raw["scores"] = str(Path(data).resolve())
-        else:
-            raise MedauditError(f"local data must be a pandas DataFrame or the path of a CSV/Parquet "
-                                f"score table; got {type(data).__name__}.")
-        for k in ("simulate", "scores_wide"):
-            raw.pop(k, None)
+        raw, table = _with_data(raw, data, noun="local data")
     raw.pop("claims", None)
     raw["blocks"] = list(blocks)
     where = str(spec) if isinstance(spec, (str, os.PathLike)) else "the local data options"
