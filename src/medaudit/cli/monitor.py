@@ -38,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit monitor`` to the sub-command parser ``sub``."""
     from medaudit.cli._help import examples, output_flags
     from medaudit.cli.main import OVERWRITE_HELP
+    from medaudit.cli.port import site_arguments
 
     p = sub.add_parser(
         "monitor", help="keep checking a published audit's claims as local batches arrive",
@@ -51,9 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "one file per period"),
                         ("medaudit monitor m.claims.json site.yaml --out mon/ --correction "
                          "alpha_spending --planned-looks 12", "a plan of 12 monthly looks")))
-    p.add_argument("source", help="audit folder, its results.json, or a claims file (*.claims.json)")
-    p.add_argument("spec", help="audit spec (YAML) of the local data")
-    p.add_argument("--out", required=True, help="output directory (written atomically)")
+    site_arguments(p)
     p.add_argument("--period-column", default="period", help="the period column (default: period)")
     p.add_argument("--period-files", nargs="+", default=None, metavar="FILE",
                    help="one score table per period, in time order, instead of a period column "

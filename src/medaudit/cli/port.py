@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["register"]
+__all__ = ["register", "site_arguments"]
 
 
 def _cmd_port(args: argparse.Namespace) -> int:
@@ -38,6 +38,13 @@ def _cmd_port(args: argparse.Namespace) -> int:
     return 0
 
 
+def site_arguments(parser: argparse.ArgumentParser) -> None:
+    """SOURCE, LOCAL_SPEC and ``--out``, worded alike in ``medaudit port`` and ``medaudit monitor``."""
+    parser.add_argument("source", help="audit folder, its results.json, or a claims file (*.claims.json)")
+    parser.add_argument("spec", help="audit spec (YAML) of the local data")
+    parser.add_argument("--out", required=True, help="output directory (written atomically)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit port`` to the sub-command parser ``sub``."""
     from medaudit.cli._help import examples, output_flags
@@ -54,9 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "check the vendor's claims on the site's data"),
                         ("medaudit port audit/ site.yaml --out port/ --cohort site-a --n-resamples 500",
                          "from an audit folder, on one cohort of the local data")))
-    p.add_argument("source", help="audit folder, its results.json, or a claims file (*.claims.json)")
-    p.add_argument("spec", help="audit spec (YAML) of the local data")
-    p.add_argument("--out", required=True, help="output directory (written atomically)")
+    site_arguments(p)
     p.add_argument("--cohort", default=None, help="the site's cohort when the local data has several")
     p.add_argument("--prevalence", type=float, default=None,
                    help="judge prevalence-dependent claims (Brier, log loss, ECE) at this prevalence "
