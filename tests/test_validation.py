@@ -258,6 +258,23 @@ def test_nan_in_labels(name):
     _raises(spec, y, S, f"{spec.label_name} contains NaN", "at index 0")
 
 
+@pytest.mark.parametrize("missing", ["NA", "NaT"])
+@pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
+def test_pandas_missing_among_numbers_is_called_missing(name, missing):
+    # an object column holding pandas' NA (or NaT) cannot be cast to float: the message
+    # says the value is missing, not that the column is not numeric
+    import pandas as pd
+
+    spec = SPECS[name]
+    gone = pd.NA if missing == "NA" else pd.NaT
+    s = S.astype(object)
+    s[3] = gone
+    _raises(spec, Y, s, f"{spec.score_name} contains missing values", "at index 3")
+    y = Y.astype(object)
+    y[1] = gone
+    _raises(spec, y, S, f"{spec.label_name} contains missing values", "at index 1")
+
+
 # ================================================================ label values
 @pytest.mark.parametrize("bad", [2.0, -1.0, 0.5])
 @pytest.mark.parametrize("name", HARD)

@@ -82,6 +82,7 @@ def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArra
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
+        _refuse_missing(x, name)  # pandas' NA (or NaT) among numbers: say it is missing
         raise MedauditError(f"{name} must be numeric; could not convert it ({exc}).") from None
     if arr.ndim != 1:
         raise MedauditError(f"{name} must be 1-dimensional; got shape {arr.shape}.")
@@ -101,6 +102,22 @@ def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArra
             "explicitly before calling (medaudit never drops them silently)."
         )
     return arr
+
+
+def _refuse_missing(x: ArrayLike, name: str) -> None:
+    """Raise the missing-value message where ``x`` (1-D) holds None, NA or NaT."""
+    try:
+        obj = np.asarray(x, dtype=object)
+    except (TypeError, ValueError):
+        return
+    if obj.ndim != 1:
+        return
+    gone = missing_mask(obj)
+    if gone.any():
+        raise MedauditError(
+            f"{name} contains missing values (None, NaN, NA or NaT) {_where(gone)}; remove or "
+            "impute these rows explicitly before calling (medaudit never drops them silently)."
+        )
 
 
 def as_binary_labels(y: ArrayLike, *, name: str = "y_true") -> NDArray[np.float64]:

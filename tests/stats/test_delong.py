@@ -123,6 +123,16 @@ def test_delong_mismatched_lengths():
         delong_test([0, 1, 0], [0.1, 0.2, 0.3], [0.3, 0.2])
 
 
+def test_delong_unpaired_messages_name_the_sample_at_fault():
+    a = ([0, 1, 0, 1], [0.1, 0.9, 0.2, 0.8])
+    with pytest.raises(MedauditError, match=r"3 positive\(s\) and 0 negative\(s\) in y_true_b\."):
+        delong_test_unpaired(*a, [1, 1, 1], [0.1, 0.2, 0.3])
+    with pytest.raises(MedauditError, match="y_true_b has 3, y_score_b has 2"):
+        delong_test_unpaired(*a, [0, 1, 1], [0.1, 0.2])
+    with pytest.raises(MedauditError, match="^y_true_a must contain only 0 and 1"):
+        delong_test_unpaired([0, 1, 2, 1], a[1], *a)
+
+
 def test_roc_auc_consistent_with_delong_ci_estimate():
     y, sa, _ = _tied_data(11)
     assert roc_auc(y, sa) == delong_ci(y, sa).estimate

@@ -70,3 +70,21 @@ def test_another_tools_metric_name_is_refused_with_the_id_to_write():
         bootstrap_metrics(y, s, metrics=["AUROC"], n_resamples=5)
     with pytest.raises(MedauditError, match=r"^ece option='n_binz' is not a valid option.*'n_bins'"):
         bootstrap_metrics(y, s, metrics=[("ece", {"n_binz": 3})], n_resamples=5)
+
+
+def test_a_function_or_a_bare_value_as_metrics_is_one_clear_error():
+    from sklearn.metrics import roc_auc_score
+
+    from medaudit.stats import bootstrap_ci, bootstrap_metrics
+    y, s = np.r_[0, 0, 1, 1, 0, 1], np.r_[0.1, 0.4, 0.35, 0.8, 0.2, 0.9]
+    with pytest.raises(MedauditError, match="^metric must be a metric name.*the function "
+                                            "roc_auc_score.*write 'roc_auc'"):
+        bootstrap_ci(y, s, metric=roc_auc_score, n_resamples=10, rng=0)
+    for bad in (42, None, {"roc_auc": 1}):
+        with pytest.raises(MedauditError, match="^metrics must be a metric name"):
+            bootstrap_metrics(y, s, metrics=bad, n_resamples=10, rng=0)
+    with pytest.raises(MedauditError, match="entries must be a name.*the function roc_auc_score"):
+        bootstrap_metrics(y, s, metrics=[roc_auc_score], n_resamples=10, rng=0)
+    # a numpy array of names is a list of names, keyed by plain strings
+    r = bootstrap_metrics(y, s, metrics=np.array(["roc_auc"]), n_resamples=10, rng=0)
+    assert [type(k) for k in r] == [str]

@@ -117,3 +117,45 @@ def test_aurc_is_exact_when_the_only_error_is_least_confident():
     assert np.trapezoid(curve.risk, curve.coverage) == _approx(5e-7, rel=RTOL)
     assert oracle.aurc(y, s) == _approx(5e-7, rel=RTOL)
     assert aurc(y, s) == _approx(5e-7, rel=RTOL)
+
+
+def _every_order(y, p):
+    """aurc and selective_risk(0.5) on every permutation of the rows (brute force)."""
+    import itertools
+    import warnings
+
+    vals = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for perm in itertools.permutations(range(len(y))):
+            i = list(perm)
+            vals.append((aurc(y[i], p[i]), selective_risk(y[i], p[i], coverage=0.5)))
+    return np.mean(vals, axis=0)
+
+
+def test_tied_confidences_warn_with_the_value_averaged_over_every_order():
+    from medaudit.exceptions import TiedScoresWarning
+
+    # 0.3 and 0.7 tie in confidence (0.7); the tie holds an error and a correct decision
+    y = np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    p = np.array([0.7, 0.7, 0.3, 0.9, 0.2, 0.6])
+    want_aurc, want_risk = _every_order(y, p)
+    with pytest.warns(TiedScoresWarning, match="depends on the row order") as rec:
+        got = aurc(y, p)
+    assert rec[0].message.individual == got
+    assert rec[0].message.pooled == pytest.approx(want_aurc, abs=1e-12)
+    with pytest.warns(TiedScoresWarning, match="selective_risk") as rec:
+        selective_risk(y, p, coverage=0.5)
+    assert rec[0].message.pooled == pytest.approx(want_risk, abs=1e-12)
+
+
+def test_no_tie_warning_where_every_order_agrees():
+    import warnings
+
+    rng = np.random.default_rng(5)
+    y = (rng.random(200) < 0.4).astype(float)
+    p = rng.random(200)  # untied
+    q = np.where(y == 1, 0.9, 0.1)  # tied, but every tie is all correct
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        aurc(y, p), selective_risk(y, p, coverage=0.7), aurc(y, q), selective_risk(y, q, coverage=0.3)

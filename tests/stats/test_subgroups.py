@@ -4,6 +4,7 @@ fairlearn's MetricFrame on the same data), and the bootstrap p-value by hand."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from fairlearn.metrics import MetricFrame
 from sklearn.metrics import average_precision_score, roc_auc_score
@@ -51,3 +52,23 @@ def test_a_missing_level_is_refused():
     g[5] = None
     with pytest.raises(MedauditError, match="missing level"):
         subgroup_bootstrap(y, {"m": s}, g, n_resamples=10, rng=0)
+
+
+@pytest.mark.parametrize("mixed", [[1, "1"], [1, 1.0], [True, 1], ["a", 2.5]])
+def test_levels_of_mixed_kinds_are_refused(mixed):
+    # levels are named by their text: 1 and "1" would merge into one group (pandas keeps
+    # two), 1 and 1.0 would split into two (one value to pandas); neither is guessed
+    y, s, _ = _data()
+    g = np.array([mixed[i % 2] for i in range(y.size)], dtype=object)
+    with pytest.raises(MedauditError, match="mixes kinds of level"):
+        subgroup_bootstrap(y, {"m": s}, g, n_resamples=10, rng=0)
+    with pytest.raises(MedauditError, match="mixes kinds of level"):
+        subgroup_bootstrap(y, {"m": s}, list(g), n_resamples=10, rng=0)
+
+
+def test_levels_of_one_kind_are_the_groups_pandas_sees():
+    y, s, _ = _data()
+    for g in (np.arange(y.size) % 3, pd.Series(np.arange(y.size) % 3).astype("category"),
+              pd.array(["a", "b", "c"] * (y.size // 3), dtype="string")):
+        r = subgroup_bootstrap(y, {"m": s}, g, metrics=["roc_auc"], n_resamples=10, rng=0)
+        assert len(r.levels) == pd.Series(np.asarray(g, dtype=object)).nunique() == 3

@@ -8,6 +8,7 @@ resampling arguments (:func:`check_n_resamples`, :func:`check_batch`, defined in
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import warnings
@@ -32,15 +33,17 @@ __all__ = ["labels_scores", "soft_scores", "warn", "stacklevel_outside", "warn_i
 
 
 def labels_scores(
-    y_true: ArrayLike, y_score: ArrayLike, *, prob: bool = False, score_name: str | None = None
+    y_true: ArrayLike, y_score: ArrayLike, *, prob: bool = False, score_name: str | None = None,
+    label_name: str = "y_true",
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Validate a (labels, scores) pair; ``prob=True`` also requires scores in [0, 1]."""
-    y = as_binary_labels(y_true)
+    """Validate a (labels, scores) pair; ``prob=True`` also requires scores in [0, 1].
+    Messages name the arguments ``label_name`` and ``score_name``."""
+    y = as_binary_labels(y_true, name=label_name)
     if prob:
         s = as_probabilities(y_score, name=score_name or "y_prob")
     else:
         s = as_scores(y_score, name=score_name or "y_score")
-    check_same_length(y_true=y, **{score_name or ("y_prob" if prob else "y_score"): s})
+    check_same_length(**{label_name: y, score_name or ("y_prob" if prob else "y_score"): s})
     return y, s
 
 
@@ -101,6 +104,21 @@ def warn_if_one_class(n_pos: float, n_neg: float, metric: str, *, stacklevel: in
     warn(f"{metric} is undefined: the sample has no {which}; returning nan.",
          UndefinedMetricWarning)
     return True
+
+
+def unit_scaled(w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``w`` times the power of two that brings its largest value into [0.5, 1).
+
+    For metrics that are ratios of weighted sums (AUROC, partial AUROC, Se at Sp): a power
+    of two only moves exponents, so such a ratio is unchanged to the last bit by the
+    scaling itself, while weights of any scale (1e-170, 1e160) no longer underflow or
+    overflow in products of class totals, nor fall below the kernels' absolute guards.
+    Uniform weights of any size then give the unweighted value to rounding.
+    """
+    m = float(w.max(initial=0.0))
+    if not (m > 0.0 and math.isfinite(m)):
+        return w
+    return np.ldexp(w, -math.frexp(m)[1])
 
 
 def weights(sample_weight: ArrayLike | None, y: NDArray[np.float64]

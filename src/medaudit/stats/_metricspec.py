@@ -211,11 +211,25 @@ def alias_error(name: str) -> None:
                             f"table prints); write metric: {want}.")
 
 
-def parse_metrics(metrics: str | Sequence[Any]) -> list[MetricSpec]:
+def _shown_metric(x: Any) -> str:
+    if callable(x) and hasattr(x, "__name__"):
+        return f"the function {x.__name__}"
+    return f"{type(x).__name__} {x!r}"[:120]
+
+
+def parse_metrics(metrics: str | Sequence[Any], *, name: str = "metrics") -> list[MetricSpec]:
     """Parse ``"roc_auc"``, ``("ece", {"n_bins": 10})`` or a list of these into specs."""
-    items = [metrics] if isinstance(metrics, (str, MetricSpec)) or (
-        isinstance(metrics, tuple) and len(metrics) == 2 and isinstance(metrics[1], Mapping)
-    ) else list(metrics)
+    if isinstance(metrics, (str, MetricSpec)) or (
+            isinstance(metrics, tuple) and len(metrics) == 2 and isinstance(metrics[1], Mapping)):
+        items = [metrics]
+    elif isinstance(metrics, (Sequence, set, frozenset)) or (
+            isinstance(metrics, np.ndarray) and metrics.ndim == 1):
+        items = list(metrics)
+    else:  # a function (scikit-learn's roc_auc_score, say), a number, None, a mapping
+        raise MedauditError(
+            f"{name} must be a metric name, (name, options) or a list of these; got "
+            f"{_shown_metric(metrics)}. medaudit evaluates its own registered metrics inside "
+            "the resampling engine: write 'roc_auc', not a function.")
     if not items:
         raise MedauditError("metrics is empty; name at least one metric.")
     out: list[MetricSpec] = []
@@ -223,11 +237,12 @@ def parse_metrics(metrics: str | Sequence[Any]) -> list[MetricSpec]:
         if isinstance(item, MetricSpec):
             spec = item
         elif isinstance(item, str):
-            spec = MetricSpec(item)
+            spec = MetricSpec(str(item))  # str(): a numpy string becomes a plain one
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
             spec = MetricSpec(item[0], dict(item[1]))
         else:
-            raise MedauditError(f"metrics entries must be a name or (name, options); got {item!r}.")
+            raise MedauditError(f"metrics entries must be a name or (name, options); got "
+                                f"{_shown_metric(item)}.")
         if spec.name not in REGISTRY:
             alias_error(spec.name)
         check_option(spec.name, tuple(REGISTRY), name="metric")

@@ -357,7 +357,7 @@ def bootstrap_ci(y_true: ArrayLike, y_score: ArrayLike, *, metric: Any = "roc_au
     >>> r.metric, r.estimate, r.ci_low <= r.estimate <= r.ci_high
     ('roc_auc', 0.75, True)
     """
-    specs = MS.parse_metrics(metric)
+    specs = MS.parse_metrics(metric, name="metric")
     if len(specs) != 1:
         raise MedauditError("bootstrap_ci takes one metric; use bootstrap_metrics for several.")
     return bootstrap_metrics(y_true, y_score, metrics=specs, **kwargs)[specs[0].id]

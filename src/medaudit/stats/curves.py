@@ -32,7 +32,7 @@ from medaudit._validation import RNGLike, as_1d_float, as_generator, check_optio
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
-from medaudit.stats._common import labels_scores, warn, warn_if_one_class
+from medaudit.stats._common import labels_scores, unit_scaled, warn, warn_if_one_class
 from medaudit.stats._docs import fill_doc
 from medaudit.stats._ranked import (
     bootstrap_plan,
@@ -292,6 +292,7 @@ def sensitivity_at_specificities(y_true: ArrayLike, y_score: ArrayLike, specific
     """
     g = _grid(specificities)
     y, s, w = _weighted(y_true, y_score, sample_weight)
+    w = unit_scaled(w)  # the same rates at any weight scale (the kernel's guards are absolute)
     wp, wn = KX.class_totals(w, y)
     if warn_if_one_class(float(wp[0]), float(wn[0]), "sensitivity_at_specificities"):
         return np.full(g.size, np.nan)

@@ -123,13 +123,14 @@ def delong_placements(y_true: ArrayLike, y_score: ArrayLike):
     return _placements(y, s)
 
 
-def _need_both(y: NDArray[np.float64], min_each: int = 1) -> tuple[int, int]:
+def _need_both(y: NDArray[np.float64], min_each: int = 1, *, name: str = "y_true"
+               ) -> tuple[int, int]:
     n_pos = int(y.sum())
     n_neg = y.size - n_pos
     if n_pos < min_each or n_neg < min_each:
         raise MedauditError(
             f"DeLong needs at least {min_each} positive(s) and {min_each} negative(s); got "
-            f"{n_pos} positive(s) and {n_neg} negative(s) in y_true."
+            f"{n_pos} positive(s) and {n_neg} negative(s) in {name}."
         )
     return n_pos, n_neg
 
@@ -360,10 +361,10 @@ def delong_test_unpaired(
     alternative = check_option(alternative, ALTERNATIVES, name="alternative")
     level = check_fraction(confidence_level, name="confidence_level")
     distribution = check_option(distribution, ("normal", "t"), name="distribution")
-    ya, sa = labels_scores(y_true_a, y_score_a, score_name="y_score_a")
-    yb, sb = labels_scores(y_true_b, y_score_b, score_name="y_score_b")
-    pa, na = _need_both(ya)
-    pb, nb = _need_both(yb)
+    ya, sa = labels_scores(y_true_a, y_score_a, score_name="y_score_a", label_name="y_true_a")
+    yb, sb = labels_scores(y_true_b, y_score_b, score_name="y_score_b", label_name="y_true_b")
+    pa, na = _need_both(ya, name="y_true_a")
+    pb, nb = _need_both(yb, name="y_true_b")
     a10, a01 = _placements(ya, sa)
     b10, b01 = _placements(yb, sb)
     auc_a, auc_b = _checked_auc(a10, a01), _checked_auc(b10, b01)

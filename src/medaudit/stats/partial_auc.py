@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 from medaudit._validation import RNGLike, as_generator, check_option
 from medaudit.stats import _kernels as K
 from medaudit.stats import _kernels_extra as KX
-from medaudit.stats._common import labels_scores, warn_if_one_class
+from medaudit.stats._common import labels_scores, unit_scaled, warn_if_one_class
 from medaudit.stats._docs import fill_doc
 from medaudit.stats._ranked import bootstrap_plan, ranked_batches, sample_weights
 from medaudit.stats._results import BootstrapResult
@@ -116,7 +116,7 @@ def partial_roc_auc(
     name, opts = pauc_metric(bounds, focus=focus, correct=correct)
     f, lo, hi, corr = KX.pauc_options(opts)
     y, s = labels_scores(y_true, y_score)
-    w = sample_weights(sample_weight, y.size)
+    w = unit_scaled(sample_weights(sample_weight, y.size))  # the same area at any weight scale
     wp, wn = KX.class_totals(w, y)
     if warn_if_one_class(float(wp[0]), float(wn[0]), "partial_roc_auc"):
         return math.nan

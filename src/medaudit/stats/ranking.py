@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 from medaudit._validation import check_option
 from medaudit.exceptions import MedauditError, TiedScoresWarning
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores, warn, warn_if_one_class, weights
+from medaudit.stats._common import labels_scores, unit_scaled, warn, warn_if_one_class, weights
 from medaudit.stats._docs import fill_doc
 
 __all__ = ["roc_auc", "average_precision", "AP_TIES", "AP_TIE_TOLERANCE"]
@@ -57,7 +57,9 @@ def roc_auc(y_true: ArrayLike, y_score: ArrayLike, *,
     if warn_if_one_class(n_pos, n_neg, "roc_auc"):
         return math.nan
     r = K.rank(y, s)
-    return float(K.auroc(w[r.order], r))  # kernels read weights in the sorted order
+    # kernels read weights in the sorted order; a power-of-two scale keeps tiny or huge
+    # weights from underflowing in the product of class totals (same bits otherwise)
+    return float(K.auroc(unit_scaled(w)[r.order], r))
 
 
 #: |AP(individual ranks) - AP(pooled ties)| above which average_precision warns

@@ -3,22 +3,68 @@
 Confidence is ``max(s, 1 - s)``, the decision stays ``1{s >= 0.5}`` and the error
 is ``1{decision != y}`` (paper 000 M0.7).  Items are ordered by confidence,
 descending, with a stable sort (ties keep input order; the paper leaves this
-open).  This is not the accuracy-rejection or argmax convention of some
-libraries, and AURC is not rescaled by 1/(1 - 1/n) (anchors trap T5).
+open).  Where tied confidences hold both errors and correct decisions, the value
+depends on that order: :func:`aurc` and :func:`selective_risk` then warn
+(:class:`~medaudit.exceptions.TiedScoresWarning`) with the value averaged over
+every order of the ties beside it.  This is not the accuracy-rejection or argmax
+convention of some libraries, and AURC is not rescaled by 1/(1 - 1/n) (anchors
+trap T5).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from medaudit._validation import check_fraction
+from medaudit.exceptions import TiedScoresWarning
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores
+from medaudit.stats._common import labels_scores, warn
 from medaudit.stats._docs import fill_doc
 from medaudit.stats._results import RiskCoverageCurve
 
 __all__ = ["selective_risk", "aurc", "risk_coverage_curve"]
+
+#: |value in input order - value averaged over the orders of tied confidences| above which
+#: aurc and selective_risk warn (the tolerance average_precision uses for its tie warning)
+RISK_TIE_TOLERANCE = 1e-3
+
+
+def _order_free_risks(y: NDArray[np.float64], s: NDArray[np.float64], cr: K.ConfidenceRanked
+                      ) -> NDArray[np.float64] | None:
+    """Risk at coverage k/n, k = 1..n, averaged over every order of tied confidences; None
+    when no tie holds both an error and a correct decision (then every order agrees).
+
+    Within a tie block of m images holding e errors, after E errors before it, the j-th
+    image brings the expected error count to E + j e / m (each order equally likely).
+    """
+    conf = np.maximum(s, 1.0 - s)[cr.order]
+    n = conf.size
+    new = np.empty(n, dtype=bool)
+    new[:1] = True
+    np.not_equal(conf[1:], conf[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    ends = np.r_[starts[1:], n]
+    cum = np.r_[0.0, np.cumsum(cr.error)]
+    size = ends - starts
+    errs = cum[ends] - cum[starts]
+    if not np.any((errs > 0) & (errs < size)):
+        return None
+    block = np.cumsum(new) - 1
+    j = np.arange(1, n + 1) - starts[block]
+    expected = cum[starts][block] + j * (errs / size)[block]
+    return expected / np.arange(1, n + 1)
+
+
+def _warn_tied(name: str, value: float, order_free: float) -> None:
+    if abs(value - order_free) > RISK_TIE_TOLERANCE:
+        warn(TiedScoresWarning(
+            f"{name}: tied confidences (max(p, 1 - p)) hold both errors and correct decisions, "
+            f"so the value in input order ({value:.4g}) depends on the row order; averaged "
+            f"over every order of the ties it is {order_free:.4g}.",
+            individual=value, pooled=order_free))
 
 
 @fill_doc
@@ -40,7 +86,13 @@ def selective_risk(y_true: ArrayLike, y_prob: ArrayLike, *, coverage: float) -> 
     """
     c = check_fraction(coverage, name="coverage", low=0.0, high=1.0, closed="right")
     y, s = labels_scores(y_true, y_prob, prob=True)
-    return float(K.selective_risk(np.ones(y.size), K.rank_confidence(y, s), c))
+    cr = K.rank_confidence(y, s)
+    value = float(K.selective_risk(np.ones(y.size), cr, c))
+    risks = _order_free_risks(y, s, cr)
+    if risks is not None:
+        k = max(math.ceil(round(c * y.size, 9)), 1)  # the kernel's k for unit weights
+        _warn_tied("selective_risk", value, float(risks[k - 1]))
+    return value
 
 
 def aurc(y_true: ArrayLike, y_prob: ArrayLike) -> float:
@@ -56,7 +108,12 @@ def aurc(y_true: ArrayLike, y_prob: ArrayLike) -> float:
     0.385416666667
     """
     y, s = labels_scores(y_true, y_prob, prob=True)
-    return float(K.aurc(np.ones(y.size), K.rank_confidence(y, s)))
+    cr = K.rank_confidence(y, s)
+    value = float(K.aurc(np.ones(y.size), cr))
+    risks = _order_free_risks(y, s, cr)
+    if risks is not None:
+        _warn_tied("aurc", value, float((risks.sum() - 0.5 * (risks[0] + risks[-1])) / y.size))
+    return value
 
 
 def risk_coverage_curve(y_true: ArrayLike, y_prob: ArrayLike) -> RiskCoverageCurve:

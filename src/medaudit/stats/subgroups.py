@@ -139,6 +139,8 @@ def bootstrap_pvalue(replicates: ArrayLike, null: float = 0.0) -> float:
 
 
 def _levels(groups: ArrayLike, n: int) -> tuple[NDArray[Any], tuple[str, ...]]:
+    dtype = getattr(groups, "dtype", None)
+    typed = isinstance(dtype, np.dtype) and dtype.kind != "O"
     g = np.asarray(groups, dtype=object)
     if g.ndim != 1:
         raise MedauditError(f"groups must be one-dimensional (one level per item); got shape {g.shape}.")
@@ -148,8 +150,35 @@ def _levels(groups: ArrayLike, n: int) -> tuple[NDArray[Any], tuple[str, ...]]:
         raise MedauditError(f"groups has {int(missing.sum())} missing level(s) (first at item "
                             f"{int(np.flatnonzero(missing)[0])}); give missing values a level of "
                             "their own (e.g. '(missing)') or drop those items.")
+    if not typed:  # a typed array (or Series) holds one kind; a list or object array may mix
+        _one_kind_of_level(g)
     g = g.astype(str)
     return g, tuple(sorted(set(g.tolist())))
+
+
+def _level_kind(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(v, (int, np.integer)):
+        return "integer"
+    if isinstance(v, (float, np.floating)):
+        return "float"
+    if isinstance(v, str):
+        return "text"
+    return type(v).__name__
+
+
+def _one_kind_of_level(g: NDArray[Any]) -> None:
+    """Levels are named by their text, so every level must be of one kind: 1 and "1" would
+    merge into one group, 1 and 1.0 (one value to pandas) would split into two."""
+    kinds: dict[str, Any] = {}
+    for v in g.tolist():
+        kinds.setdefault(_level_kind(v), v)
+        if len(kinds) > 1:
+            shown_ = ", ".join(f"{k} ({v!r})" for k, v in kinds.items())
+            raise MedauditError(f"groups mixes kinds of level: {shown_}; levels are named by "
+                                "their text, so give every item the same kind (e.g. all text: "
+                                "groups.astype(str)).")
 
 
 @fill_doc

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 from medaudit._validation import check_fraction, shown
 from medaudit.exceptions import MedauditError
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores, warn_if_one_class, weights
+from medaudit.stats._common import labels_scores, unit_scaled, warn_if_one_class, weights
 from medaudit.stats._results import OperatingPoint
 
 __all__ = [
@@ -49,7 +49,7 @@ def _at(metric: str, y_true: ArrayLike, y_score: ArrayLike, target: float,
     if warn_if_one_class(n_pos, n_neg, metric):
         return math.nan
     r = K.rank(y, s)
-    return float(kernel(w[r.order], r, x))
+    return float(kernel(unit_scaled(w)[r.order], r, x))  # the same ratios at any weight scale
 
 
 def sensitivity_at_specificity(
