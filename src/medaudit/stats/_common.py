@@ -107,7 +107,8 @@ def warn_if_one_class(n_pos: float, n_neg: float, metric: str, *, stacklevel: in
 
 
 def unit_scaled(w: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``w`` times the power of two that brings its largest value into [0.5, 1).
+    """``w`` times the power of two that brings its largest value into [0.5, 1), where
+    that value lies outside [2**-20, 2**20).
 
     For metrics that are ratios of weighted sums (AUROC, partial AUROC, Se at Sp): a power
     of two only moves exponents, so such a ratio is unchanged to the last bit by the
@@ -116,8 +117,8 @@ def unit_scaled(w: NDArray[np.float64]) -> NDArray[np.float64]:
     Uniform weights of any size then give the unweighted value to rounding.
     """
     m = float(w.max(initial=0.0))
-    if not (m > 0.0 and math.isfinite(m)):
-        return w
+    if not (m > 0.0 and math.isfinite(m)) or 2.0**-20 <= m < 2.0**20:
+        return w  # ordinary scales (unit weights among them) are left as they are
     return np.ldexp(w, -math.frexp(m)[1])
 
 
