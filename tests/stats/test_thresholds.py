@@ -204,3 +204,13 @@ def test_operating_point_accepts_both_infinite_thresholds():
         op = operating_point(y, s, threshold=t)
         assert (op.sensitivity, op.specificity) == want == oracle.se_sp_at(y, s, t)
         assert op.threshold == t
+
+
+@pytest.mark.parametrize("y, w, rate", [([1, 1, 1], None, "specificity"), ([0, 0, 0], None, "sensitivity"),
+                                        ([0, 1, 1], [0.0, 1.0, 1.0], "specificity")])
+def test_operating_point_warns_where_a_rate_is_undefined(y, w, rate):
+    from medaudit.exceptions import UndefinedMetricWarning
+
+    with pytest.warns(UndefinedMetricWarning, match=f"{rate} is undefined"):
+        op = operating_point(y, [0.2, 0.6, 0.9], threshold=0.5, sample_weight=w)
+    assert math.isnan(getattr(op, rate))

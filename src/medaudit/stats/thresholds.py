@@ -14,9 +14,9 @@ import math
 from numpy.typing import ArrayLike
 
 from medaudit._validation import check_fraction, shown
-from medaudit.exceptions import MedauditError
+from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats import _kernels as K
-from medaudit.stats._common import labels_scores, unit_scaled, warn_if_one_class, weights
+from medaudit.stats._common import labels_scores, unit_scaled, warn, warn_if_one_class, weights
 from medaudit.stats._results import OperatingPoint
 
 __all__ = [
@@ -153,6 +153,11 @@ def operating_point(y_true: ArrayLike, y_score: ArrayLike, *, threshold: float,
         raise MedauditError(f"threshold must be a number or +/-inf; got {shown(threshold)}.")
     y, s = labels_scores(y_true, y_score)
     w, n_pos, n_neg = weights(sample_weight, y)
+    # a class without weight leaves its rate undefined (nan): say so, as threshold_metrics does
+    for rate, cls, mass in (("sensitivity", "positive", n_pos), ("specificity", "negative", n_neg)):
+        if not mass > 0:
+            warn(f"operating_point: {rate} is undefined (no {cls} weight in the sample); it is "
+                 "nan.", UndefinedMetricWarning)
     r = K.rank(y, s)
     se, sp = K.rates_at(w[r.order], r, tau)
     return OperatingPoint(threshold=tau, sensitivity=float(se), specificity=float(sp),
