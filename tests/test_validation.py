@@ -275,6 +275,13 @@ def test_pandas_missing_among_numbers_is_called_missing(name, missing):
     _raises(spec, y, S, f"{spec.label_name} contains missing values", "at index 1")
 
 
+@pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
+def test_masked_values_are_refused_not_read(name):
+    spec = SPECS[name]
+    s = np.ma.masked_array(S, mask=np.arange(S.size) == 2)
+    _raises(spec, Y, s, f"{spec.score_name} has masked values", "at index 2")
+
+
 # ================================================================ label values
 @pytest.mark.parametrize("bad", [2.0, -1.0, 0.5])
 @pytest.mark.parametrize("name", HARD)

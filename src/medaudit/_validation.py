@@ -79,6 +79,12 @@ def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArra
     if kind in ("M", "m"):
         raise MedauditError(f"{name} must be numbers; got dates or durations. Convert them to "
                             "numbers yourself if that is what you meant.")
+    if isinstance(x, np.ma.MaskedArray):
+        masked = np.ma.getmaskarray(x)
+        if masked.ndim == 1 and masked.any():  # np.asarray would use the hidden values
+            raise MedauditError(f"{name} has masked values {_where(masked)}; drop those rows "
+                                "(x.compressed() with the same rows of the other inputs) or fill "
+                                "them (x.filled(v)) yourself: a mask is not read.")
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
