@@ -383,3 +383,31 @@ def test_real_data_report(tmp_path):
         assert w["sha256"] in page  # input hashes in the provenance section
     assert "prompt variation was not audited" in page
     assert page.index('id="portability-matrix"') < page.index('id="block-discrimination"')
+
+
+def _sleep_long(_stem):  # a figure that never finishes (module level: the pool pickles it)
+    import time
+
+    time.sleep(600)
+
+
+def test_closing_a_drawing_stops_its_workers_at_once():
+    # a Ctrl-C during the figures reaches the workers too; closing the drawing must not
+    # wait on a worker (it once hung for good in shutdown(wait=True))
+    import time
+
+    from medaudit.backends.local import fork_pool
+    from medaudit.report.html import _Drawing
+
+    pool = fork_pool(2)
+    if pool is None:
+        pytest.skip("fork is not available here")
+    futures = [pool.submit(_sleep_long, s) for s in ("a", "b", "c")]
+    time.sleep(0.5)  # the workers are busy
+    procs = list(pool._processes.values())
+    t0 = time.perf_counter()
+    _Drawing(pool, futures).close()
+    for p in procs:
+        p.join(timeout=10)
+    assert time.perf_counter() - t0 < 10
+    assert not any(p.is_alive() for p in procs)

@@ -415,13 +415,25 @@ class _Drawing:
 
     def __call__(self) -> list[RenderedFigure]:
         try:
-            return [f for f in (fut.result() for fut in self._futures) if f is not None]
-        finally:
+            figs = [f for f in (fut.result() for fut in self._futures) if f is not None]
+        except BaseException:
             self.close()
+            raise
+        self._pool.shutdown(wait=True)  # every figure is in: the workers are idle
+        return figs
 
     def close(self) -> None:
-        """Stop the workers (figures not yet drawn are dropped); idempotent."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Stop the workers now (figures not yet drawn are dropped); idempotent.
+
+        Called when the run fails or is interrupted.  A Ctrl-C reaches the workers too
+        (one process group), and a pool whose worker died mid-task can leave
+        ``shutdown(wait=True)`` waiting for ever on its pipes; the workers only draw in
+        memory, so they are terminated, then the pool is let go without waiting.
+        """
+        for proc in list((getattr(self._pool, "_processes", None) or {}).values()):
+            if proc.is_alive():
+                proc.terminate()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _block_resampling(res: Any, prov: dict[str, Any]) -> str:
