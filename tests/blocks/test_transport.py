@@ -471,3 +471,13 @@ def test_entry_errors(entry, message):
 
     with pytest.raises(ValidationError, match=message):
         transport.TransportEntry.model_validate({"source": "a", "targets": ["b"], **entry})
+
+
+def test_a_target_that_is_the_source_is_refused():
+    import pydantic
+
+    from medaudit.blocks.transport import TransportEntry
+
+    with pytest.raises(pydantic.ValidationError, match="targets list the source 's1'"):
+        TransportEntry(source="s1", targets=["s2", "s1"])
+    assert TransportEntry(source="s1", targets=["s2"]).targets == ["s2"]

@@ -344,3 +344,12 @@ def test_a_site_column_beside_no_cohort_gets_the_rename_hint(tmp_path):
     _table().assign(site="x").to_csv(with_cohort, index=False)
     assert main(["init", str(with_cohort), "--out", str(tmp_path / "c.yaml"), "--quiet"]) == 0
     assert "may name the institution" not in (tmp_path / "c.yaml").read_text(encoding="utf-8")
+
+
+def test_init_out_a_folder_suggests_a_spec_file_inside_it(tmp_path, capsys):
+    scores = tmp_path / "s.csv"
+    scores.write_text("image_id,model,score,label\na,m,0.2,0\nb,m,0.8,1\nc,m,0.3,0\nd,m,0.9,1\n")
+    (tmp_path / "d").mkdir()
+    assert main(["init", str(scores), "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder; give a file name, e.g." in err and "spec.yaml'" in err

@@ -212,6 +212,18 @@ def test_planned_looks_under_confseq_is_said_and_checked(site, claims_file, tmp_
     assert not bad.exists()
 
 
+def test_spending_without_alpha_spending_is_refused(site, claims_file, tmp_path, capsys):  # noqa: F811
+    # --spending was silently ignored under confseq or none (monitor.json: "spending": null)
+    d, _ = site
+    out = tmp_path / "conflict"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(out),
+                 "--correction", "none", "--spending", "obrien_fleming"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("medaudit: error: --spending obrien_fleming applies only with --correction "
+                   "alpha_spending (given: --correction none); drop it or use alpha_spending.")
+    assert not out.exists()
+
+
 def test_no_period_column_is_one_line(claims_file, tmp_path, capsys):  # noqa: F811
     df = _batches().drop(columns="period")
     df.to_csv(tmp_path / "s.csv", index=False)

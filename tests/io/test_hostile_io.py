@@ -1044,3 +1044,22 @@ def test_unpaired_images_say_what_to_do():
     with pytest.raises(SchemaError, match=r"(?s)score the missing images, or leave the images "
                                           r"some model lacks out.*'m2'.*\['b'\]"):
         ctx.wide("c", keys=[("m1", "p"), ("m2", "p")])
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"", "is empty (0 bytes)"),
+    (b"PAR1\x15\x04\x15", "is a Parquet file, not CSV text; rename it to .parquet"),
+    (b"PK\x03\x04\x14\x00\x06\x00", "is a zip archive (an Excel .xlsx workbook?), not CSV text"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "is an old Excel .xls workbook, not CSV text"),
+])
+def test_an_empty_or_binary_file_named_csv_is_named_for_what_it_is(tmp_path, content, says):
+    from medaudit.exceptions import SchemaError
+    from medaudit.io.tables import read_table
+
+    p = tmp_path / "scores.csv"
+    p.write_bytes(content)
+    import re
+
+    with pytest.raises(SchemaError, match=re.escape(f"'{p}' {says}")) as exc:
+        read_table(p)
+    assert "\n" not in str(exc.value)

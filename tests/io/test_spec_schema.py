@@ -236,3 +236,13 @@ def test_one_class_cohorts_are_not_suggested_as_the_others(table):
         check_spec_against_table(_spec(), t, source="t")
     assert "add the images of the other class" in str(e.value)
     assert "to audit the others" not in str(e.value)
+
+
+def test_an_empty_block_list_is_refused_not_run(tmp_path):
+    # blocks: [] would "succeed" with 0 tables and an empty report
+    d = _spec_dict()
+    d["blocks"] = []
+    with pytest.raises(SchemaError, match=r"blocks: \[\] selects no block to run"):
+        load_spec(_write(tmp_path, d))
+    d["blocks"] = ["discrimination"]
+    assert load_spec(_write(tmp_path, d))[0].blocks == ["discrimination"]

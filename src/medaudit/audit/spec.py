@@ -218,6 +218,7 @@ class _AuditSpecBase(Strict):
                                      allow_large=self.allow_large)
         present = {"scores": bool(given), "annotations": self.annotations is not None,
                    "judgments": self.judgments is not None}
+        chosen = self.blocks is not None
         if self.blocks is None:
             object.__setattr__(self, "blocks", [n for n, b in BLOCKS.items()
                                                 if all(present[r] for r in b.requires)
@@ -227,6 +228,10 @@ class _AuditSpecBase(Strict):
         if self.claims.declared and "claims" not in self.blocks:
             # declared claims are always judged: `blocks:` chooses the other analyses
             object.__setattr__(self, "blocks", ["claims", *self.blocks])
+        if chosen and not self.blocks:  # an audit of nothing would "succeed" with an empty report
+            raise ValueError("blocks: [] selects no block to run; list the blocks to run (e.g. "
+                             "blocks: [discrimination]) or leave `blocks:` out to run every block "
+                             "the inputs allow")
         for name in self.blocks:
             for r in sorted(BLOCKS[name].requires, key=lambda r: r == "scores"):
                 if present[r]:

@@ -119,6 +119,18 @@ class TransportEntry(BlockConfig):
     def _tv(cls, v: float) -> float:
         return fraction(v, "target_value")
 
+    @field_validator("targets")
+    @classmethod
+    def _not_the_source(cls, v: list[str], info: Any) -> list[str]:
+        # a threshold carried back to the cohort it was chosen on is "retained" by
+        # construction: reported beside real transports it would read as evidence
+        source = info.data.get("source")
+        if source is not None and source in v:
+            raise ValueError(f"targets list the source {source!r}: a threshold chosen on a cohort "
+                             "is retained there by construction; list only other cohorts (the "
+                             "source's own Se/Sp are in operating_points)")
+        return v
+
     @property
     def rule_list(self) -> list[tuple[str, str, tuple[float, float] | None]]:
         """``(rule name, label, weights)`` of every distinct rule, in declared order."""

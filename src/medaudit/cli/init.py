@@ -88,7 +88,8 @@ def run_init(scores: str | os.PathLike[str], *, out: str | os.PathLike[str] = "s
     scores, out = Path(scores), Path(out)
     # refuse the table itself, a folder or an existing spec before reading anything
     check_output_file(out, inputs={"score table": scores}, overwrite=overwrite,
-                      kind=FileKind("a spec `medaudit init` wrote", _is_init_spec))
+                      kind=FileKind("a spec `medaudit init` wrote", _is_init_spec),
+                      example_name="spec.yaml")
     if out.suffix.lower() not in _SUFFIXES:
         raise MedauditError(f"--out {str(out)!r} is not a YAML file name; give one ending in .yaml "
                             "(e.g. spec.yaml).")

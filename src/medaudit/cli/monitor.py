@@ -21,11 +21,15 @@ def _cmd_monitor(args: argparse.Namespace) -> int:
 
     if args.planned_looks is not None and args.planned_looks < 1:
         raise MedauditError(f"--planned-looks must be a positive integer; got {args.planned_looks}.")
+    if args.spending is not None and args.correction != "alpha_spending":
+        raise MedauditError(f"--spending {args.spending} applies only with --correction "
+                            f"alpha_spending (given: --correction {args.correction}); drop it or "
+                            "use alpha_spending.")
     options = {} if args.confidence_level is None else {"confidence_level": args.confidence_level}
     run = monitor(args.source, spec=Path(args.spec), period=args.period_column,
                   period_files=args.period_files or None, periods=args.periods or None,
                   correction=args.correction, planned_looks=args.planned_looks,
-                  spending=args.spending, cohort=args.cohort, **options)
+                  spending=args.spending or "pocock", cohort=args.cohort, **options)
     out = run.write(Path(args.out), overwrite=args.overwrite)
     if not args.quiet:
         print(f"wrote {out}/ ({run.headline})")
@@ -69,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="looks declared in advance: required by alpha_spending; with confseq it "
                         "sets where the rate sequences are tightest (valid either way), so "
                         "declare it before the first look")
-    p.add_argument("--spending", choices=("pocock", "obrien_fleming"), default="pocock",
+    p.add_argument("--spending", choices=("pocock", "obrien_fleming"), default=None,
                    help="spending function of alpha_spending (default pocock)")
     p.add_argument("--confidence-level", type=float, default=None,
                    help="confidence level (default: the local spec's)")

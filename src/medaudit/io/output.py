@@ -796,8 +796,8 @@ def recorded_inputs(audit_dir: str | os.PathLike[str]) -> tuple[dict[str, list[P
 
 
 def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwrite: bool = True,
-                      kind: FileKind | None = None, digests: Mapping[str, str] | None = None
-                      ) -> Path:
+                      kind: FileKind | None = None, digests: Mapping[str, str] | None = None,
+                      example_name: str | None = None) -> Path:
     """Check that a run may write the single file ``path`` (e.g. ``report --out FILE``); touch nothing.
 
     Refused (:class:`OutputPathError`): ``path`` is an input of the run (by path or as the same
@@ -820,6 +820,9 @@ def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwri
     digests : mapping of str to str, optional
         SHA-256 hex digest → the role of an input (:func:`recorded_inputs`): an existing file
         with one of these contents is that input, wherever it lies.
+    example_name : str, optional
+        The file name the refusal of a folder suggests inside it (default: ``output`` with
+        the folder's suffix, or ``.html``).
 
     Examples
     --------
@@ -838,8 +841,9 @@ def check_output_file(path: str | os.PathLike[str], *, inputs: Any = (), overwri
     _refuse_inside_output(real, label)
     if os.path.lexists(path):
         if path.is_dir():
-            # the example keeps the suffix the user gave (a .yaml spec, a .csv manifest)
-            example = path / ("output" + (path.suffix or ".html"))
+            # the example keeps the suffix the user gave (a .yaml spec, a .csv manifest), or
+            # is the command's own kind of file (``example_name``: init's spec.yaml)
+            example = path / (example_name or "output" + (path.suffix or ".html"))
             raise OutputPathError(f"{label} is a folder; give a file name, e.g. {str(example)!r}.")
         if digests:
             try:

@@ -99,6 +99,7 @@ def read_table(path: str | Path, *, what: str = "score table", id_columns: Seque
             _unique_header(_parquet_names(path), path)
             return ids_as_text(pd.read_parquet(path), ids)
         if suffix in (".csv", ".txt"):
+            _refuse_binary(path, suffix)
             sep = csv_options.get("sep", csv_options.get("delimiter", ","))
             header = _csv_header(path, sep)
             table = pd.read_csv(path, **csv_options)
@@ -127,6 +128,26 @@ def read_table(path: str | Path, *, what: str = "score table", id_columns: Seque
 
 
 _RESAVE = "re-save it as UTF-8 (in Excel: Save As, \"CSV UTF-8 (Comma delimited)\")"
+
+#: what a binary file named like a text table really is, by its first bytes
+_MAGIC = ((b"PAR1", "a Parquet file", "rename it to .parquet"),
+          (b"PK\x03\x04", "a zip archive (an Excel .xlsx workbook?)",
+           "export the sheet as CSV UTF-8, or save the table as .parquet"),
+          (b"\xd0\xcf\x11\xe0", "an old Excel .xls workbook",
+           "export the sheet as CSV UTF-8, or save the table as .parquet"))
+
+
+def _refuse_binary(path: Path, suffix: str) -> None:
+    """An empty file, or a binary table (Parquet, Excel) named .csv, is named for what it is
+    (pandas would say "No columns to parse" or call its bytes bad UTF-8)."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if not head:
+        raise SchemaError(f"{str(path)!r} is empty (0 bytes); a table needs a header line and its "
+                          "rows.")
+    for magic, what, fix in _MAGIC:
+        if head.startswith(magic):
+            raise SchemaError(f"{str(path)!r} is {what}, not {suffix[1:].upper()} text; {fix}.")
 
 
 def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
