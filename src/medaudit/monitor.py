@@ -289,8 +289,13 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
                             "column that says when each image was read (e.g. period=\"month\").")
     blank = long[period].isna() | (long[period].astype(str).str.strip() == "")
     if blank.any():
-        i = int(long.index[blank][0])
-        raise MedauditError(f"the {period!r} column is empty in row {i + 1}; give every row its period.")
+        # the rows were filtered and joined from the local files, so a row number would not
+        # be the file's line: the image names the row wherever the user looks for it
+        first = long.loc[blank].iloc[0]
+        which = (f"image_id {str(first['image_id'])!r}" if "image_id" in long.columns
+                 else f"row {int(long.index[blank][0]) + 1}")
+        raise MedauditError(f"the {period!r} column is empty for {int(blank.sum())} row(s) of the "
+                            f"local data (first: {which}); give every row its period.")
     if periods is None and (declared := ordered_categories(long[period])) is not None:
         # an ordered categorical says the order itself: as text, "Feb" would come before "Jan"
         periods = [str(c) for c in declared]

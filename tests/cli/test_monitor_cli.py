@@ -346,7 +346,10 @@ def test_a_blank_period_is_refused_like_a_missing_one(site, claims_file, blank):
     _, df = site
     d = df.assign(period=df["period"].astype(object))
     d.loc[5, "period"] = blank
-    with pytest.raises(MedauditError, match=r"the 'period' column is empty in row 6"):
+    # the rows are filtered and joined before this check: the image names the row, not a
+    # row number that would not be the file's line
+    with pytest.raises(MedauditError, match=(r"the 'period' column is empty for 1 row\(s\) of the "
+                                             rf"local data \(first: image_id '{d.loc[5, 'image_id']}'\)")):
         monitor(claims_file, d, primary_prompt="clinical")
 
 
