@@ -237,3 +237,13 @@ def test_score_without_weights_offline_is_one_clear_line(tmp_path):
     assert lines[0].startswith("medaudit: error: could not fetch 'hf-hub:microsoft/BiomedCLIP")
     assert "--weights" in lines[0] and "None" not in lines[0]
     assert not (tmp_path / "s.csv").exists()
+
+
+@pytest.mark.parametrize("bad", ["nan", "-1", "0", "65"])
+def test_demo_scale_out_of_range_names_the_flag(bad, tmp_path, capsys):
+    from medaudit.cli.main import main
+
+    assert main(["demo", "--out", str(tmp_path / "o"), "--scale", bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("medaudit: error: --scale must be a fraction of the simulated study")
+    assert err.count("\n") == 0 and not (tmp_path / "o").exists()

@@ -128,6 +128,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from medaudit.audit.spec import DEMO_SPEC
     from medaudit.io.specfile import read_yaml_mapping
 
+    if args.scale is not None and not 0.0 < args.scale <= 64.0:  # nan fails both comparisons
+        raise MedauditError(f"--scale must be a fraction of the simulated study above 0 (at most "
+                            f"64 with --allow-large); got {args.scale!r}.")
     raw = read_yaml_mapping(DEMO_SPEC, what="audit spec")
     scale = {} if args.scale is None else {"simulate_scale": args.scale}
     spec = _validated({**raw, **_settings(args), **scale}, "the embedded demo spec")
