@@ -31,7 +31,7 @@ def test_read_table_names_folders_and_empty_files(tmp_path):
         read_table(tmp_path, what="manifest")
     empty = tmp_path / "e.csv"
     empty.write_text("")
-    with pytest.raises(SchemaError, match=r"could not read '.*e\.csv'"):
+    with pytest.raises(SchemaError, match=r"'.*e\.csv' is empty \(0 bytes\)"):
         read_table(empty)
     with pytest.raises(FileNotFoundError, match="manifest '.*nope.csv' does not exist"):
         read_table(tmp_path / "nope.csv", what="manifest")

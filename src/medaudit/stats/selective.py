@@ -32,7 +32,7 @@ __all__ = ["selective_risk", "aurc", "risk_coverage_curve"]
 RISK_TIE_TOLERANCE = 1e-3
 
 
-def _order_free_risks(y: NDArray[np.float64], s: NDArray[np.float64], cr: K.ConfidenceRanked
+def _order_free_risks(s: NDArray[np.float64], cr: K.ConfidenceRanked
                       ) -> NDArray[np.float64] | None:
     """Risk at coverage k/n, k = 1..n, averaged over every order of tied confidences; None
     when no tie holds both an error and a correct decision (then every order agrees).
@@ -88,7 +88,7 @@ def selective_risk(y_true: ArrayLike, y_prob: ArrayLike, *, coverage: float) -> 
     y, s = labels_scores(y_true, y_prob, prob=True)
     cr = K.rank_confidence(y, s)
     value = float(K.selective_risk(np.ones(y.size), cr, c))
-    risks = _order_free_risks(y, s, cr)
+    risks = _order_free_risks(s, cr)
     if risks is not None:
         k = max(math.ceil(round(c * y.size, 9)), 1)  # the kernel's k for unit weights
         _warn_tied("selective_risk", value, float(risks[k - 1]))
@@ -110,7 +110,7 @@ def aurc(y_true: ArrayLike, y_prob: ArrayLike) -> float:
     y, s = labels_scores(y_true, y_prob, prob=True)
     cr = K.rank_confidence(y, s)
     value = float(K.aurc(np.ones(y.size), cr))
-    risks = _order_free_risks(y, s, cr)
+    risks = _order_free_risks(s, cr)
     if risks is not None:
         _warn_tied("aurc", value, float((risks.sum() - 0.5 * (risks[0] + risks[-1])) / y.size))
     return value
