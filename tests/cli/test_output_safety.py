@@ -284,6 +284,18 @@ def test_a_yaml_file_given_as_results_is_named_as_such(tmp_path, capsys):
     assert "is a YAML file (an audit spec?), not results.json" in capsys.readouterr().err
 
 
+def test_a_table_given_as_results_is_named_as_such(tmp_path, capsys):
+    # a CSV was called "not valid JSON ...; the file is damaged or truncated"
+    from medaudit.cli.main import main as cli
+
+    table = tmp_path / "s.csv"
+    table.write_text("image_id,model,score,label\na,m,0.2,0\n")
+    assert cli(["claims", "export", str(table), "--out", str(tmp_path / "x.claims.json")]) == 2
+    err = capsys.readouterr().err
+    assert "is a table (.csv), not results.json" in err and "damaged" not in err
+    assert not (tmp_path / "x.claims.json").exists()
+
+
 def test_nothing_is_written_inside_a_folder_medaudit_wrote(tmp_path, capsys):
     """Probe finding: plan, report --out and summarize wrote into a finished audit folder (or
     over another audit's report.html), whose manifest then did not match: the audit was

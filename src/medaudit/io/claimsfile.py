@@ -343,6 +343,9 @@ def read_json(path: Path, *, what: str, fix: str) -> Any:
         raise SchemaError(f"{str(path)!r} does not exist or is not a file; {fix}")
     if path.suffix.lower() in (".yaml", ".yml"):
         raise SchemaError(f"{path} is a YAML file (an audit spec?), not {what}; {fix}")
+    if path.suffix.lower() in (".csv", ".tsv", ".txt", ".parquet"):
+        # a table (the score table, say) is not a damaged JSON file: say what it is
+        raise SchemaError(f"{path} is a table ({path.suffix.lower()}), not {what}; {fix}")
     try:
         return json.loads(path.read_bytes().decode("utf-8"), parse_constant=_refuse_constant)
     except _NonFinite as exc:
