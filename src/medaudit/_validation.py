@@ -102,11 +102,7 @@ def as_1d_float(x: ArrayLike, *, name: str, allow_empty: bool = False) -> NDArra
         return arr
     finite = np.isfinite(arr)
     if not finite.all():
-        kind = "NaN" if np.isnan(arr[~finite]).any() else "inf"
-        raise MedauditError(
-            f"{name} contains {kind} {_where(~finite)}; remove or impute these rows "
-            "explicitly before calling (medaudit never drops them silently)."
-        )
+        raise _missing(name, "NaN" if np.isnan(arr[~finite]).any() else "inf", ~finite)
     return arr
 
 
@@ -120,10 +116,13 @@ def _refuse_missing(x: ArrayLike, name: str) -> None:
         return
     gone = missing_mask(obj)
     if gone.any():
-        raise MedauditError(
-            f"{name} contains missing values (None, NaN, NA or NaT) {_where(gone)}; remove or "
-            "impute these rows explicitly before calling (medaudit never drops them silently)."
-        )
+        raise _missing(name, "missing values (None, NaN, NA or NaT)", gone)
+
+
+def _missing(name: str, what: str, bad: NDArray[np.bool_]) -> MedauditError:
+    """The one message for values that cannot be used where they stand (NaN, inf, NA)."""
+    return MedauditError(f"{name} contains {what} {_where(bad)}; remove or impute these rows "
+                         "explicitly before calling (medaudit never drops them silently).")
 
 
 def as_binary_labels(y: ArrayLike, *, name: str = "y_true") -> NDArray[np.float64]:

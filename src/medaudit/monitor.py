@@ -208,7 +208,7 @@ def _combined(rows: list[Mapping[str, Any]]) -> str:
 def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = None,
             period: str = "period", period_files: Sequence[str | os.PathLike[str]] | None = None,
             periods: Sequence[Any] | None = None, correction: str = "confseq",
-            planned_looks: int | None = None, spending: str = "pocock",
+            planned_looks: int | None = None, spending: str | None = None,
             cohort: str | None = None, **options: Any) -> MonitorRun:
     """Check a published audit's claims at every period of the local data.
 
@@ -234,7 +234,9 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         Looks declared in advance: required by ``alpha_spending``; with ``confseq`` it tunes
         the rate sequences (Se, Sp) to be tightest at that horizon (anytime-valid either way,
         but the intervals and verdicts change with it, so declare it before the first look).
-    spending : {"pocock", "obrien_fleming"}, default="pocock"
+    spending : {"pocock", "obrien_fleming"}, optional
+        The spending function of ``alpha_spending`` (default pocock); refused with any other
+        correction, where it would be silently ignored.
     cohort : str, optional
         The site's cohort when the local data has several.
     **options
@@ -263,6 +265,11 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         with_keys,
     )
     from medaudit.stats.drift import ordered_categories, period_order, score_drift
+
+    if spending is not None and correction != "alpha_spending":
+        raise MedauditError(f"spending={spending!r} applies only with correction='alpha_spending' "
+                            f"(given: correction={correction!r}); drop it or use alpha_spending.")
+    spending = "pocock" if spending is None else spending
     from medaudit.stats.monitor import monitor_claims
 
     no_claims_option(options)

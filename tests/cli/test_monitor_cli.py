@@ -224,6 +224,15 @@ def test_spending_without_alpha_spending_is_refused(site, claims_file, tmp_path,
     assert not out.exists()
 
 
+def test_spending_without_alpha_spending_is_refused_by_the_api_too(site, claims_file):  # noqa: F811
+    from medaudit.monitor import monitor
+
+    _, df = site
+    with pytest.raises(MedauditError, match=r"spending='obrien_fleming' applies only with "
+                                            r"correction='alpha_spending' \(given: correction='confseq'\)"):
+        monitor(claims_file, df, primary_prompt="clinical", spending="obrien_fleming")
+
+
 def test_no_period_column_is_one_line(claims_file, tmp_path, capsys):  # noqa: F811
     df = _batches().drop(columns="period")
     df.to_csv(tmp_path / "s.csv", index=False)

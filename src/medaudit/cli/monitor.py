@@ -22,6 +22,7 @@ def _cmd_monitor(args: argparse.Namespace) -> int:
     if args.planned_looks is not None and args.planned_looks < 1:
         raise MedauditError(f"--planned-looks must be a positive integer; got {args.planned_looks}.")
     if args.spending is not None and args.correction != "alpha_spending":
+        # monitor() refuses it too, in its keywords' words; here in the flags'
         raise MedauditError(f"--spending {args.spending} applies only with --correction "
                             f"alpha_spending (given: --correction {args.correction}); drop it or "
                             "use alpha_spending.")
@@ -29,7 +30,7 @@ def _cmd_monitor(args: argparse.Namespace) -> int:
     run = monitor(args.source, spec=Path(args.spec), period=args.period_column,
                   period_files=args.period_files or None, periods=args.periods or None,
                   correction=args.correction, planned_looks=args.planned_looks,
-                  spending=args.spending or "pocock", cohort=args.cohort, **options)
+                  spending=args.spending, cohort=args.cohort, **options)
     out = run.write(Path(args.out), overwrite=args.overwrite)
     if not args.quiet:
         print(f"wrote {out}/ ({run.headline})")
