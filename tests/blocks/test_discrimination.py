@@ -136,6 +136,39 @@ def test_ap_note_gives_the_pooled_value_where_scores_tie():
     assert "Where scores tie" not in note
 
 
+def test_aurc_note_gives_the_value_averaged_over_the_orders_of_tied_confidences():
+    import itertools
+    import re
+
+    # 0.3 and 0.7 tie in confidence, and the tie holds errors and correct decisions
+    y = np.array([1, 0, 1, 0, 1, 0, 0])
+    tied = np.array([0.7, 0.7, 0.3, 0.9, 0.2, 0.3, 0.6])
+    untied = np.array([0.91, 0.12, 0.83, 0.35, 0.64, 0.27, 0.45])
+    ctx = make_context({"c": (y, {"tied": tied, "untied": untied})}, n_resamples=20)
+    res = run(D, ctx)
+    note = next(n for n in res.notes if n.startswith("aurc orders images by confidence"))
+    assert "untied in c" not in note
+    num = r"(\d+(?:\.\d+)?(?:e-?\d+)?)"
+    m = re.search(rf"tied in c: reported {num}, averaged over the orders of the ties {num}", note)
+    assert m, note
+    est = _value(res.tables["metrics"], model="tied", criterion="aurc")["estimate"]
+    assert float(m.group(1)) == est
+    # witness: the loop oracle's AURC averaged over all 5040 row orders
+    brute = np.mean([O.aurc(y[list(i)], tied[list(i)])
+                     for i in itertools.permutations(range(y.size))])
+    assert float(m.group(2)) == pytest.approx(brute, abs=1e-12)
+    assert ("the row order matters" in note) == (abs(est - brute) > 1e-3)
+    # no tie holding both kinds: no note, also where the engine's AURC (a harmonic-number
+    # sum) and the point function's risk sum differ in the last bits (a larger cohort)
+    rng = np.random.default_rng(8)
+    yb = (rng.random(600) < 0.3).astype(int)
+    pb = 1.0 / (1.0 + np.exp(-(rng.normal(size=600) + 1.5 * yb)))
+    ctx = make_context({"c": (y, {"untied": untied}), "big": (yb, {"untied": pb})},
+                       n_resamples=20)
+    res = run(D, ctx)
+    assert not any(n.startswith("aurc orders") for n in res.notes)
+
+
 def test_auroc_significantly_below_chance_is_named():
     rng = np.random.default_rng(5)
     y = np.r_[np.ones(40), np.zeros(60)]

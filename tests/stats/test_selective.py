@@ -159,3 +159,39 @@ def test_no_tie_warning_where_every_order_agrees():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         aurc(y, p), selective_risk(y, p, coverage=0.7), aurc(y, q), selective_risk(y, q, coverage=0.3)
+
+
+def test_ties_averaged_is_the_mean_over_every_order_and_does_not_warn():
+    import warnings
+
+    y = np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    p = np.array([0.7, 0.7, 0.3, 0.9, 0.2, 0.6])
+    want_aurc, want_risk = _every_order(y, p)  # brute force over all 720 row orders
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got_aurc = aurc(y, p, ties="averaged")
+        got_risk = selective_risk(y, p, coverage=0.5, ties="averaged")
+    assert got_aurc == pytest.approx(want_aurc, abs=1e-12)
+    assert got_risk == pytest.approx(want_risk, abs=1e-12)
+    # and no row order moves it
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        i = rng.permutation(y.size)
+        assert aurc(y[i], p[i], ties="averaged") == pytest.approx(got_aurc, abs=1e-15)
+
+
+def test_ties_averaged_equals_input_order_where_ties_do_not_matter():
+    rng = np.random.default_rng(12)
+    y = (rng.random(300) < 0.3).astype(float)
+    p = rng.random(300)
+    assert aurc(y, p, ties="averaged") == aurc(y, p)
+    assert selective_risk(y, p, coverage=0.6, ties="averaged") == selective_risk(y, p, coverage=0.6)
+
+
+def test_ties_option_is_checked():
+    from medaudit.exceptions import MedauditError
+
+    with pytest.raises(MedauditError, match="ties"):
+        aurc([1, 0], [0.6, 0.2], ties="pooled")
+    with pytest.raises(MedauditError, match="ties"):
+        selective_risk([1, 0], [0.6, 0.2], coverage=0.5, ties="stable")

@@ -38,6 +38,7 @@ AUROC ≥ L", ``claims.auroc_at_least``).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,8 +66,10 @@ from medaudit.blocks.notes import (
 )
 from medaudit.blocks.rows import interval, spec_row, verdict
 from medaudit.blocks.subgroups import ALL, subgroup_rows
-from medaudit.stats import adjust_pvalues, average_precision, reliability_diagram
+from medaudit.exceptions import TiedScoresWarning
+from medaudit.stats import adjust_pvalues, aurc, average_precision, reliability_diagram
 from medaudit.stats.ranking import AP_TIE_TOLERANCE
+from medaudit.stats.selective import RISK_TIE_TOLERANCE
 from medaudit.stats.soft import soft_ceiling
 
 __all__ = ["Discrimination", "METRICS", "DIFFERENCE_METRICS", "SOFT_DIFFERENCE_METRICS",
@@ -219,6 +222,42 @@ def _ap_ties_note(ctx: AuditContext, metrics: pd.DataFrame) -> str:
     return note + (" Where scores tie: " + "; ".join(tied) + "." if tied else "")
 
 
+def _aurc_ties_note(ctx: AuditContext, metrics: pd.DataFrame) -> list[str]:
+    """Where tied confidences hold both errors and correct decisions, the reported AURC
+    (ties in image_id order) beside its average over every order of the ties."""
+    if metrics.empty or not ctx.probabilities:
+        return []
+    rows = metrics[metrics["criterion"] == "aurc"]
+    prompt, models = ctx.primary_prompt, ctx.models()
+    tied = []
+    for cohort in ctx.cohorts:
+        w = ctx.wide(cohort, keys=[(m, prompt) for m in models])
+        for m in models:
+            row = rows[(rows["cohort"] == cohort) & (rows["model"] == m)]
+            if row.empty:
+                continue
+            y, p = w.label, w.scores[f"{m}|{prompt}"]
+            averaged = aurc(y, p, ties="averaged")
+            with warnings.catch_warnings():  # the note says it: no warning beside it
+                warnings.simplefilter("ignore", TiedScoresWarning)
+                if aurc(y, p) == averaged:  # no tie holds both kinds: every order agrees
+                    continue
+            # the engine's AURC (a harmonic-number sum) may differ from the point
+            # function's risk sum in the last bits: the reported value is the table's
+            reported = float(row["estimate"].iloc[0])
+            gap = (f", more than {RISK_TIE_TOLERANCE:g} apart: the row order matters"
+                   if abs(reported - averaged) > RISK_TIE_TOLERANCE else "")
+            tied.append(f"{m} in {cohort}: reported {reported!r}, averaged over the orders of "
+                        f"the ties {averaged!r}{gap}")
+    if not tied:
+        return []
+    return ["aurc orders images by confidence max(p, 1 - p) with tied confidences in image_id "
+            "order (a stable sort; paper 000 leaves the order open), so where a tie holds both "
+            "errors and correct decisions the value depends on that order; "
+            "medaudit.stats.aurc(ties='averaged') gives the expected value over every order of "
+            "the ties. Where this happens: " + "; ".join(tied) + "."]
+
+
 def _notes(ctx: AuditContext, soft_cohorts: list[str], soft_ties: list[str],
            n_degenerate_cells: int, metrics: pd.DataFrame) -> list[str]:
     notes = [] if ctx.probabilities else [
@@ -228,6 +267,7 @@ def _notes(ctx: AuditContext, soft_cohorts: list[str], soft_ties: list[str],
         f"B = {ctx.resampling.n_resamples}; one paired bootstrap per cohort shared by "
         "all models (design per cohort in column `design`).",
         _ap_ties_note(ctx, metrics),
+        *_aurc_ties_note(ctx, metrics),
         "Model differences are A - B with A < B alphabetically; verdict from the bootstrap "
         "interval (better = higher AUROC, lower Brier). DeLong p-values are Holm-adjusted over "
         "the model pairs within each cohort (family column); intervals are descriptive.",

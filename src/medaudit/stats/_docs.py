@@ -36,6 +36,15 @@ PARAMS: dict[str, str] = {
            "    Recorded in the result as ``seed``.",
     "batch": "batch : int, optional\n"
              "    Replicates per batch (memory bound); results do not depend on it.",
+    "risk_ties": (
+        'ties : {"input", "averaged"}, default="input"\n'
+        "    How images with tied confidence (0.3 and 0.7 tie) are ordered.  ``\"input\"``:\n"
+        "    in input order (a stable sort, the paper's reading); where a tie holds both an\n"
+        "    error and a correct decision the value then depends on the row order, and a\n"
+        "    :class:`~medaudit.exceptions.TiedScoresWarning` gives the averaged value beside\n"
+        "    it.  ``\"averaged\"``: the expected value over every order of the ties, which no\n"
+        "    row order can move (no warning)."
+    ),
     "binning": (
         'binning : {"floor", "linspace"}, default="floor"\n'
         '    How a probability ``s`` is assigned to one of the equal-width bins (one rule for\n'
