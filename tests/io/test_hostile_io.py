@@ -1063,3 +1063,36 @@ def test_an_empty_or_binary_file_named_csv_is_named_for_what_it_is(tmp_path, con
     with pytest.raises(SchemaError, match=re.escape(f"'{p}' {says}")) as exc:
         read_table(p)
     assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "é" * 120, "a" * 300 + "/sub"],
+                         ids=["300 ascii bytes", "240 bytes of é", "too long parent"])
+def test_out_name_longer_than_the_file_system_allows_is_one_line(tmp_path, capsys, name):
+    """The kernel's own limit (os.pathconf PC_NAME_MAX, 255 here) is the witness: the same
+    name given to os.mkdir fails with ENAMETOOLONG, or leaves too few bytes for the
+    '.NAME.tmp-...' work files medaudit keeps beside its output."""
+    first = name.split("/")[0]
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    assert len(first.encode()) + 32 > limit
+    before = _snapshot(tmp_path)
+    out = tmp_path / name
+    code = main(["demo", "--out", str(out), "--scale", "0.05", "--n-resamples", "20", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0, err
+    assert "choose a shorter --out" in err and f"allows {limit} per name" in err, err
+    assert "Errno" not in err
+    assert _snapshot(tmp_path) == before
+    from medaudit.io.output import check_output_file
+    with pytest.raises(OutputPathError, match="choose a shorter --out"):
+        check_output_file(tmp_path / (name + ".html"))
+
+
+def test_out_in_a_folder_the_kernel_refuses_is_one_line(capsys):
+    """/proc accepts no new files even for root (os.access says it is writable)."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc on this system")
+    code = main(["demo", "--out", "/proc/medaudit-out", "--scale", "0.05",
+                 "--n-resamples", "20", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0, err
+    assert "'/proc'" in err and "choose another --out" in err and "tmp-" not in err, err

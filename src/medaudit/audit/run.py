@@ -183,8 +183,15 @@ def _checkpoints(root: Path, key: str) -> Path:
     if not root.exists():
         # made whole, marker inside, then renamed into place: a run killed here leaves either
         # no folder or one that checkpoint_folder recognises, never one it must refuse
-        root.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{root.name}.tmp-", dir=root.parent))
+        from medaudit.io.output import OutputPathError
+
+        try:
+            root.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f"{root.name}.tmp-", dir=root.parent))
+        except OSError as exc:  # /proc, a read-only mount: one line naming the place
+            raise OutputPathError(
+                f"cannot write in {str(root.parent)!r}, where --out goes ({exc.strerror}); "
+                "choose another --out (nothing was written).") from None
         try:
             (tmp / MARKER).write_bytes(_CHECKPOINT_MARK)
             os.rename(tmp, root)

@@ -7,8 +7,9 @@ their sizes and classes, negative groups, seeds, soft labels, the score scale,
 subgroup-like columns).  ``medaudit audit`` runs the file unchanged.
 
 An existing ``--out`` is never replaced without ``--overwrite``, and then only when it is a
-spec ``medaudit init`` wrote (its first line says so), never the score table or a file of
-the user's (:func:`medaudit.io.output.check_output_file`); the file is written atomically.
+spec ``medaudit init`` wrote (its first line says so; edits made to it are lost with it),
+never the score table or a file of the user's (:func:`medaudit.io.output.check_output_file`);
+the file is written atomically.
 Registered by :func:`medaudit.cli.main.build_parser`.
 """
 
@@ -136,7 +137,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="spec file to write (.yaml; default: spec.yaml in the current folder); "
                         "its scores: path is relative to the file's folder")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing --out that medaudit init wrote (never the score table "
-                        "or a file of yours)")
+                   help="replace an existing --out that medaudit init wrote (its first line says "
+                        "so; edits you made to it are lost), never the score table or any other "
+                        "file")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(func=_cmd_init, verbose=False)

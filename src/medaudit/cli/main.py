@@ -70,8 +70,9 @@ def _run_and_write(spec, base: Path, out: Path, *, overwrite: bool, quiet: bool,
     from medaudit.audit.context import spec_inputs
     from medaudit.audit.run import already_written, audit, checkpoint_folder, interrupted, write_outcome
     from medaudit.cli.progress import audit_progress
-    from medaudit.io.output import check_output_dir
+    from medaudit.io.output import check_out_name, check_output_dir
 
+    check_out_name(out)  # before anything stats it
     inputs = spec_inputs(spec, base, spec_path)
     if not overwrite and (rid := already_written(spec, base, out)):
         # killed after its output was complete: the same command again has nothing to do

@@ -65,7 +65,7 @@ from medaudit.exceptions import MedauditError
 from medaudit.io.messages import quote
 
 __all__ = ["MARKER", "OutputPathError", "FileKind", "check_output_dir", "check_not_audit",
-           "check_output_file",
+           "check_output_file", "check_out_name",
            "atomic_directory", "atomic_write_bytes", "write_json", "write_csv", "neutralise_formulas",
            "file_sha256", "is_medaudit_output", "foreign_files", "changed_files", "record_written",
            "recorded_inputs", "file_starts_with", "named_paths", "remove_stale_temps", "default_file_mode",
@@ -358,6 +358,41 @@ def _nearest_existing(p: Path) -> Path:
     return p
 
 
+#: bytes medaudit adds to an output's name for the work files it keeps beside it
+#: (``.NAME.tmp-PID-HEX``, ``.NAME.resume.tmp-XXXXXXXX``)
+_SIBLING_MARGIN = 32
+
+
+def _check_name_lengths(real: Path, anc: Path, label: str) -> None:
+    """Every folder still to be made, and ``real``'s name with medaudit's work-file suffixes
+    around it, fit the file system's limit on one name (255 bytes on most)."""
+    try:
+        name_max = os.pathconf(anc, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # no pathconf (Windows) or no answer
+        name_max = 255
+    try:
+        todo = real.relative_to(anc).parts
+    except ValueError:
+        todo = (real.name,)
+    for i, part in enumerate(todo):
+        size = len(os.fsencode(part)) + (_SIBLING_MARGIN if i == len(todo) - 1 else 0)
+        if size > name_max:
+            raise OutputPathError(
+                f"{label}: the name {part[:40]!r}... is {len(os.fsencode(part))} bytes long; "
+                f"this file system allows {name_max} per name"
+                + (f" and medaudit keeps work files named '.NAME.tmp-...' beside it (up to "
+                   f"{name_max - _SIBLING_MARGIN} bytes for NAME)" if i == len(todo) - 1 else "")
+                + "; choose a shorter --out.")
+
+
+def check_out_name(out: str | os.PathLike[str]) -> None:
+    """Refuse an ``--out`` whose name (or a folder still to be made for it) is longer than
+    the file system allows, in one line, before anything stats it (``lstat`` of such a
+    path fails with a bare ``[Errno 36] File name too long``)."""
+    out = Path(out).absolute()
+    _check_name_lengths(out, _nearest_existing(out.parent), f"--out {str(out)!r}")
+
+
 def _check_writable_place(real: Path, label: str) -> None:
     """The folder that will hold ``real`` exists or can be made, and can be written."""
     anc = _nearest_existing(real.parent)
@@ -390,6 +425,8 @@ def _out_path(out: Any, noun: str) -> tuple[Path, str, Path]:
         raise OutputPathError(f"--out is empty; give the {noun} to write.")
     out = Path(out)
     label = f"--out {str(out)!r}"
+    # first: a name past the file system's limit makes even lstat() fail (ENAMETOOLONG)
+    check_out_name(out)
     if out.is_symlink():
         raise OutputPathError(f"{label} is a symbolic link; give the {noun} it points to, or "
                               "another --out.")
