@@ -101,6 +101,7 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     from medaudit.api import _spec_mapping, _with_data
     from medaudit.audit.context import build_context, load_scores
     from medaudit.audit.spec import AuditSpec
+    from medaudit.blocks.checks import unknown
     from medaudit.io.specfile import validate_model
 
     raw, base = _spec_mapping(spec)
@@ -133,7 +134,18 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
             _check_unlabelled(unlabelled, s)
     if "label" in scores.columns:
         scores = with_keys(scores, prompt=s.primary_prompt)
-        named = list(s.cohorts) or sorted(scores["cohort"].dropna().astype(str).unique())
+        in_table = sorted(scores["cohort"].dropna().astype(str).unique())
+        named = list(s.cohorts) or in_table
+        if errs := unknown("cohort", s.cohorts, in_table, "cohorts"):
+            # a cohort the table lacks has no class at all: it must not read as a one-class
+            # site (every claim "not assessable", blamed on absent models), but be refused as
+            # the audit refuses it
+            from medaudit.audit.context import _source
+            from medaudit.exceptions import SchemaError
+
+            where = scores.attrs.get("source") or _source(s, inputs)
+            raise SchemaError(f"{where}: the audit spec names what this score table lacks (fix "
+                              "the spec keys below, or the table):\n" + "\n".join(errs))
         lab = pd.to_numeric(scores["label"], errors="coerce")
         classes = lab.groupby(scores["cohort"].astype(str)).nunique()
         if any(classes.get(c, 0) < 2 for c in named):
@@ -319,8 +331,12 @@ def restate(c: Mapping[str, Any], *, cohort: str, present: Mapping[str, set[str]
         TypeAdapter(DeclaredClaim).validate_python(d)
     except ValidationError as exc:
         err = exc.errors()[0]
-        at = ".".join(str(x) for x in err.get("loc", ()) if not isinstance(x, int))
-        return f"the claim cannot be re-stated here: {at + ': ' if at else ''}{err['msg']}", ""
+        # pydantic's own words are not the user's: the tag of a union member ("~level") and
+        # the "Value error, " a validator's message is prefixed with
+        at = ".".join(str(x) for x in err.get("loc", ())
+                      if not isinstance(x, int) and not str(x).startswith("~"))
+        msg = re.sub(r"^(Value|Assertion) error, ", "", str(err["msg"]))
+        return f"the claim cannot be re-stated here: {at + ': ' if at else ''}{msg}", ""
     return d, origin
 
 
@@ -334,6 +350,14 @@ def _on_local_scale(tau: float, source: str | None, local: str) -> tuple[float |
 
     ``(None, reason)`` when it cannot be carried (a probability outside (0, 1) has no logit).
     """
+    if local == "probabilities" and not 0.0 <= tau <= 1.0 and source != "logits":
+        # not a probability: a logit from a file that does not say so, or a hand edit
+        said = ("the claims file does not record its score scale" if source is None
+                else "the claims file says the source scored probabilities")
+        return None, (f"the source τ = {tau:g} lies outside [0, 1] and {said}, so it cannot "
+                      "be read on this site's probabilities; ask the claims file's producer "
+                      "which scale τ is on (a file that records `source.score_scale` is carried "
+                      "over), or re-estimate a rule-chosen τ here (--reestimate-thresholds)")
     if source is None:
         return tau, (f"the claims file does not record its score scale: τ read on the local "
                      f"{local}")
@@ -499,6 +523,13 @@ def _changes(src_cohort: Any, cohort: str, c: Mapping[str, Any], d: Any, local_p
     return "; ".join(parts)
 
 
+def _rate_of(criterion: Any) -> str:
+    """The rate an operating point's criterion constrains (``specificity[threshold=0.5]`` and
+    ``specificity`` are one rate; Se at a specificity is a sensitivity)."""
+    base = str(criterion).split("[", 1)[0]
+    return "sensitivity" if base == "sensitivity_at_specificity" else base
+
+
 def source_row(c: Mapping[str, Any], *, site: str, origin: str, **values: Any) -> dict[str, Any]:
     """The :data:`PORT_COLUMNS` row of a source claim: its E and source numbers (local ones empty)."""
     e = c["E"]
@@ -657,6 +688,20 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
             # an operating point's second constraint, beside the one that decides the verdict
             row.update({k: r.get(k) for k in ("other_criterion", "other_estimate", "other_ci_low",
                                               "other_ci_high")})
+            if _rate_of(r["other_criterion"]) == _rate_of(e["criterion"]) != _rate_of(
+                    r.get("criterion")):
+                # the site's verdict is decided by the other constraint than the source's:
+                # the row keeps the source's (its level and source numbers are that
+                # constraint's) with the local numbers of the same one, and the deciding
+                # constraint beside it, said in the reason
+                row.update(criterion=e["criterion"], local_estimate=r["other_estimate"],
+                           local_ci_low=r["other_ci_low"], local_ci_high=r["other_ci_high"],
+                           other_criterion=r["criterion"], other_estimate=r["estimate"],
+                           other_ci_low=r["ci_low"], other_ci_high=r["ci_high"])
+                decided = (f"decided here by {r['criterion']} ≥ {_num(r.get('claim_value')):g}: "
+                           f"{_num(r['estimate']):.3f} [{_num(r['ci_low']):.3f}, "
+                           f"{_num(r['ci_high']):.3f}]")
+                row["reason"] = "; ".join(x for x in (decided, reason) if x)
         if not math.isnan(_num(r.get("threshold"))):
             row["threshold"] = float(r["threshold"])
         p = plans.get(c["id"])

@@ -217,6 +217,32 @@ def test_operating_point_at_a_fixed_threshold_is_judged_on_both_rates():
     assert r["verdict"] == want and r["threshold"] == 0.5
 
 
+def test_a_rate_of_every_image_at_the_boundary_takes_the_exact_interval():
+    """Probe finding: 16 of 16 negatives below τ give Sp = 1 in every replicate, so the
+    percentile interval was [1, 1] and "Sp >= 0.95" held on 16 images.  Witness: scipy's
+    beta quantiles (the Clopper-Pearson bounds) for k of n."""
+    from scipy import stats as st
+
+    t = _table()
+    hi = (t["model"] == "a") & (t["cohort"] == "site-1")
+    t.loc[hi & (t["label"] == 0), "score"] = 0.1  # every negative of a on site-1 below 0.5
+    rows, ctx, _, _ = _rows([{"model": "a", "specificity_at_least": 0.95, "threshold": 0.5,
+                              "cohort": "site-1"}], table=t)
+    r = _at(rows)
+    y, s, _, _ = _data(ctx, "site-1", "a")
+    n = int((y == 0).sum())
+    assert r["criterion"] == "specificity" and r["estimate"] == 1.0
+    assert r["ci_low"] == pytest.approx(st.beta.ppf(0.025, n, 1), abs=1e-12)
+    assert r["ci_high"] == 1.0
+    want = "holds" if st.beta.ppf(0.025, n, 1) >= 0.95 else "unresolved"
+    assert r["verdict"] == want
+    assert f"Sp = {n}/{n}: every bootstrap replicate gives 1" in r["qualification"]
+    # a rate away from the boundary keeps its bootstrap interval (and says nothing)
+    rows, _, _, _ = _rows([{"model": "a", "sensitivity_at_least": 0.5, "threshold": 0.5,
+                            "cohort": "site-1"}], table=t)
+    assert "Clopper" not in _at(rows)["qualification"]
+
+
 def test_se_at_sp_without_a_threshold():
     t, ctx, spec, _ = _rows([{"model": "a", "sensitivity_at_least": 0.5, "specificity_at_least": 0.8,
                            "cohort": "site-1"}])

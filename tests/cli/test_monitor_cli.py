@@ -540,3 +540,19 @@ def test_the_headline_is_the_repr_and_the_last_line(site, claims_file, tmp_path,
     assert run.headline == want and repr(run) == f"<medaudit MonitorRun: {want}>"
     assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(tmp_path / "m")]) == 0
     assert capsys.readouterr().out.splitlines()[0] == f"wrote {tmp_path / 'm'}/ ({want})"
+
+
+def test_monitor_figure_draws_an_interval_that_misses_its_estimate_by_rounding():
+    # probe finding: a 100 % cumulative Sp under alpha_spending had a Wilson upper bound of
+    # 0.9999999999999999, and matplotlib refused the negative error bar (a traceback)
+    from medaudit.report.port import monitor_figure
+
+    series = pd.DataFrame({
+        "claim_id": "K04", "period": ["2025-01", "2025-02", "2025-01", "2025-02"],
+        "scope": ["cumulative", "cumulative", "period", "period"],
+        "estimate": [1.0, 0.9, 1.0, 0.8], "ci_low": [0.7, 0.6, 0.6, 0.5],
+        "ci_high": [0.9999999999999999, 1.0, 0.9999999999999999, 1.0],
+        "level": 0.8, "criterion": "specificity", "claim": "Sp >= 0.8 at tau = 0.5",
+        "correction": "alpha_spending", "method": "Wilson, O'Brien-Fleming spending"})
+    fig = monitor_figure(series, claim_id="K04")
+    assert fig.svg and fig.png

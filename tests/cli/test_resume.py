@@ -161,7 +161,9 @@ def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(tmp_path):
     included) gives one line and exit 130, no traceback from the parent or a worker, no
     output folder; the same command then finishes with the bytes of an uninterrupted run."""
     d = yaml.safe_load((ROOT / "examples" / "paper000_simulated.yaml").read_text())
-    d.update({"simulate_scale": 0.3, "n_resamples": 500, "n_permutations": 199,
+    # B large enough that what follows block 2 outlasts a busy machine's delay between the
+    # line being read and the signal (at B = 500 the run could finish first: exit 0)
+    d.update({"simulate_scale": 0.3, "n_resamples": 1500, "n_permutations": 199,
               "blocks": ["discrimination", "operating_points", "prompts", "spectrum"]})
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(d))

@@ -68,6 +68,16 @@ def test_exported_file_validates_and_round_trips(audit, tmp_path):
     verify_claims_source(doc, audit)
 
 
+def test_a_byte_order_mark_is_not_damage(audit, tmp_path):
+    """Probe finding: a claims file saved by Notepad (UTF-8 with a BOM) was "not valid JSON
+    ...; the file is damaged or truncated".  The content after the mark is read, and its
+    integrity hash still holds."""
+    path = write_claims_file(export_claims(audit), tmp_path / "plain.claims.json")
+    bom = tmp_path / "bom.claims.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    assert read_claims_file(bom) == read_claims_file(path)
+
+
 def test_claims_are_the_at_E_rows_with_their_source_provenance(audit):
     results = json.loads((audit / "results.json").read_text(encoding="utf-8"))
     at_e = [r for r in results["portability"] if r["change"] == "at E"]
@@ -178,6 +188,14 @@ def test_schema_violation_names_the_place(audit, tmp_path):
         del doc["claims"][2]["level"]
     _refused(_written(audit, tmp_path, edit, reseal=True),
              "not a valid claims file at claims/2: 'level' is a required property")
+
+
+def test_a_negative_class_count_is_refused(audit, tmp_path):
+    # probe finding: a hand-edited n_pos of -5 was accepted and shown as the source's count
+    def edit(doc):
+        doc["claims"][0]["n_pos"] = -5
+    _refused(_written(audit, tmp_path, edit, reseal=True),
+             "not a valid claims file at claims/0/n_pos: -5 is less than the minimum of 0")
 
 
 def test_threshold_must_be_a_number(audit, tmp_path):

@@ -248,6 +248,22 @@ def test_one_class_reason_is_given(claims_file, site_table):  # noqa: F811
     assert all("one class only (58 positives, 0 negatives)" in r for r in res.claims["reason"])
 
 
+def test_a_declared_cohort_the_table_lacks_is_refused_as_the_audit_refuses_it(
+        claims_file, site_table):  # noqa: F811
+    """Probe finding: a local spec naming a cohort the table does not have read as a
+    one-class site: exit 0, every claim "not assessable here", blamed on absent models."""
+    local = site_table.drop(columns=["split"]).assign(cohort="Zürich 東京")
+    with pytest.raises(SchemaError) as e:
+        medaudit.port(claims_file, local, n_resamples=N_RESAMPLES, primary_prompt="clinical",
+                      cohorts={"montgomery": {"role": "primary"}})
+    msg = str(e.value)
+    assert "cohorts: unknown cohort 'montgomery'; the table has ['Zürich 東京']" in msg
+    with pytest.raises(SchemaError) as a:
+        medaudit.audit(local, n_resamples=N_RESAMPLES, primary_prompt="clinical",
+                       cohorts={"montgomery": {"role": "primary"}})
+    assert msg.split(": ", 1)[1] == str(a.value).split(": ", 1)[1]
+
+
 def test_prevalence_becomes_the_sites_or_the_declared_one(ported, claims_file, site_table):  # noqa: F811
     """D07, Brier ≤ 0.2: at the site's observed prevalence it is the raw Brier score
     (scikit-learn); at a declared π = 0.1, paper 000 eq. 6 by hand."""
@@ -315,6 +331,33 @@ def test_operating_point_shows_both_constraints(ported, site_table):
     assert r["other_ci_low"] <= r["other_estimate"] <= r["other_ci_high"]
 
 
+def test_row_keeps_the_source_constraint_when_the_site_is_decided_by_the_other(
+        ported, claims_file, tmp_path):  # noqa: F811
+    """Probe finding: where the source's verdict was decided by one constraint (say Sp) and
+    the site's by the other (Se), the row named the site's criterion beside the source's
+    level and source estimate, which belong to the other rate ("sensitivity; claimed >=
+    0.95" with the source's Sp).  The row now keeps the source's constraint, with the local
+    numbers of that same rate, and the site's deciding constraint beside it."""
+    r = _row(ported, "D05")
+    deciding, other = r["criterion"], r["other_criterion"]
+    doc = json.loads(claims_file.read_text(encoding="utf-8"))
+    for c in doc["claims"]:
+        if c["id"] == "D05":  # the source as if its Sp had decided there
+            c["E"]["criterion"] = other
+            c["level"] = c["declared"][f"{other}_at_least"]
+    path = tmp_path / "other.claims.json"
+    path.write_text(json.dumps(seal_claims(doc)), encoding="utf-8")
+    s = medaudit.port(path, spec=LOCAL_SPEC).claims.set_index("claim_id").loc["D05"]
+    assert s["criterion"] == other and s["other_criterion"] == deciding
+    assert s["level"] == doc["claims"][[c["id"] for c in doc["claims"]].index("D05")]["level"]
+    assert (s["local_estimate"], s["local_ci_low"], s["local_ci_high"]) == (
+        r["other_estimate"], r["other_ci_low"], r["other_ci_high"])
+    assert (s["other_estimate"], s["other_ci_low"], s["other_ci_high"]) == (
+        r["local_estimate"], r["local_ci_low"], r["local_ci_high"])
+    assert s["verdict"] == r["verdict"]
+    assert s["reason"].startswith(f"decided here by {deciding} ≥ ")
+
+
 def test_source_tau_is_carried_to_a_site_whose_scores_are_logits(claims_file, site_table,  # noqa: F811
                                                                  tmp_path):
     """The claims file records its score scale; a site scoring in logits gets logit(τ), so the
@@ -355,6 +398,39 @@ def test_tau_on_the_local_scale_against_scipy(tau, src, local, want):
         expit(tau) if src != local else tau
     assert got == pytest.approx(ref, abs=1e-15) and got == pytest.approx(want, abs=1e-15)
     assert _on_local_scale(1.0, "probabilities", "logits")[0] is None  # no logit of 1
+
+
+def test_a_tau_outside_0_1_on_a_probability_site_is_a_claim_reason_not_the_sites_fault(
+        claims_file, tmp_path):  # noqa: F811
+    """Probe finding: a claims file without its score scale (an older one) whose τ is a logit
+    (2.0) was refused as a fault of the site's score table and spec ("the audit spec names
+    what this score table lacks ... claims.declared[3]"), though the site declares no claims.
+    Now that claim is not assessable, with the reason, and the others are judged."""
+    doc = json.loads(claims_file.read_text(encoding="utf-8"))
+    doc["source"].pop("score_scale", None)
+    (d05,) = [c for c in doc["claims"] if c["id"] == "D05"]
+    d05["E"]["threshold"] = 2.0
+    d05["declared"]["threshold"] = 2.0
+    path = tmp_path / "old.claims.json"
+    path.write_text(json.dumps(seal_claims(doc)), encoding="utf-8")
+    res = medaudit.port(path, spec=LOCAL_SPEC).claims.set_index("claim_id")
+    assert res.loc["D05", "verdict"] == "not assessable here"
+    assert res.loc["D05", "reason"].startswith("the source τ = 2 lies outside [0, 1] and the "
+                                               "claims file does not record its score scale")
+    assert res.loc["D01", "verdict"] not in ("not assessable here",)
+
+
+def test_a_level_no_metric_can_reach_is_a_reason_in_plain_words(claims_file, tmp_path):  # noqa: F811
+    # probe finding: the reason leaked pydantic's wording ("~level: Value error, ...")
+    doc = json.loads(claims_file.read_text(encoding="utf-8"))
+    (d01,) = [c for c in doc["claims"] if c["id"] == "D01"]
+    d01["level"] = d01["declared"]["at_least"] = 1.7
+    path = tmp_path / "level.claims.json"
+    path.write_text(json.dumps(seal_claims(doc)), encoding="utf-8")
+    r = medaudit.port(path, spec=LOCAL_SPEC).claims.set_index("claim_id").loc["D01"]
+    assert r["verdict"] == "not assessable here"
+    assert r["reason"] == ("the claim cannot be re-stated here: `at_least: 1.7` lies outside the "
+                           "values roc_auc can take ([0, 1]); the claim could never be judged")
 
 
 # ----------------------------------------------------------------------------- probe findings

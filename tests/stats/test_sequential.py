@@ -234,3 +234,29 @@ def test_auroc_rci_is_delong_at_the_boundary():
         ci = delong_ci(y[:m], s[:m], confidence_level=1 - r.alpha_look[k])
         assert r.ci_low[k] == pytest.approx(ci.ci_low, rel=1e-9)
         assert r.ci_high[k] == pytest.approx(ci.ci_high, rel=1e-9)
+
+
+def test_wilson_interval_holds_its_estimate_and_is_exact_at_the_boundary():
+    """11 of 11 used to give an upper bound of 0.9999999999999999 (below the estimate 1.0),
+    which crashed the monitor figure.  Witness: statsmodels' Wilson interval inside."""
+    from scipy import special
+    from statsmodels.stats.proportion import proportion_confint
+
+    from medaudit.stats.sequential import wilson_interval
+
+    n = np.arange(1.0, 400.0)
+    for frac in (0.0, 1.0):
+        s = frac * n
+        z = np.full(n.shape, 2.4)
+        lo, hi = wilson_interval(s, n, z)
+        assert np.all(lo <= s / n) and np.all(s / n <= hi)
+        assert np.all((lo == 0.0) if frac == 0.0 else (hi == 1.0))
+    rng = np.random.default_rng(3)
+    n = rng.integers(1, 500, 300).astype(float)
+    s = np.floor(rng.random(300) * (n + 1))
+    z = rng.uniform(1.0, 3.5, 300)
+    lo, hi = wilson_interval(s, n, z)
+    assert np.all(lo <= s / n) and np.all(s / n <= hi)
+    ref_lo, ref_hi = proportion_confint(s, n, alpha=2 * special.ndtr(-z), method="wilson")
+    np.testing.assert_allclose(lo, ref_lo, atol=1e-12)
+    np.testing.assert_allclose(hi, ref_hi, atol=1e-12)

@@ -88,7 +88,7 @@ from medaudit.blocks.notes import constant_scores_note, degenerate_note, exposur
 from medaudit.blocks.rows import spec_row
 from medaudit.exceptions import DegenerateDataWarning, MedauditError, SchemaError
 from medaudit.io.specfile import TAG_MARK, fraction, tag
-from medaudit.stats import threshold_transport
+from medaudit.stats import proportion_ci, threshold_transport
 from medaudit.stats.metric_ids import depends_on_prevalence, higher_is_better, metric_range, metric_spec
 from medaudit.stats.soft import soft_ceiling
 
@@ -1050,6 +1050,28 @@ def _combine(verdicts: Sequence[str]) -> str:
     return "unresolved"
 
 
+def _exact_at_boundary(rate: str, r: Any) -> tuple[Any, str]:
+    """``r`` with the exact (Clopper–Pearson) interval where a rate is 0 or 1 and every
+    bootstrap replicate gave that same value, with the note that says so.
+
+    A percentile interval cannot leave the boundary: 16 of 16 negatives below the
+    threshold give Sp = 1 in every replicate, and the interval [1, 1] would make
+    "Sp ≥ 0.95 holds" out of 16 images, where the exact 95 % interval reaches down to
+    0.79.  Elsewhere the bootstrap interval stands.
+    """
+    n = r.n_pos if rate == "sensitivity" else r.n_neg
+    est = r.estimate
+    if not (n > 0 and est in (0.0, 1.0) and r.ci_low == r.ci_high == est):
+        return r, ""
+    k = round(est * n)
+    ci = proportion_ci(k, n, method="clopper_pearson", confidence_level=r.confidence_level)
+    note = (f"{_RATE[rate]} = {k:g}/{n:g}: every bootstrap replicate gives {est:g}, so the "
+            "percentile interval has no width at the boundary; the exact (Clopper–Pearson) "
+            f"interval [{ci.ci_low:.3f}, {ci.ci_high:.3f}] is used")
+    return dataclasses.replace(r, ci_low=ci.ci_low, ci_high=ci.ci_high,
+                               ci_method="clopper_pearson"), note
+
+
 def _judge_operating_point(claim: OperatingPointClaim, ev: _Eval, cell: Any, res: Any,
                            base: dict[str, Any], notes: list[str], B: int
                            ) -> dict[str, Any]:
@@ -1084,9 +1106,12 @@ def _judge_operating_point(claim: OperatingPointClaim, ev: _Eval, cell: Any, res
                 r = res.marginal[(claim.model, f"{rate}[threshold={threshold}]")]
                 parts.append((rate, level, r, False))
         design = parts[0][2].design
-    judged = [(rate, level, r, "by construction" if built else
-               ck.verdict_level(r.estimate, r.ci_low, r.ci_high, level))
-              for rate, level, r, built in parts]
+    judged = []
+    for rate, level, r, built in parts:
+        r, said = _exact_at_boundary(rate, r)
+        notes.append(said)
+        judged.append((rate, level, r, "by construction" if built else
+                       ck.verdict_level(r.estimate, r.ci_low, r.ci_high, level)))
     live = [v for *_, v in judged if v != "by construction"]
     verdict = _combine(live) if live else "by construction"
     for rate, level, _r, v in judged:

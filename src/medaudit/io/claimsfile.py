@@ -152,7 +152,7 @@ CLAIMS_SCHEMA: dict[str, Any] = {
                 "verdict": {"type": "string"},
                 "qualification": {"type": "string"},
                 "source_table": {"type": "string"},
-                "n_pos": _NUM_OR_NULL, "n_neg": _NUM_OR_NULL,
+                "n_pos": {**_NUM_OR_NULL, "minimum": 0}, "n_neg": {**_NUM_OR_NULL, "minimum": 0},
                 "provenance": {"enum": ["source row", "audit run"],
                                "description": "where design, B and seed were read"},
                 "declared": {"type": "object",
@@ -347,7 +347,9 @@ def read_json(path: Path, *, what: str, fix: str) -> Any:
         # a table (the score table, say) is not a damaged JSON file: say what it is
         raise SchemaError(f"{path} is a table ({path.suffix.lower()}), not {what}; {fix}")
     try:
-        return json.loads(path.read_bytes().decode("utf-8"), parse_constant=_refuse_constant)
+        # utf-8-sig: a byte-order mark (Notepad adds one on save) is not damage; the content
+        # after it, which the integrity hash covers, is what is read
+        return json.loads(path.read_bytes().decode("utf-8-sig"), parse_constant=_refuse_constant)
     except _NonFinite as exc:
         raise SchemaError(f"{path}: holds {exc.args[0]}, which is not JSON (a missing number is "
                           f"null), so it is not {what} written by medaudit; {fix}") from None

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from medaudit._words import plural
@@ -373,7 +374,9 @@ def monitor_figure(series: pd.DataFrame, *, claim_id: str, file_name: str | None
             xs = [x[str(p)] + off for p in s["period"]]
             est = s["estimate"].to_numpy(dtype=float)
             lo, hi = s["ci_low"].to_numpy(dtype=float), s["ci_high"].to_numpy(dtype=float)
-            ax.errorbar(xs, est, yerr=[est - lo, hi - est], fmt=marker, color=colour, ms=4,
+            # an interval that misses its estimate by rounding must not make a negative bar
+            yerr = [np.maximum(est - lo, 0.0), np.maximum(hi - est, 0.0)]
+            ax.errorbar(xs, est, yerr=yerr, fmt=marker, color=colour, ms=4,
                         capsize=2, lw=1, label=f"{scope}")
         level = float(g["level"].iloc[0])
         ax.axhline(level, color="#b4231b", lw=1, ls="--", label=f"claimed level {level:g}")

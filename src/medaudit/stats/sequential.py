@@ -325,8 +325,12 @@ def wilson_interval(successes: NDArray[np.float64], trials: NDArray[np.float64],
         centre = (ph + zz * zz / (2 * nn)) / (1 + zz * zz / nn)
         half = zz / (1 + zz * zz / nn) * np.sqrt(ph * (1 - ph) / nn + zz * zz / (4 * nn * nn))
     ok = np.isfinite(z) & (trials > 0)
-    return (np.where(ok, np.clip(centre - half, 0.0, 1.0), 0.0),
-            np.where(ok, np.clip(centre + half, 0.0, 1.0), 1.0))
+    # the interval holds p-hat, and its bound at p-hat = 0 or 1 is exactly that p-hat: the
+    # formula gives them only up to rounding (0.9999999999999999 for 11 of 11), which
+    # would put a 100 % rate outside its own interval
+    lo = np.where(successes <= 0, 0.0, np.minimum(np.clip(centre - half, 0.0, 1.0), ph))
+    hi = np.where(successes >= nn, 1.0, np.maximum(np.clip(centre + half, 0.0, 1.0), ph))
+    return np.where(ok, lo, 0.0), np.where(ok, hi, 1.0)
 
 
 @fill_doc
