@@ -110,9 +110,16 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     table = None
     if data is not None:
         raw, table = _with_data(raw, data, noun="local data")
-    raw.pop("claims", None)
+    own = raw.pop("claims", None)
     raw["blocks"] = list(blocks)
     where = str(spec) if isinstance(spec, (str, os.PathLike)) else "the local data options"
+    if isinstance(own, Mapping) and own.get("declared"):
+        import warnings
+
+        # the site's own declared claims would vanish without a word: say where they run
+        warnings.warn(f"{where}: its {len(own['declared'])} declared claim(s) under `claims:` "
+                      "are not judged here (a port or a monitor judges the source's claims); "
+                      "run `medaudit audit` on this spec for them.", UserWarning, stacklevel=3)
     if options:  # a bad value may be an option given here, not a key of the spec file
         where += f" with the options {', '.join(f'{k}={v!r}' for k, v in options.items())}"
     s = validate_model(raw, AuditSpec, source=where, what="audit spec")

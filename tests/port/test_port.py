@@ -483,3 +483,26 @@ def test_overwrite_never_replaces_the_source_audit_folder(ported, source_audit, 
     assert (source_audit / "results.json").read_bytes() == before
     out = ported.write(tmp_path / "p")  # an earlier port output is replaced as before
     assert ported.write(out, overwrite=True) == out
+
+
+def test_an_exact_plan_of_nothing_more_is_said_in_words():
+    # probe finding: "unresolved ... exact binomial: +0" read as a contradiction
+    from medaudit.report.port import _resolve_text
+
+    row = {"verdict": "unresolved", "resolve_n_pos": 12, "resolve_n_neg": 16,
+           "additional_pos": 30, "additional_neg": 0, "resolves_to": "does not hold"}
+    assert _resolve_text({**row, "exact_additional": 7}).endswith("; exact binomial: +7")
+    text = _resolve_text({**row, "exact_additional": 0})
+    assert "exact binomial: +0" not in text and text.endswith(
+        "the exact binomial (Clopper–Pearson) interval already resolves it at this sample, the "
+        "bootstrap interval the verdict is read from does not")
+
+
+def test_the_sites_own_declared_claims_are_said_to_be_left_to_an_audit(claims_file):  # noqa: F811
+    # probe finding: a local spec's `claims: declared:` vanished without a word in a port
+    spec = {**LOCAL_SPEC, "claims": {"declared": [
+        {"id": "Z1", "model": "sim-openclip", "metric": "roc_auc", "at_least": 0.5}]}}
+    with pytest.warns(UserWarning, match=r"its 1 declared claim\(s\) under `claims:` are not "
+                                         r"judged here .* run `medaudit audit` on this spec"):
+        res = medaudit.port(claims_file, spec=spec)
+    assert "Z1" not in set(res.claims["claim_id"])

@@ -78,7 +78,12 @@ def _resolve_text(r: Mapping[str, Any]) -> str:
     text = (f"{fmt.fmt_int(n_pos)} positives and {fmt.fmt_int(n_neg)} negatives "
             f"(+{fmt.fmt_int(r.get('additional_pos'))} / +{fmt.fmt_int(r.get('additional_neg'))})"
             f" would show it {plain_text(r.get('resolves_to'))}")
-    if fmt.as_float(r.get("exact_additional")) is not None:
+    exact = fmt.as_float(r.get("exact_additional"))
+    if exact == 0:
+        # "+0" beside an unresolved verdict read as a contradiction: the two intervals differ
+        text += ("; the exact binomial (Clopper–Pearson) interval already resolves it at this "
+                 "sample, the bootstrap interval the verdict is read from does not")
+    elif exact is not None:
         text += f"; exact binomial: +{fmt.fmt_int(r.get('exact_additional'))}"
     return text
 
