@@ -160,6 +160,24 @@ def test_report_in_place_refuses_foreign_figures_and_keeps_the_manifest(work, ca
     assert _snapshot(work / "out") == whole  # the same bytes, the marker included
 
 
+def test_report_in_place_records_figures_whose_bytes_changed(work):
+    """A re-render whose figures differ in their bytes (another matplotlib, another font)
+    lists them anew in the manifest: left out, the finished audit would later read as
+    changed by hand ("incomplete or changed: figures/...")."""
+    import dataclasses
+
+    from medaudit.audit.outcome import load_outcome
+    from medaudit.io.output import changed_files
+    from medaudit.report.html import Report, write_report
+
+    outcome = load_outcome(work / "out")
+    drawn = Report(outcome).figures
+    other = [dataclasses.replace(f, svg=f.svg + "<!-- another renderer -->") for f in drawn]
+    write_report(outcome, work / "out", figures=other)
+    assert changed_files(work / "out") == []
+    assert main(["audit", "spec.yaml", "--out", "out", "--quiet"]) == 0  # nothing to do
+
+
 def test_report_in_place_refuses_a_page_of_the_user(work, capsys):
     (work / "out" / "report.html").write_text("<html>my edits</html>\n")
     before = _snapshot(work)
