@@ -446,3 +446,31 @@ def test_generated_claims_on_degenerate_replicates_are_unresolved():
     big = res.claims[(res.claims["cohort"] == "big") & (res.claims["kind"] == "ranking")]
     assert set(big["verdict"]) <= {"holds", "unresolved", "reversed", "does not hold"}
     assert not big["qualification"].fillna("").str.contains("judged unresolved").any()
+
+
+def test_repeated_patients_are_said_where_intervals_treat_images_as_independent():
+    """Probe finding: patient_id was accepted and ignored, with intervals computed as if the
+    images of one patient were independent and nothing saying so.  The counts are checked
+    against pandas' own nunique per cohort."""
+    import medaudit
+    from medaudit.blocks.notes import clustered_images_note
+
+    rng = np.random.default_rng(2)
+    rows = []
+    for c, n_pat, per in (("a", 20, 3), ("b", 30, 1)):
+        for p in range(n_pat):
+            y = int(p % 3 == 0)
+            for j in range(per):
+                rows.append({"image_id": f"{c}{p}-{j}", "patient_id": f"{c}{p}", "cohort": c,
+                             "model": "m", "label": y, "score": float(rng.random() * 0.5 + 0.4 * y)})
+    df = pd.DataFrame(rows)
+    (note,) = clustered_images_note(df)
+    per = df.groupby("cohort").agg(n=("image_id", "nunique"), p=("patient_id", "nunique"))
+    assert note.startswith(f"patient_id repeats (a: {per.loc['a', 'n']} images of "
+                           f"{per.loc['a', 'p']} patients): every interval here resamples images")
+    assert "b:" not in note  # one image per patient there
+    assert "design='cluster', cluster=patient_id" in note
+    assert clustered_images_note(df.drop(columns="patient_id")) == []
+    assert clustered_images_note(df[df["cohort"] == "b"]) == []
+    notes = medaudit.audit(df, n_resamples=20).outcome.results["discrimination"].notes
+    assert note in notes

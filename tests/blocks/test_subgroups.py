@@ -595,3 +595,38 @@ def test_a_constant_score_model_is_qualified_on_its_rank_metric_rows():
     assert list(zip(marked["cohort"], marked["group"], strict=True)) == [("site_a", "Philips")]
     g = t[philips]
     assert marked["estimate"].iloc[0] == roc_auc_score(g["label"], g["score"]) == 0.5
+
+
+def test_an_unknown_subgroup_column_in_a_table_without_any_is_said_so():
+    # probe finding: "unknown subgroup column 'sexx'; the table has []" read as an empty table
+    import medaudit
+    from medaudit.exceptions import SchemaError
+
+    df = pd.DataFrame({"image_id": list("abcd"), "model": "m", "label": [1, 0, 1, 0],
+                       "score": [0.9, 0.1, 0.8, 0.3]})
+    with pytest.raises(SchemaError) as e:
+        medaudit.audit(df, n_resamples=20, subgroups=["sexx"])
+    assert "subgroups: the table has no column 'sexx'; it holds only the score table's own " \
+           "columns (image_id, model, label, score" in str(e.value)
+    assert "the table has []" not in str(e.value)
+
+
+def test_a_subgroup_column_mixing_kinds_of_value_is_refused():
+    # probe finding: an object column holding 1, "1" and 1.0 became groups "1" and "1.0"
+    import medaudit
+
+    n = 60
+    codes = [1, "1", 1.0, 2, "2", 2.0]
+    df = pd.DataFrame({"image_id": [f"i{i}" for i in range(n)], "model": "m",
+                       "label": np.arange(n) % 2, "score": np.linspace(0, 1, n)})
+    df["grp"] = pd.Series([codes[i % 6] for i in range(n)], dtype=object)
+    with pytest.raises(SchemaError) as e:
+        medaudit.audit(df, n_resamples=20, subgroups=["grp"])
+    assert ("subgroups: column 'grp' mixes kinds of value (integer 1, text '1', float 1.0)"
+            in str(e.value))
+    # one kind each (text with empty cells, integers, categorical) is fine
+    for col in (df["grp"].astype(str).where(np.arange(n) % 7 != 0, ""),
+                pd.Series([1 + i % 2 for i in range(n)], dtype=object),
+                df["grp"].astype(str).astype("category")):
+        res = medaudit.audit(df.assign(grp=col), n_resamples=20, subgroups=["grp"])
+        assert len(res.tables["subgroups.metrics"])

@@ -353,3 +353,20 @@ def test_init_out_a_folder_suggests_a_spec_file_inside_it(tmp_path, capsys):
     assert main(["init", str(scores), "--out", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err
     assert "is a folder; give a file name, e.g." in err and "spec.yaml'" in err
+
+
+def test_summarize_runs_what_the_init_spec_runs_subgroups_included(csv, tmp_path, capsys):
+    # probe finding: init wrote `subgroups: [sex]` with the subgroups block, summarize of the
+    # same table ran no subgroups and never named the column: one default spec, two audits
+    spec = tmp_path / "spec.yaml"
+    assert _run(["init", csv, "--out", spec], capsys)[0] == 0
+    assert yaml.safe_load(spec.read_text())["subgroups"] == ["sex"]
+    a, s = tmp_path / "a", tmp_path / "s"
+    assert _run(["audit", spec, "--out", a, "--quiet"], capsys)[0] == 0
+    assert _run(["summarize", csv, "--out", s, "--quiet"], capsys)[0] == 0
+    tables = sorted(p.name for p in (a / "tables").iterdir())
+    assert "subgroups__metrics.csv" in tables
+    assert sorted(p.name for p in (s / "tables").iterdir()) == tables
+    for name in ("subgroups__metrics.csv", "discrimination__metrics.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(a / "tables" / name),
+                                      pd.read_csv(s / "tables" / name))

@@ -385,3 +385,19 @@ def test_every_missing_column_gets_its_near_miss():
                         ["image_id", "model", "score", "label"], source="t", what="ScoreTable")
     for c in ("image_id", "model", "score", "label"):
         assert f"'{c.upper()}' -> '{c}'" in str(e.value)
+
+
+def test_a_soft_label_missing_on_some_rows_is_called_missing():
+    # probe finding: empty label_soft cells were "must lie in [0, 1]; lines ... do not"
+    import medaudit
+
+    df = pd.DataFrame({"image_id": list("abcd"), "model": "m", "label": [1, 0, 1, 0],
+                       "score": [0.9, 0.1, 0.8, 0.3], "label_soft": [0.9, None, 0.7, ""]})
+    with pytest.raises(SchemaError) as e:
+        medaudit.audit(df, n_resamples=20)
+    msg = str(e.value)
+    assert "column 'label_soft' is empty on rows 2, 4; give a soft label for every row" in msg
+    assert "\n" not in msg
+    df["label_soft"] = [0.9, 0.2, 1.5, 0.3]
+    with pytest.raises(SchemaError, match=r"column 'label_soft' must lie in \[0, 1\]; row 3 does not"):
+        medaudit.audit(df, n_resamples=20)

@@ -105,12 +105,18 @@ def checked_table(table: pd.DataFrame, *, source: str, score_scale: str | None =
     return valid if "prompt" in table.columns else valid.drop(columns="prompt")
 
 
-def check_summarizable(table: pd.DataFrame, *, source: str, score_scale: str | None = None) -> None:
+def check_summarizable(table: pd.DataFrame, *, source: str, score_scale: str | None = None
+                       ) -> pd.DataFrame:
     """Refuse, in ``medaudit summarize``'s words, a table its default spec cannot audit.
 
     ``summarize`` has no spec, so a message must name its flag (``--score-scale``) rather
     than a spec key, and a cohort it cannot audit (one class only: the default spec takes
     every cohort of the table) must be named with what to do about it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table as validated (:func:`checked_table`).
 
     Raises
     ------
@@ -135,6 +141,19 @@ def check_summarizable(table: pd.DataFrame, *, source: str, score_scale: str | N
                 "every cohort of the table and each needs positives and negatives. Remove the "
                 f"cohort's rows, or run `medaudit init {source}` and leave {cohort!r} out of the "
                 "spec's cohorts:")
+    return valid
+
+
+def with_subgroups(spec: dict[str, Any], valid: pd.DataFrame) -> dict[str, Any]:
+    """``spec`` with the subgroup-like columns of the validated table ``valid`` under
+    ``subgroups:`` and the block that reads them, as ``medaudit init`` writes them (so that
+    ``summarize`` runs what ``init``'s starter spec would); unchanged when there are none or
+    the spec would not accept them."""
+    cols = [c for c, _ in describe_table(valid).subgroups]
+    if not cols:
+        return spec
+    out = {**spec, "subgroups": cols, "blocks": [*spec["blocks"], "subgroups"]}
+    return out if _valid(out) else spec
 
 
 # --------------------------------------------------------------------------- what a table says

@@ -57,6 +57,7 @@ from medaudit.blocks.cells import (
 from medaudit.blocks.context import AuditContext, Study
 from medaudit.blocks.notes import (
     below_chance_note,
+    clustered_images_note,
     constant_scores_note,
     degenerate_cells_note,
     degenerate_note,
@@ -283,6 +284,7 @@ def _notes(ctx: AuditContext, soft_cohorts: list[str], soft_ties: list[str],
                      "metrics take them in image_id order (stable ties, M1.2), so their values "
                      "depend on that order; the label_uncertainty block offers soft_ties: grouped.")
     notes += below_chance_note(metrics, probabilities=ctx.probabilities)
+    notes += clustered_images_note(ctx.scores)
     return notes + degenerate_cells_note(n_degenerate_cells)
 
 

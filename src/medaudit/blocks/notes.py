@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["join", "exposure_note", "degenerate_note", "degenerate_cells_note", "count_degenerate",
-           "tied_items", "constant_scores_note", "below_chance_note"]
+           "tied_items", "constant_scores_note", "below_chance_note", "clustered_images_note"]
 
 
 def join(*parts: str) -> str:
@@ -105,3 +105,29 @@ def below_chance_note(metrics: Any, *, probabilities: bool, criterion: str = "ro
             f"score means 'negative', {how} for that model in the score table (or its wide "
             "prediction file) and rerun; its AUROC becomes 1 - AUROC, and its rankings, thresholds "
             "and calibration change with it."]
+
+
+def clustered_images_note(scores: Any, *, column: str = "patient_id") -> list[str]:
+    """The block note for cohorts where ``column`` (patient_id) repeats ([] where it does not).
+
+    Every interval of an audit resamples images (or images within each class) as if they
+    were independent.  Several images of one patient are usually correlated, and then those
+    intervals are too narrow; the audit has no patient-level design, so this is said, with
+    where a patient-level interval can be had (the statistics core's cluster design).
+    """
+    if scores is None or column not in getattr(scores, "columns", ()):
+        return []
+    rows = scores[["cohort", "image_id", column]].drop_duplicates(["cohort", "image_id"])
+    rows = rows[rows[column].notna() & (rows[column].astype(str).str.strip() != "")]
+    parts = []
+    for cohort, g in rows.groupby("cohort", sort=True):
+        n_img, n_pat = len(g), int(g[column].astype(str).nunique())
+        if n_pat < n_img:
+            parts.append(f"{cohort}: {n_img} images of {n_pat} patients")
+    if not parts:
+        return []
+    return [f"{column} repeats ({'; '.join(parts)}): every interval here resamples images as if "
+            "they were independent, and images of one patient are usually correlated, so these "
+            "intervals can be too narrow. The audit has no patient-level design; for a "
+            "patient-level interval use medaudit.stats (e.g. bootstrap_ci(..., "
+            f"design='cluster', cluster={column}))."]

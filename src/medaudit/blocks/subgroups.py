@@ -218,6 +218,24 @@ def run_subgroups(cell: SubgroupCell, resampling: Resampling) -> SubgroupBootstr
 
 
 # ----------------------------------------------------------------------------- reading columns
+def _mixed_kinds(values: pd.Series) -> str:
+    """'' for a column of one kind of value (text, integers, floats, booleans; empty cells
+    aside), else the kinds it mixes with an example of each: a DataFrame's object column
+    can hold 1, '1' and 1.0 side by side (a CSV cannot: pandas reads one kind per column)."""
+    if values.dtype != object:
+        return ""
+    seen: dict[str, Any] = {}
+    for v in values.dropna().tolist():
+        kind = ("boolean" if isinstance(v, (bool, np.bool_)) else "integer"
+                if isinstance(v, (int, np.integer)) else "float"
+                if isinstance(v, (float, np.floating)) else "text"
+                if isinstance(v, str) else type(v).__name__)
+        if kind == "text" and not v.strip():
+            continue  # an empty cell: the missing level
+        seen.setdefault(kind, v)
+    return ", ".join(f"{k} {v!r}" for k, v in seen.items()) if len(seen) > 1 else ""
+
+
 def levels_of(frame: pd.DataFrame, column: str) -> np.ndarray:
     """The level of ``column`` on each row of ``frame`` as text; empty cells are :data:`MISSING`.
 
@@ -422,10 +440,21 @@ class Subgroups(Block):
                 "name a column such as sex, age_band or scanner" for c in reserved]
         candidates = [c for c in table.columns if c not in _RESERVED]
         absent = [c for c in cfg.columns if c not in table.columns and c not in reserved]
-        errs += unknown("subgroup column", absent, candidates, "subgroups")
+        if candidates:
+            errs += unknown("subgroup column", absent, candidates, "subgroups")
+        else:  # "the table has []" read as an empty table: it has only the schema's columns
+            errs += [f"  - subgroups: the table has no column {c!r}; it holds only the score "
+                     f"table's own columns ({', '.join(map(str, table.columns))}), so add the "
+                     "subgroup column to it" for c in absent]
         present = [c for c in cfg.columns if c in table.columns and c not in reserved]
         t = table[table["cohort"].isin(list(cohorts))]
         for c in present:
+            if kinds := _mixed_kinds(t[c]):
+                errs.append(f"  - subgroups: column {c!r} mixes kinds of value ({kinds}); levels "
+                            "are named by their text, so 1 and '1' would merge and 1.0 stand "
+                            "apart: give the column one kind (e.g. all text, "
+                            "df[col].astype(str))")
+                continue
             per_image = t.groupby(["cohort", "image_id"], sort=True)[c].nunique(dropna=False)
             varying = per_image[per_image > 1]
             if len(varying):

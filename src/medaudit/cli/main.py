@@ -141,16 +141,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
     """An audit of a score table with the default spec its columns imply."""
-    from medaudit.audit.defaults import check_summarizable, default_spec
+    from medaudit.audit.defaults import check_summarizable, default_spec, with_subgroups
     from medaudit.io.tables import read_table
 
     path = Path(args.scores)
     table = read_table(path)
     # summarize has no spec: its own checks name the file and the flags, not spec keys
-    check_summarizable(table, source=str(path), score_scale=args.score_scale)
+    valid = check_summarizable(table, source=str(path), score_scale=args.score_scale)
     scale = {} if args.score_scale is None else {"score_scale": args.score_scale}
-    spec = _validated(default_spec(table, scores=path.resolve(), **_settings(args), **scale),
-                      f"the spec generated for {path}")
+    # the spec `medaudit init` would write, subgroup columns included
+    raw = with_subgroups(default_spec(table, scores=path.resolve(), **_settings(args), **scale),
+                         valid)
+    spec = _validated(raw, f"the spec generated for {path}")
     return _run_and_write(spec, path.parent, Path(args.out), overwrite=args.overwrite,
                           quiet=args.quiet, verbose=args.verbose)
 

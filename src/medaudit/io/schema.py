@@ -402,6 +402,13 @@ def validate_score_table(
     t["label"] = binary_labels(t, source=source, origin=table)
     if "label_soft" in t.columns:
         ps = pd.to_numeric(t["label_soft"], errors="coerce").to_numpy(dtype=float)
+        raw = t["label_soft"]
+        empty = (raw.isna() | (raw.astype(str).str.strip() == "")).to_numpy()
+        if empty.any():
+            # a soft label given for some rows only is missing elsewhere, not out of range
+            raise SchemaError(f"{source}: column 'label_soft' is empty on "
+                              f"{where.places(empty)}; give a soft label for every row, or "
+                              "drop the column (the soft metrics need one for every image).")
         badp = ~np.isfinite(ps) | (ps < 0) | (ps > 1)
         if badp.any():
             raise SchemaError(f"{source}: column 'label_soft' must lie in [0, 1]; "
