@@ -23,10 +23,12 @@ Every key is documented in ``docs/spec.md``.
 
 from __future__ import annotations
 
+import contextlib
 import html as _html
 import os
+import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,8 +97,9 @@ class Audit:
         ``overwrite=True`` when medaudit wrote it."""
         from medaudit.io.output import check_output_dir
 
-        check_output_dir(directory, inputs=self._inputs, overwrite=overwrite)
-        return write_outcome(self.outcome, directory, overwrite=overwrite, inputs=self._inputs)
+        with _python_words("directory"):
+            check_output_dir(directory, inputs=self._inputs, overwrite=overwrite)
+            return write_outcome(self.outcome, directory, overwrite=overwrite, inputs=self._inputs)
 
     def report(self, path: str | os.PathLike[str]) -> Path:
         """Write the self-contained HTML report alone to ``path`` (the page ``write`` puts in
@@ -105,7 +108,8 @@ class Audit:
         from medaudit.io.output import check_output_file
         from medaudit.report.html import REPORT_PAGE, Report, render_figures
 
-        check_output_file(path, inputs=self._inputs, kind=REPORT_PAGE)
+        with _python_words("path", overwrite="report()"):
+            check_output_file(path, inputs=self._inputs, kind=REPORT_PAGE)
         with tempfile.TemporaryDirectory(prefix="medaudit-report-") as tmp:
             write_results(self.outcome, Path(tmp))
             outcome = load_outcome(tmp)
@@ -113,8 +117,10 @@ class Audit:
 
     def __repr__(self) -> str:
         n = self.claims["claim_id"].nunique() if len(self.claims) else 0
-        return (f"<medaudit.Audit {self.spec.name!r}: {n} claims, "
-                f"{len(self.outcome.results)} blocks, {len(self.tables)} tables>")
+        # a block with nothing to run on (no prompts, no negative groups) has empty tables
+        ran = sum(any(len(t) for t in r.tables.values()) for r in self.outcome.results.values())
+        return (f"<medaudit.Audit {self.spec.name!r}: {n} claims, {ran} blocks run, "
+                f"{len(self.tables)} tables>")
 
     def _repr_html_(self) -> str:
         """The claims at E with their verdicts, for Jupyter."""
@@ -128,6 +134,21 @@ class Audit:
             return head + "<p>No claims.</p>"
         return head + self.claims[cols].to_html(index=False, escape=True, float_format="%.3f",
                                                 na_rep="")
+
+
+@contextlib.contextmanager
+def _python_words(noun: str, overwrite: str = "overwrite=True") -> Iterator[None]:
+    """Output refusals in the words of the Python call: the checks behind ``write`` and
+    ``report`` speak to the command line (``--out``, ``--overwrite``), whose flags a
+    Python user never typed."""
+    from medaudit.io.output import OutputPathError
+
+    try:
+        yield
+    except (OutputPathError, FileExistsError) as exc:
+        text = re.sub(r"--overwrite\b", overwrite, str(exc))
+        text = re.sub(r"--out\b", noun, text)
+        raise type(exc)(text) from None
 
 
 def _spec_mapping(spec: Any) -> tuple[dict[str, Any], Path]:

@@ -228,3 +228,28 @@ def test_a_declared_subgroup_column_is_used_not_unknown(audited):
     _, _, _, out = audited
     inputs = json.loads((out / "results.json").read_text(encoding="utf-8"))["provenance"]["inputs"]
     assert inputs["subgroup_columns"] == ["sex"] and "unknown_columns" not in inputs
+
+
+def test_python_refusals_speak_of_the_call_and_repr_counts_blocks_that_ran(newcomer, tmp_path):
+    # probe finding: write() into an existing folder said "choose another --out or pass
+    # --overwrite" (the call's argument is overwrite=True), and repr counted every block
+    # of the spec, 7, where 2 had anything to run on
+    from medaudit.io.output import OutputPathError
+
+    _, df = newcomer
+    res = medaudit.audit(df, n_resamples=20, blocks=["discrimination", "operating_points",
+                                                     "prompts"])
+    (tmp_path / "there").mkdir()
+    with pytest.raises(FileExistsError) as e:
+        res.write(tmp_path / "there")
+    assert str(e.value).endswith("exists; choose another directory or pass overwrite=True.")
+    assert "--" not in str(e.value)
+    mine = tmp_path / "mine.html"
+    mine.write_text("<p>my page</p>")
+    with pytest.raises(OutputPathError) as e:
+        res.report(mine)
+    assert "report() replaces only an HTML report medaudit wrote" in str(e.value)
+    assert "--" not in str(e.value)
+    ran = [n for n, r in res.outcome.results.items() if any(len(t) for t in r.tables.values())]
+    assert "prompts" not in ran  # no prompt column: nothing to run on
+    assert f"{len(ran)} blocks run" in repr(res)
