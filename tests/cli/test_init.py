@@ -370,3 +370,19 @@ def test_summarize_runs_what_the_init_spec_runs_subgroups_included(csv, tmp_path
     for name in ("subgroups__metrics.csv", "discrimination__metrics.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(a / "tables" / name),
                                       pd.read_csv(s / "tables" / name))
+
+
+def test_summarize_with_logits_on_scores_all_in_0_1_warns(csv, tmp_path, capsys):
+    # probe finding: the flag silently dropped Brier, ECE and AURC from a table of probabilities
+    rc, _, err = _run(["summarize", csv, "--out", tmp_path / "s", "--score-scale", "logits",
+                       "--n-resamples", "20"], capsys)
+    assert rc == 0
+    (line,) = [x for x in err.splitlines() if x.startswith("medaudit: warning:")]
+    assert "every score lies in [0, 1]" in line and "--score-scale logits was given" in line
+    # real logits (some below 0) are not warned about
+    t = pd.read_csv(csv)
+    t["score"] = np.log(t["score"] / (1 - t["score"]))
+    t.to_csv(tmp_path / "logits.csv", index=False)
+    rc, _, err = _run(["summarize", tmp_path / "logits.csv", "--out", tmp_path / "l",
+                       "--score-scale", "logits", "--n-resamples", "20"], capsys)
+    assert rc == 0 and "warning" not in err

@@ -128,6 +128,15 @@ def check_summarizable(table: pd.DataFrame, *, source: str, score_scale: str | N
 
     valid = checked_table(table, source=source, score_scale=score_scale,
                           logits_hint="Pass --score-scale logits")
+    sc = valid["score"].to_numpy(dtype=np.float64)
+    if score_scale == "logits" and sc.size and sc.min() >= 0.0 and sc.max() <= 1.0:
+        import warnings
+
+        # logits drop the probability metrics: a table of probabilities loses them for nothing
+        warnings.warn(f"{source}: every score lies in [0, 1], as probabilities do, but "
+                      "--score-scale logits was given: Brier score, ECE and AURC, which need "
+                      "probabilities, are left out. Drop the flag if these are probabilities.",
+                      UserWarning, stacklevel=2)
     images = valid.drop_duplicates(["cohort", "image_id"])
     for cohort, g in images.groupby("cohort", sort=True):
         if g["label"].nunique() < 2:
