@@ -411,3 +411,18 @@ def test_closing_a_drawing_stops_its_workers_at_once():
         p.join(timeout=10)
     assert time.perf_counter() - t0 < 10
     assert not any(p.is_alive() for p in procs)
+
+
+def test_an_auroc_interval_past_1_is_clipped_on_the_page_only():
+    # probe finding: a seed ensemble's DeLong interval (AUC ± z sqrt(var), not clipped where
+    # computed, as pROC's formula before its clip) showed as [0.951, 1.009] on the page
+    from medaudit.report.html import _table_view
+
+    df = pd.DataFrame({"criterion": ["roc_auc", "roc_auc_difference", "brier_score"],
+                       "estimate": [0.98, 0.02, 0.1], "ci_low": [0.951, -0.03, 0.05],
+                       "ci_high": [1.0094, 0.07, 0.15]})
+    html = str(_table_view("retained", "seeds", df, 10))
+    assert "1.009" not in html and "0.951" in html
+    assert 'data-v="1.0"' in html or 'data-v="1"' in html
+    assert "-0.030" in html  # a difference may be negative: untouched
+    assert df.loc[0, "ci_high"] == 1.0094  # the table itself keeps the formula's number

@@ -22,6 +22,7 @@ import html as _html
 import importlib
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -226,12 +227,38 @@ def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- tables
 
+#: criteria whose values lie in [0, 1]; a normal-theory (DeLong) interval of one can pass 1
+_AUROC_CRITERIA = ("roc_auc", "soft_roc_auc")
+
+
+def _clip_auroc_bounds(cols: list[str], values: list[list[Any]]) -> None:
+    """Clip, for display only, the interval bounds of AUROC rows to [0, 1] (in place).
+
+    A DeLong interval ``AUC ± z sqrt(var)`` is not clipped where it is computed (the tables
+    and results.json keep the formula's numbers, pROC's clipped ones are recoverable from
+    them), but a page showing an AUROC interval up to 1.009 reads as an error.
+    """
+    if "criterion" not in cols:
+        return
+    crit = values[cols.index("criterion")]
+    rows = [i for i, c in enumerate(crit) if isinstance(c, str) and c.split("[", 1)[0]
+            in _AUROC_CRITERIA]
+    for name in ("ci_low", "ci_high"):
+        if name in cols and rows:
+            col = values[cols.index(name)]
+            for i in rows:
+                v = fmt.as_float(col[i])
+                if v is not None and not 0.0 <= v <= 1.0 and math.isfinite(v):
+                    col[i] = min(max(v, 0.0), 1.0)
+
+
 def _table_view(block: str, name: str, df: pd.DataFrame, max_rows: int) -> dict[str, Any]:
     cols = [str(c) for c in df.columns]
     n = len(df)
     # each column read out once (Python scalars, as iterating the frame gives them); each
     # shown cell formatted once, its number flag reused for the column's alignment
     values = [df.iloc[:, j].tolist() for j in range(len(cols))]
+    _clip_auroc_bounds(cols, values)
     constant: list[tuple[str, str]] = []
     extra = set()
     for c, vals in zip(cols, values, strict=True):
