@@ -161,9 +161,10 @@ def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(tmp_path):
     included) gives one line and exit 130, no traceback from the parent or a worker, no
     output folder; the same command then finishes with the bytes of an uninterrupted run."""
     d = yaml.safe_load((ROOT / "examples" / "paper000_simulated.yaml").read_text())
-    # B large enough that what follows block 2 outlasts a busy machine's delay between the
-    # line being read and the signal (at B = 500 the run could finish first: exit 0)
-    d.update({"simulate_scale": 0.3, "n_resamples": 1500, "n_permutations": 199,
+    # what follows the signal must outlast a busy machine's delay between the line being
+    # read and the signal: at B = 500, signalled at block 2, the run (1.3 s alone) could
+    # finish first under the full suite (exit 0); signalled at block 1, with B = 1000
+    d.update({"simulate_scale": 0.3, "n_resamples": 1000, "n_permutations": 199,
               "blocks": ["discrimination", "operating_points", "prompts", "spectrum"]})
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(d))
@@ -172,9 +173,9 @@ def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(tmp_path):
     proc = subprocess.Popen(cmd, env=_env(), cwd=tmp_path, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     seen = []
-    for line in proc.stderr:  # wait until a later block has started: the run is mid-way
+    for line in proc.stderr:  # wait until the first block has started: the run is under way
         seen.append(line)
-        if "[2/" in line:
+        if "[1/" in line:
             break
     os.killpg(proc.pid, signal.SIGINT)
     rest = proc.stderr.read()
@@ -204,7 +205,7 @@ def test_sigterm_unwinds_as_ctrl_c_does_and_leaves_no_temporary_folder(tmp_path)
     seen = []
     for line in proc.stderr:
         seen.append(line)
-        if "[2/" in line:
+        if "[1/" in line:
             break
     proc.send_signal(signal.SIGTERM)
     rest = proc.stderr.read()

@@ -426,7 +426,11 @@ def _intro() -> list[str]:
         "",
         "A long CSV with one row per model and image (add a `prompt` column only if your "
         "models take prompts; optional columns are `negative_group`, `label_soft`, `seed`, "
-        "`patient_id`, `split`, and any others are kept and listed):",
+        "`patient_id`, `split`, and any others are kept and listed). Intervals resample "
+        "images; where `patient_id` repeats (several images of one patient) the "
+        "`discrimination` notes say so, since such intervals can be too narrow: the audit has "
+        "no patient-level design yet, and `medaudit.stats` functions take "
+        "`design=\"cluster\", cluster=...` for one:",
         "",
         "```csv", *_EXAMPLE_CSV.splitlines(), "```",
         "",
