@@ -102,3 +102,32 @@ def test_uniform_bins_on_edges_follow_the_floor_rule():
     k = np.minimum(np.floor(10 * p), 9).astype(int)
     want = [y[k == b].mean() for b in range(10) if np.any(k == b)]
     np.testing.assert_allclose(frac, want, rtol=1e-12)
+
+
+def test_a_probability_on_an_inner_edge_is_binned_apart_from_sklearns_calibration_curve():
+    """Documented in the binning parameter: scikit-learn's calibration_curve closes its bins
+    on the right (searchsorted over the inner edges), so 0.5 of 10 bins falls in (0.4, 0.5];
+    medaudit's two rules put it in [0.5, 0.6).  Witness: the ECE on sklearn's own bins."""
+    import numpy as np
+    from sklearn.calibration import calibration_curve
+
+    from medaudit.stats import ece
+
+    y, p = np.array([0, 1, 1]), np.array([0.5, 0.45, 0.45])
+    frac, mean = calibration_curve(y, p, n_bins=10, strategy="uniform")
+    edges = np.linspace(0.0, 1.0, 11)
+    ids = np.searchsorted(edges[1:-1], p)  # sklearn's binning (calibration_curve's source)
+    counts = np.bincount(ids, minlength=10)
+    sk = sum(counts[b] / p.size * abs(p[ids == b].mean() - y[ids == b].mean())
+             for b in range(10) if counts[b])
+    assert frac.size == 1 and sk == pytest.approx(0.2, abs=1e-15)  # one bin holds all three
+    for binning in ("floor", "linspace"):
+        assert ece(y, p, n_bins=10, binning=binning) == pytest.approx(0.5333333333333333, abs=1e-15)
+    # continuous probabilities (none on an edge) agree
+    rng = np.random.default_rng(4)
+    y, p = (rng.random(400) < 0.4).astype(int), rng.random(400)
+    ids = np.searchsorted(edges[1:-1], p)
+    counts = np.bincount(ids, minlength=10)
+    sk = sum(counts[b] / p.size * abs(p[ids == b].mean() - y[ids == b].mean())
+             for b in range(10) if counts[b])
+    assert ece(y, p, n_bins=10) == pytest.approx(sk, abs=1e-12)

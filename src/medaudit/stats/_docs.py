@@ -63,7 +63,11 @@ PARAMS: dict[str, str] = {
         '      0.30000000000000004): ``ece([1, 0, 0], [0.3, 0.3, 0.25], n_bins=10)`` is 0.2167\n'
         '      with ``"floor"`` and 0.05 with ``"linspace"``.  The two rules differ only for\n'
         '      probabilities at or next to an edge (0.3, 0.6 and 0.7 at 10 bins, seven values\n'
-        '      at 20 bins, none of the k/15 at 15 bins).'
+        '      at 20 bins, none of the k/15 at 15 bins).\n'
+        "    * Neither is scikit-learn's ``calibration_curve``, whose bins are closed on the\n"
+        '      right: a probability on an inner edge (0.5 of 10 bins) falls in the lower bin\n'
+        '      ``(0.4, 0.5]``.  ``ece([0, 1, 1], [0.5, 0.45, 0.45], n_bins=10)`` is 0.533 under\n'
+        "      both rules here and 0.2 on scikit-learn's bins; continuous probabilities agree."
     ),
 }
 

@@ -165,6 +165,8 @@ def log_loss(
     eps : float, default=1e-15
         Probabilities are clipped to ``[eps, 1 - eps]`` only inside the logarithm so
         that a confident error costs ``-log(eps)`` rather than infinity.  Record it.
+        scikit-learn (1.5 on) clips at the machine epsilon of the input's dtype:
+        ``eps=numpy.finfo(float).eps`` gives its value for float64 probabilities.
     prevalence : float in (0, 1), optional
         Class-weighted version :math:`-\frac{\pi}{|P|}\sum_P \ln s_i -
         \frac{1-\pi}{|N|}\sum_N \ln(1 - s_i)`.
@@ -178,6 +180,13 @@ def log_loss(
     --------
     >>> round(log_loss([0, 1], [0.5, 0.5]), 12)
     0.69314718056
+
+    A confident error costs ``-log(eps)`` (scikit-learn's clip with ``eps`` set to its):
+
+    >>> import numpy as np
+    >>> round(log_loss([0, 1], [1.0, 0.0]), 6), round(log_loss([0, 1], [1.0, 0.0],
+    ...                                                        eps=np.finfo(float).eps), 6)
+    (34.539176, 36.043653)
     """
     eps = check_fraction(eps, name="eps", low=0.0, high=0.5, closed="neither")
     y, s = labels_scores(y_true, y_prob, prob=True)

@@ -61,6 +61,11 @@ def sensitivity_at_specificity(
     Uses the cohort's own ROC curve (a within-cohort operating point, not a
     transported threshold).  ``sample_weight``: as in :func:`operating_point`.
 
+    Only observed thresholds count (paper 000 M0.8; anchors A3): the value is read from
+    scikit-learn's ``roc_curve(..., drop_intermediate=False)``.  R's pROC
+    (``coords(roc, x, input="specificity")``) interpolates linearly between ROC points and
+    can report more; :func:`~medaudit.stats.sensitivity_at_specificities` gives pROC's value.
+
     Examples
     --------
     >>> sensitivity_at_specificity([0, 0, 0, 0, 1, 1], [0.1, 0.2, 0.3, 0.7, 0.6, 0.8],
@@ -69,6 +74,15 @@ def sensitivity_at_specificity(
     >>> sensitivity_at_specificity([0, 0, 0, 0, 1, 1], [0.1, 0.2, 0.3, 0.7, 0.6, 0.8],
     ...                            min_specificity=1.0)
     0.5
+
+    Observed thresholds against pROC's interpolation:
+
+    >>> from medaudit.stats import sensitivity_at_specificities
+    >>> y, s = [0, 0, 1, 1], [0.1, 0.5, 0.5, 0.9]
+    >>> sensitivity_at_specificity(y, s, min_specificity=0.8)
+    0.5
+    >>> sensitivity_at_specificities(y, s, [0.8]).round(12).tolist()  # pROC coords: 0.7
+    [0.7]
     """
     return _at("sensitivity_at_specificity", y_true, y_score, min_specificity, sample_weight)
 
@@ -79,7 +93,8 @@ def specificity_at_sensitivity(
 ) -> float:
     """Largest specificity over thresholds whose sensitivity is at least ``min_sensitivity``.
 
-    ``sample_weight``: as in :func:`operating_point`.
+    ``sample_weight``: as in :func:`operating_point`.  Observed thresholds only, as
+    :func:`sensitivity_at_specificity` (pROC's ``coords`` interpolates between ROC points).
 
     Examples
     --------
