@@ -208,3 +208,33 @@ def test_bad_manifests_and_pairs_raise():
                           "sha256_match": [False], "hamming": [2]})
     with pytest.raises(SchemaError, match="not in the manifest"):
         ov.exclusion(man, pairs)
+
+
+def test_a_16_bit_copy_hashes_as_its_8_bit_original(tmp_path):
+    """Probe finding: imagehash's convert("L") clips 16-bit images at 255, so a 16-bit PNG
+    (PadChest ships them) saturated: its 8-bit original was 22-34 bits away and unrelated
+    16-bit images shared one hash.  Witness: imagehash itself on the 8-bit original, and
+    the brute-force Hamming distance."""
+    import imagehash
+    from PIL import Image
+
+    src = sorted((_need(SHARED / "kermany_pediatric_pneumonia_test224") / "PNEUMONIA").glob("*.jpeg"))[:8]
+    rows, originals = [], []
+    for k, p in enumerate(src):
+        with Image.open(p) as img:
+            g = np.asarray(img.convert("L"))
+        originals.append(int(str(imagehash.phash(Image.fromarray(g), **ov.PHASH_PARAMS)), 16))
+        Image.fromarray(g).save(tmp_path / f"o{k}.png")
+        wide = g.astype(np.uint16) * 257  # the same picture at 16 bits
+        Image.fromarray(wide).save(tmp_path / f"w{k}.png")
+        with Image.open(tmp_path / f"w{k}.png") as back:
+            assert back.mode.startswith("I")  # a 16-bit PNG indeed
+        rows += [{"dataset": "eight", "image_id": f"o{k}", "path": str(tmp_path / f"o{k}.png")},
+                 {"dataset": "sixteen", "image_id": f"w{k}", "path": str(tmp_path / f"w{k}.png")}]
+    h = ov.hash_images(pd.DataFrame(rows)).set_index("image_id")
+    assert (h["error"] == "").all()
+    for k in range(len(src)):
+        assert int(h.loc[f"o{k}", "phash"], 16) == originals[k]  # 8-bit images: unchanged
+        assert bin(int(h.loc[f"o{k}", "phash"], 16) ^ int(h.loc[f"w{k}", "phash"], 16)).count("1") <= 4
+    # and unrelated 16-bit images no longer share a saturated hash
+    assert h.loc[[f"w{k}" for k in range(len(src))], "phash"].nunique() == len(src)

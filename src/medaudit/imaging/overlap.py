@@ -6,7 +6,8 @@ Two screens over a manifest (``dataset, image_id, path`` at least):
 * near duplicates — the 64-bit DCT perceptual hash of :func:`imagehash.phash`
   (``hash_size=8, highfreq_factor=4``: grayscale, 32×32 LANCZOS, 2-D DCT-II, top-left 8×8 block,
   bit = coefficient > median), every pair from *different* groups (default: datasets) with Hamming
-  distance ≤ 4.
+  distance ≤ 4.  An image of more than 8 bits (a 16-bit PNG) is first stretched linearly over its
+  own range to 8 bits: imagehash's ``convert("L")`` would clip it at 255 and saturate it.
 
 All pairs are compared by a vectorised bit count over packed ``uint64`` hashes (XOR then
 ``np.bitwise_count``) in row blocks that bound memory; nothing loops over pairs in Python.
@@ -129,6 +130,29 @@ def pack_hex(hexes: Sequence[str]) -> NDArray[np.uint64]:
     return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
 
 
+#: Pillow modes of more than 8 bits per pixel (16-bit PNGs such as PadChest's, 32-bit, float)
+_WIDE_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
+
+
+def _gray8(img: Any) -> Any:
+    """``img`` as imagehash should see it: 8-bit and wider images alike.
+
+    imagehash converts with ``convert("L")``, which clips a 16-bit image at 255: a 16-bit
+    X-ray saturates to almost all white, so a 16-bit copy of an 8-bit image lands far from
+    it and unrelated 16-bit images share one hash.  Wider images are stretched linearly over
+    their own range to 0..255 first (a linear map keeps the DCT's order of coefficients, so a
+    copy at another bit depth hashes alike); 8-bit images are passed on unchanged.
+    """
+    if img.mode not in _WIDE_MODES:
+        return img
+    from PIL import Image
+
+    a = np.asarray(img, dtype=np.float64)
+    lo, hi = float(a.min()), float(a.max())
+    scaled = (a - lo) * (255.0 / (hi - lo)) if hi > lo else np.zeros_like(a)
+    return Image.fromarray(np.rint(scaled).astype(np.uint8), mode="L")
+
+
 def hash_images(manifest: pd.DataFrame) -> pd.DataFrame:
     """SHA-256 of the bytes and the 64-bit pHash of each image of a manifest.
 
@@ -156,7 +180,7 @@ def hash_images(manifest: pd.DataFrame) -> pd.DataFrame:
             data = Path(path).read_bytes()
             sha = hashlib.sha256(data).hexdigest()
             with Image.open(path) as img:
-                ph = str(imagehash.phash(img, **PHASH_PARAMS))
+                ph = str(imagehash.phash(_gray8(img), **PHASH_PARAMS))
         except FileNotFoundError:
             err = "file not found"
         except Exception as exc:  # noqa: BLE001 - any unreadable image is reported with its reason
