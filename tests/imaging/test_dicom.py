@@ -455,3 +455,57 @@ def test_an_output_that_is_a_file_or_a_foreign_report_is_refused(tmp_path):
     with pytest.raises(MedauditError, match="not a conversion report medaudit wrote"):
         dc.convert_folder(src, tmp_path / "o")
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["conversion_report.json"]
+
+
+def test_a_stop_between_sidecar_and_png_is_redone_not_taken_for_a_users_file(tmp_path, monkeypatch):
+    """Probe finding: Ctrl-C between the PNG and its sidecar left a PNG without a sidecar,
+    which every later run refused as a file of the user's.  The sidecar is written first now:
+    a stop there leaves a medaudit sidecar without its PNG, which a rerun redoes; a killed
+    write's temporary file is removed by the rerun.  Witness: an uninterrupted run's bytes."""
+    src = _folder(tmp_path)
+    dc.convert_folder(src, tmp_path / "fresh")
+    real = dc._atomic_write
+    written = []
+
+    def stop_at_the_png(path, data):
+        if path.suffix == ".png" and path.name == "6247.png":
+            # as a kill mid-write leaves it: a temporary file of the PNG, then the stop
+            (path.parent / f".{path.name}.abcd1234.tmp").write_bytes(data[:10])
+            raise KeyboardInterrupt
+        written.append(path.name)
+        real(path, data)
+
+    monkeypatch.setattr(dc, "_atomic_write", stop_at_the_png)
+    with pytest.raises(KeyboardInterrupt):
+        dc.convert_folder(src, tmp_path / "out")
+    sub = tmp_path / "out" / "sub"
+    assert (sub / "6247.json").is_file() and not (sub / "6247.png").exists()
+    assert "6247.json" in written  # the sidecar came first
+    monkeypatch.setattr(dc, "_atomic_write", real)
+    rep = dc.convert_folder(src, tmp_path / "out")
+    assert "sub/6247" in rep.converted and not rep.failures
+    assert not list(sub.glob(".*.tmp"))
+    fresh, out = _tree(tmp_path / "fresh"), _tree(tmp_path / "out")
+    fresh.pop("conversion_report.json"), out.pop("conversion_report.json")
+    assert fresh == out
+
+
+def test_a_blocked_output_folder_or_the_reports_name_fails_that_file_not_the_batch(tmp_path):
+    """Probe findings: a file of the user's where an output folder must go stopped the whole
+    batch with [Errno 17]; an input named conversion_report.dcm wrote its sidecar over the
+    folder's report."""
+    src = _folder(tmp_path)
+    shutil.copy(_file("CT_small.dcm"), src / "conversion_report.dcm")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sub").write_text("a file of the user's")
+    rep = dc.convert_folder(src, out)
+    reasons = dict(rep.failures)
+    assert set(reasons) == {"sub/6154", "sub/6247", "sub/6278", "conversion_report.dcm"}
+    assert "cannot create the folder 'sub' in the output folder" in reasons["sub/6154"]
+    assert "the folder's conversion report; rename the input" in reasons["conversion_report.dcm"]
+    assert set(rep.converted) == {"CT_small.dcm", "MR_small.dcm"}
+    assert (out / "sub").read_text() == "a file of the user's"
+    report = json.loads((out / "conversion_report.json").read_text())
+    assert report["n_failed"] == 4 and report["n_converted"] == 2
+    assert dc.convert_folder(src, out).failures == rep.failures  # and so again, unchanged

@@ -17,6 +17,7 @@ value and kept in the sidecar; messages of errors are scrubbed the same way.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import logging
@@ -334,15 +335,26 @@ def _versions() -> dict[str, str]:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove the temporary files :func:`_atomic_write` leaves when killed mid-write
+    (``.NAME.XXXXXXXX.tmp`` beside ``path``): a rerun converting ``path`` again owns them."""
+    for p in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        if p.is_file() and not p.is_symlink():
+            with contextlib.suppress(OSError):
+                p.unlink()
 
 
 def _png_bytes(pixels: NDArray[np.uint8]) -> bytes:
@@ -359,8 +371,11 @@ def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
                  source_name: str | None = None) -> dict[str, Any]:
     """Convert one DICOM file to ``dst`` (PNG) and write its sidecar ``dst`` with suffix ``.json``.
 
-    Both files are written atomically, the sidecar last, so a sidecar whose hashes match means a
-    finished conversion.  Returns the sidecar's content.
+    Both files are written atomically, the sidecar first: a run stopped between the two leaves
+    a sidecar (medaudit's, so a rerun redoes it) without the PNG it names, never a PNG without
+    its sidecar (which a rerun would have to take for a file of the user's).  A sidecar whose
+    hashes match the source and the PNG means a finished conversion.  Returns the sidecar's
+    content.
 
     Parameters
     ----------
@@ -401,9 +416,9 @@ def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
         "library_messages": [_scrub(m, secrets) for m in notes],
         **converted.provenance,
     }
-    _atomic_write(dst, png)
     _atomic_write(dst.with_suffix(".json"),
                   (json.dumps(sidecar, sort_keys=True, indent=2) + "\n").encode("utf-8"))
+    _atomic_write(dst, png)
     return sidecar
 
 
@@ -449,6 +464,18 @@ def _not_ours(dst: Path) -> str | None:
         return (f"{dst.name!r} in the output folder has no medaudit sidecar beside it, so it is not "
                 "a conversion of medaudit's; it was left as it is (move it, or choose another "
                 "output folder).")
+    return None
+
+
+def _folder_blocked(out: Path, folder: Path) -> str | None:
+    """Make ``folder`` (inside ``out``); why it cannot be made (a file of that name is in the
+    way), or None.  One input's blocked folder fails that input, not the batch."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = folder.relative_to(out).as_posix()
+        return (f"cannot create the folder {where!r} in the output folder ({exc.strerror}: a "
+                "file of that name is in the way?); it was left as it is.")
     return None
 
 
@@ -521,18 +548,24 @@ def convert_folder(src: str | os.PathLike[str], out: str | os.PathLike[str], *,
         name = rel.as_posix()
         dst_rel = _output_name(rel)
         clash = [r.as_posix() for r in targets[dst_rel] if r != rel]
+        dst = out / dst_rel
         if clash:
             failures.append((name, f"output name {dst_rel.as_posix()!r} is also the output of "
                                    f"{', '.join(clash)}; rename one of the inputs."))
+        elif dst.with_suffix(".json") == report_path:
+            failures.append((name, f"its sidecar would be {report_path.name!r}, the folder's "
+                                   "conversion report; rename the input."))
+        elif (blocked := _folder_blocked(out, dst.parent)) is not None:
+            failures.append((name, blocked))
         else:
-            dst = out / dst_rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
             if _finished(path, dst):
                 skipped.append(name)
             elif (why := _not_ours(dst)) is not None:
                 failures.append((name, why))
             else:
                 try:
+                    _remove_stale_temps(dst)
+                    _remove_stale_temps(dst.with_suffix(".json"))
                     convert_file(path, dst, source_name=name)
                     converted.append(name)
                 except DicomConversionError as exc:
