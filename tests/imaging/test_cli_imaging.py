@@ -115,3 +115,21 @@ def test_manifest_help_examples_use_options_their_dataset_takes():
         words = shlex.split(line.split("  ")[0])
         params = inspect.signature(BUILDERS[words[2]]).parameters
         assert all(flags[w] in params for w in words if w in flags), line
+
+
+@pytest.mark.parametrize("dataset, folder, what", [
+    ("kermany", "tbx11k_tb_positive_subset", "a table there has no column 'path'"),
+    ("tbx11k_tb_subset", "kermany_pediatric_pneumonia_test224", "a table there has no column 'image'"),
+    ("nih_810", "kermany_pediatric_pneumonia_test224", "no such file or directory: "),
+])
+def test_a_root_of_another_dataset_is_one_line_naming_what_was_looked_for(dataset, folder, what,
+                                                                          tmp_path, capsys):
+    # probe finding: a traceback ending in KeyError: 'path' (or a bare [Errno 2])
+    root = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / folder
+    if not root.is_dir():
+        pytest.skip(f"shared data {root} is absent")
+    assert main(["manifest", dataset, str(root), "--out", str(tmp_path / "m.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err and "Errno" not in err, err
+    assert f"does not have the layout of dataset {dataset!r} ({what}" in err
+    assert not (tmp_path / "m.csv").exists()

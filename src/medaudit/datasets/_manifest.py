@@ -91,7 +91,8 @@ def _check_files(df: pd.DataFrame, dataset: str) -> None:
     missing = [p for p in df["path"] if not Path(p).is_file()]
     if missing:
         raise SchemaError(f"{dataset}: {len(missing)} image file(s) listed are missing, e.g. "
-                          f"{missing[:3]}; fix the layout or pass require_files=False.")
+                          f"{missing[:3]}; fix the layout or pass require_files=False "
+                          "(--no-require-files).")
 
 
 def _expect(dataset: str, found: Mapping[str, int], expected: Mapping[str, int], *,

@@ -113,7 +113,8 @@ def tbx11k_manifest(root: str | os.PathLike[str], *, lists_dir: str | os.PathLik
     for split in ("train", "val"):
         f = lists / f"TBX11K_{split}.txt"
         if not f.is_file():
-            raise MedauditError(f"tbx11k: official list {str(f)!r} not found (give lists_dir=).")
+            raise MedauditError(f"tbx11k: official list {str(f)!r} not found; ROOT must hold the "
+                                "dataset's lists/ folder (in Python, or give lists_dir=).")
         entries = [ln.strip() for ln in f.read_text(encoding="utf-8").splitlines() if ln.strip()]
         keep = [e for e in entries if e.split("/")[0] in _TBX_CLASS]
         steps(f"{f.name}: entries of health/, sick/, tb/ (bundled extra/ and test/ excluded)",
@@ -265,7 +266,19 @@ def build_manifest(dataset: str, root: str | os.PathLike[str], **options: Any) -
     """Build the manifest of ``dataset`` (a key of :data:`BUILDERS`) from ``root``."""
     if dataset not in BUILDERS:
         raise MedauditError(f"unknown dataset {dataset!r}; known: {', '.join(sorted(BUILDERS))}.")
-    return BUILDERS[dataset](root, **options)
+    if not Path(root).exists():
+        raise MedauditError(f"dataset root {str(root)!r} does not exist; give the folder of "
+                            f"{dataset!r} as it ships.")
+    try:
+        return BUILDERS[dataset](root, **options)
+    except (KeyError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+        # another dataset's folder (or a file) given as the root: what the builder looked
+        # for is named, not a pandas KeyError or a bare [Errno 2] on a path inside it
+        what = (f"a table there has no column {exc.args[0]!r}" if isinstance(exc, KeyError)
+                else f"{exc.strerror.lower()}: {exc.filename!r}")
+        raise MedauditError(f"{str(root)!r} does not have the layout of dataset {dataset!r} "
+                            f"({what}); give that dataset's folder as it ships (README: "
+                            "`medaudit manifest`), or the DATASET that matches this folder.") from None
 
 
 def _is_counts_file(side: Path) -> bool:
