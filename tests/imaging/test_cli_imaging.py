@@ -133,3 +133,21 @@ def test_a_root_of_another_dataset_is_one_line_naming_what_was_looked_for(datase
     assert err.count("\n") == 0 and "Traceback" not in err and "Errno" not in err, err
     assert f"does not have the layout of dataset {dataset!r} ({what}" in err
     assert not (tmp_path / "m.csv").exists()
+
+
+def test_a_manifest_of_medaudit_manifest_is_a_scoring_manifest(tmp_path):
+    # probe finding: `medaudit score` refused `medaudit manifest`'s output ("missing column(s)
+    # ['cohort']"); its dataset column now names the cohort
+    from medaudit.adapters.zeroshot import read_manifest
+
+    root = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / \
+        "kermany_pediatric_pneumonia_test224"
+    if not root.is_dir():
+        pytest.skip(f"shared data {root} is absent")
+    out = tmp_path / "k.csv"
+    assert main(["manifest", "kermany", str(root), "--out", str(out), "--quiet"]) == 0
+    raw = pd.read_csv(out, dtype=str, keep_default_na=False)
+    t = read_manifest(out)
+    assert len(t) == len(raw) and set(t["cohort"]) == {"kermany"}
+    assert t["image_id"].tolist() == raw["image_id"].tolist()
+    assert t["label"].tolist() == raw["label"].astype(int).tolist()

@@ -152,7 +152,13 @@ def read_manifest(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def check_manifest(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
-    """Validated copy of a scoring manifest (text keys, label 0/1, one row per cohort image)."""
+    """Validated copy of a scoring manifest (text keys, label 0/1, one row per cohort image).
+
+    A manifest written by ``medaudit manifest`` names its cohort in the column ``dataset``:
+    without a ``cohort`` column, that one is the cohort.
+    """
+    if "cohort" not in df.columns and "dataset" in df.columns:
+        df = df.assign(cohort=df["dataset"])
     require_columns(df, MANIFEST_COLUMNS, source=source, what="scoring manifest",
                     optional=_CARRIED, noun="manifest")
     t = text_columns(df, ("image_id", "path", "cohort"), source=source)

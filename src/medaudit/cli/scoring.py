@@ -167,7 +167,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "downloads the pinned revision"),
                         ("medaudit score manifest.csv --model openclip --weights ckpt/ --out s.csv "
                          "--cache cache/", "resumable")))
-    s.add_argument("manifest", help="CSV with image_id, path, cohort, label (paths relative to it)")
+    s.add_argument("manifest", help="CSV with image_id, path, cohort, label (paths relative to it; "
+                                    "a `medaudit manifest` file works: its dataset is the cohort)")
     s.add_argument("--model", required=True,
                    help="registry name: openclip, biomedclip, medsiglip, chexficient")
     s.add_argument("--weights", default=None,
