@@ -509,3 +509,16 @@ def test_a_blocked_output_folder_or_the_reports_name_fails_that_file_not_the_bat
     report = json.loads((out / "conversion_report.json").read_text())
     assert report["n_failed"] == 4 and report["n_converted"] == 2
     assert dc.convert_folder(src, out).failures == rep.failures  # and so again, unchanged
+
+
+def test_a_file_that_is_not_dicom_gets_no_advice_only_python_can_follow(tmp_path):
+    # probe finding: the reason ended with pydicom's "Use force=True to force reading."
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "x.dcm").write_text("hello")
+    (src / "empty.dcm").write_bytes(b"")
+    rep = dc.convert_folder(src, tmp_path / "out")
+    reasons = dict(rep.failures)
+    assert set(reasons) == {"x.dcm", "empty.dcm"}
+    for why in reasons.values():
+        assert why.startswith("not a readable DICOM file (InvalidDicomError: ") and "force" not in why

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
@@ -399,8 +400,11 @@ def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
             try:
                 ds = pydicom.dcmread(src)
             except Exception as exc:  # noqa: BLE001 - every reader failure is reported the same way
+                # pydicom's advice to its Python callers ("Use force=True to force reading.")
+                # is nothing a user of the command can act on
+                why = re.sub(r"\s*Use force=True to force reading\.?", "", str(exc)).strip()
                 raise DicomConversionError(
-                    f"not a readable DICOM file ({type(exc).__name__}: {exc})") from None
+                    f"not a readable DICOM file ({type(exc).__name__}: {why})") from None
             secrets = _phi_values(ds)
             converted = convert_dataset(ds)
     except DicomConversionError as exc:
