@@ -7,6 +7,7 @@ import shutil
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -151,3 +152,25 @@ def test_a_manifest_of_medaudit_manifest_is_a_scoring_manifest(tmp_path):
     assert len(t) == len(raw) and set(t["cohort"]) == {"kermany"}
     assert t["image_id"].tolist() == raw["image_id"].tolist()
     assert t["label"].tolist() == raw["label"].astype(int).tolist()
+
+
+def test_overlap_reads_relative_image_paths_against_their_manifest(tmp_path, monkeypatch, capsys):
+    # probe finding: the same manifest hashed its images from its own folder and reported
+    # "file not found" for every row from another (paths were read against the working folder)
+    from PIL import Image
+
+    d = tmp_path / "data"
+    d.mkdir()
+    rng = np.random.default_rng(0)
+    for k in range(3):
+        Image.fromarray(rng.integers(0, 255, (40, 40), dtype=np.uint8)).save(d / f"i{k}.png")
+    pd.DataFrame({"image_id": ["a", "b"], "dataset": "one", "path": ["i0.png", "i1.png"]}).to_csv(
+        d / "one.csv", index=False)
+    pd.DataFrame({"image_id": ["c"], "dataset": "two", "path": [str(d / "i0.png")]}).to_csv(
+        d / "two.csv", index=False)
+    monkeypatch.chdir(tmp_path)  # not the manifests' folder
+    assert main(["overlap", "data/one.csv", "data/two.csv", "--out", "ov", "--quiet"]) == 0
+    hashes = pd.read_csv(tmp_path / "ov" / "hashes.csv", keep_default_na=False)
+    assert (hashes["error"] == "").all()
+    pairs = pd.read_csv(tmp_path / "ov" / "pairs.csv")
+    assert set(zip(pairs["image_a"], pairs["image_b"])) == {("a", "c")}  # the same file

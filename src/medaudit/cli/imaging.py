@@ -89,8 +89,14 @@ def _cmd_overlap(args: argparse.Namespace) -> int:
     out = Path(args.out)
     check_output_dir(out, inputs={"manifest": [Path(p) for p in args.manifests]},
                      overwrite=args.overwrite)
-    table = pd.concat([_read_manifest(Path(p), read_manifest) for p in args.manifests],
-                      ignore_index=True)
+    def located(p: Path) -> pd.DataFrame:
+        # a relative image path is relative to its manifest, as `medaudit score` reads it
+        # (not to the folder the command happens to run in)
+        m = _read_manifest(p, read_manifest)
+        return m.assign(path=[q if os.path.isabs(q) else str(p.parent / q)
+                              for q in m["path"].astype(str)])
+
+    table = pd.concat([located(Path(p)) for p in args.manifests], ignore_index=True)
     res = screen_overlap(table, max_distance=args.max_distance, group_by=args.group_by)
     write_overlap(res, out, overwrite=args.overwrite)
     unhashed = res.unhashed_message()
@@ -154,7 +160,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "candidate pairs and a role-preserving exclusion list (paper 000 M0.13).",
         epilog=examples(("medaudit overlap train.csv test.csv --out overlap/", "screen two manifests"),
                         ("medaudit overlap *.csv --out overlap/ --max-distance 2", "a stricter screen")))
-    o.add_argument("manifests", nargs="+", metavar="MANIFEST", help="manifest CSV files")
+    o.add_argument("manifests", nargs="+", metavar="MANIFEST",
+                   help="manifest CSV files (image paths relative to their manifest)")
     o.add_argument("--out", required=True, help="output directory (written atomically)")
     o.add_argument("--max-distance", type=int, default=4, help="largest Hamming distance (default 4)")
     o.add_argument("--group-by", default="dataset", help="column whose values must differ (default dataset)")
