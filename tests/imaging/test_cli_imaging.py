@@ -173,4 +173,4 @@ def test_overlap_reads_relative_image_paths_against_their_manifest(tmp_path, mon
     hashes = pd.read_csv(tmp_path / "ov" / "hashes.csv", keep_default_na=False)
     assert (hashes["error"] == "").all()
     pairs = pd.read_csv(tmp_path / "ov" / "pairs.csv")
-    assert set(zip(pairs["image_a"], pairs["image_b"])) == {("a", "c")}  # the same file
+    assert set(zip(pairs["image_a"], pairs["image_b"], strict=True)) == {("a", "c")}  # one file
