@@ -522,3 +522,20 @@ def test_a_file_that_is_not_dicom_gets_no_advice_only_python_can_follow(tmp_path
     assert set(reasons) == {"x.dcm", "empty.dcm"}
     for why in reasons.values():
         assert why.startswith("not a readable DICOM file (InvalidDicomError: ") and "force" not in why
+
+
+def test_symbolic_links_passed_over_are_listed_not_skipped_unsaid(tmp_path):
+    # probe finding: a linked folder and a dangling link were left out without a word
+    src = _folder(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(_file("CT_small.dcm"), elsewhere / "e.dcm")
+    (src / "linkdir").symlink_to(elsewhere, target_is_directory=True)
+    (src / "dangling.dcm").symlink_to(tmp_path / "nowhere.dcm")
+    (src / "linked.dcm").symlink_to(src / "CT_small.dcm")  # a linked file is converted
+    rep = dc.convert_folder(src, tmp_path / "out")
+    reasons = dict(rep.failures)
+    assert set(reasons) == {"linkdir", "dangling.dcm"}
+    assert "link to a folder is not followed" in reasons["linkdir"]
+    assert "target does not exist" in reasons["dangling.dcm"]
+    assert "linked.dcm" in rep.converted and len(rep.converted) == 6

@@ -500,6 +500,25 @@ def list_inputs(src: str | os.PathLike[str]) -> list[tuple[Path, Path]]:
     return files
 
 
+def _unfollowed_links(src: Path) -> list[tuple[str, str]]:
+    """The symbolic links under ``src`` that :func:`list_inputs` passes over, each with why:
+    a link to a folder is not followed (it may lead out of ``src``, or round in a loop) and a
+    dangling link has nothing to read.  Listed as failures, so none is skipped unsaid."""
+    if not src.is_dir():
+        return []
+    out = []
+    for p in sorted(src.rglob("*")):
+        rel = p.relative_to(src)
+        if not p.is_symlink() or any(part.startswith(".") for part in rel.parts):
+            continue
+        if p.is_dir():
+            out.append((rel.as_posix(), "a symbolic link to a folder is not followed; give the "
+                                        "folder itself (or convert it as an input of its own)."))
+        elif not p.exists():
+            out.append((rel.as_posix(), "a symbolic link whose target does not exist."))
+    return out
+
+
 def convert_folder(src: str | os.PathLike[str], out: str | os.PathLike[str], *,
                    progress: Callable[[int, int, str], None] | None = None) -> FolderReport:
     """Convert every file under ``src`` (recursively) into ``out``, mirroring the folder layout.
@@ -547,7 +566,7 @@ def convert_folder(src: str | os.PathLike[str], out: str | os.PathLike[str], *,
         targets.setdefault(_output_name(rel), []).append(rel)
     converted: list[str] = []
     skipped: list[str] = []
-    failures: list[tuple[str, str]] = []
+    failures: list[tuple[str, str]] = _unfollowed_links(src)
     for i, (path, rel) in enumerate(inputs, start=1):
         name = rel.as_posix()
         dst_rel = _output_name(rel)
