@@ -503,3 +503,14 @@ NUMERIC_OPTIONS = [
 def test_numeric_option_out_of_range(func, kwargs, message):
     with pytest.raises(MedauditError, match=re.escape(message)):
         func(Y, S, **kwargs)
+
+
+def test_value_kind_names_each_kind_once():
+    import numpy as np
+
+    from medaudit._validation import value_kind
+
+    got = [value_kind(v) for v in (True, np.bool_(False), 1, np.int8(2), 1.0, np.float32(2),
+                                   "1", None)]
+    assert got == ["boolean", "boolean", "integer", "integer", "float", "float", "text",
+                   "NoneType"]

@@ -27,6 +27,7 @@ __all__ = [
     "as_soft_labels",
     "check_same_length",
     "check_option",
+    "value_kind",
     "check_fraction",
     "as_generator",
     "as_sample_weight",
@@ -357,3 +358,18 @@ def as_sample_weight(w: ArrayLike | None, n: int, *, name: str = "sample_weight"
         raise MedauditError(f"{name} must be non-negative; found {float(arr.min())!r} "
                             f"{_where(arr < 0.0)}. Give weight 0 to leave a sample out.")
     return arr
+
+
+def value_kind(v: Any) -> str:
+    """The kind of one cell value as messages name it: ``boolean``, ``integer``, ``float``,
+    ``text`` or its type's name.  Levels are named by their text, so a column or list that
+    mixes kinds (1, "1", 1.0) is refused by its callers rather than merged or split."""
+    if isinstance(v, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(v, (int, np.integer)):
+        return "integer"
+    if isinstance(v, (float, np.floating)):
+        return "float"
+    if isinstance(v, str):
+        return "text"
+    return type(v).__name__

@@ -539,3 +539,18 @@ def test_symbolic_links_passed_over_are_listed_not_skipped_unsaid(tmp_path):
     assert "link to a folder is not followed" in reasons["linkdir"]
     assert "target does not exist" in reasons["dangling.dcm"]
     assert "linked.dcm" in rep.converted and len(rep.converted) == 6
+
+
+def test_converted_files_get_the_umask_permissions(tmp_path):
+    # review: the private writer's mkstemp left PNGs and sidecars 0600; the shared
+    # atomic_write_bytes gives the permissions of the umask, as every other output
+    import os
+
+    old = os.umask(0o022)
+    try:
+        src = _folder(tmp_path)
+        dc.convert_folder(src, tmp_path / "out")
+    finally:
+        os.umask(old)
+    for p in ("CT_small.png", "CT_small.json", "sub/6154.png"):
+        assert (tmp_path / "out" / p).stat().st_mode & 0o777 == 0o644, p

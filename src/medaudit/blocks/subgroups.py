@@ -83,6 +83,7 @@ import numpy as np
 import pandas as pd
 from pydantic import AfterValidator, Discriminator, Field
 
+from medaudit._validation import value_kind
 from medaudit.blocks.block import Block, BlockConfig, BlockResult, TableSchema
 from medaudit.blocks.context import AuditContext, Resampling, cell_rng
 from medaudit.blocks.notes import (
@@ -226,10 +227,7 @@ def _mixed_kinds(values: pd.Series) -> str:
         return ""
     seen: dict[str, Any] = {}
     for v in values.dropna().tolist():
-        kind = ("boolean" if isinstance(v, (bool, np.bool_)) else "integer"
-                if isinstance(v, (int, np.integer)) else "float"
-                if isinstance(v, (float, np.floating)) else "text"
-                if isinstance(v, str) else type(v).__name__)
+        kind = value_kind(v)
         if kind == "text" and not v.strip():
             continue  # an empty cell: the missing level
         seen.setdefault(kind, v)

@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from medaudit.exceptions import MedauditError
-from medaudit.io.output import file_sha256, json_object
+from medaudit.io.output import atomic_write_bytes, file_sha256, json_object
 
 __all__ = [
     "DicomConversionError",
@@ -336,17 +335,9 @@ def _versions() -> dict[str, str]:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise
+    # the shared writer: temporary ``.NAME.XXXXXXXX.tmp`` removed on any exception, file
+    # permissions of the umask (mkstemp alone left converted PNGs readable by their owner only)
+    atomic_write_bytes(path, data, sync=False)
 
 
 def _remove_stale_temps(path: Path) -> None:

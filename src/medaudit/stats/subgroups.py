@@ -48,6 +48,7 @@ from medaudit._validation import (
     check_number,
     check_same_length,
     missing_mask,
+    value_kind,
 )
 from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import _metricspec as MS
@@ -156,24 +157,12 @@ def _levels(groups: ArrayLike, n: int) -> tuple[NDArray[Any], tuple[str, ...]]:
     return g, tuple(sorted(set(g.tolist())))
 
 
-def _level_kind(v: Any) -> str:
-    if isinstance(v, (bool, np.bool_)):
-        return "boolean"
-    if isinstance(v, (int, np.integer)):
-        return "integer"
-    if isinstance(v, (float, np.floating)):
-        return "float"
-    if isinstance(v, str):
-        return "text"
-    return type(v).__name__
-
-
 def _one_kind_of_level(g: NDArray[Any]) -> None:
     """Levels are named by their text, so every level must be of one kind: 1 and "1" would
     merge into one group, 1 and 1.0 (one value to pandas) would split into two."""
     kinds: dict[str, Any] = {}
     for v in g.tolist():
-        kinds.setdefault(_level_kind(v), v)
+        kinds.setdefault(value_kind(v), v)
         if len(kinds) > 1:
             shown_ = ", ".join(f"{k} ({v!r})" for k, v in kinds.items())
             raise MedauditError(f"groups mixes kinds of level: {shown_}; levels are named by "
