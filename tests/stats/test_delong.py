@@ -390,3 +390,29 @@ def test_int32_and_int64_counts_give_the_same_test_to_the_last_bit(monkeypatch, 
         big.statistic, big.pvalue, big.variance, big.auc_a, big.auc_b)
     for u, v in zip(v_small, delong_placements(y, a), strict=True):
         np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_paired_variance_is_the_exact_variance_correctly_rounded(seed, monkeypatch):
+    """Witness: the paired variance from exact rational arithmetic (``fractions``) on the
+    brute-force placements, rounded once; the integer sums give exactly that double for
+    each class's variance.  The float two-pass fallback (forced) agrees to 1e-13."""
+    from fractions import Fraction
+
+    from medaudit.stats import delong as D
+
+    y, sa, sb = _tied_data(seed, n=40 + 17 * seed)
+    pa, na = O.delong_placements(y, sa)
+    pb, nb = O.delong_placements(y, sb)
+    n_pos, n_neg = len(pa), len(na)
+
+    def exact_var(u, v, denom):  # placements are k / denom for integers k (ties: halves)
+        d = [Fraction(round(2 * denom * (x - z)), 2 * denom) for x, z in zip(u, v, strict=True)]
+        mean = sum(d) / len(d)
+        return sum((x - mean) ** 2 for x in d) / (len(d) - 1)
+
+    want = (float(exact_var(pa, pb, n_neg)) / n_pos, float(exact_var(na, nb, n_pos)) / n_neg)
+    got = delong_test(y, sa, sb).variance
+    assert got == want[0] + want[1]
+    monkeypatch.setattr(D, "_INT64_SUMS_BELOW", 0)  # the float two-pass form of large n
+    assert math.isclose(delong_test(y, sa, sb).variance, got, rel_tol=1e-13)
