@@ -41,9 +41,11 @@ def _env() -> dict[str, str]:
 def uninterrupted(tmp_path_factory):
     """The spec, an uninterrupted run's files and how long that run took (one per worker)."""
     d = yaml.safe_load((ROOT / "examples" / "paper000_simulated.yaml").read_text())
+    # three blocks, so three checkpoints to kill between, and their figures to kill while
+    # writing: the six of the demo made each run 60 % longer (6.3 s against 3.8 s) and the
+    # test the slowest of the suite without a kind of moment the three do not offer
     d.update({"simulate_scale": 0.03, "n_resamples": 30, "n_permutations": 19,
-              "blocks": ["discrimination", "operating_points", "prompts", "spectrum",
-                         "prevalence", "transport"]})
+              "blocks": ["discrimination", "spectrum", "transport"]})
     root = tmp_path_factory.mktemp("resume")
     spec = root / "spec.yaml"
     spec.write_text(yaml.safe_dump(d))
