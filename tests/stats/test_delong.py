@@ -31,7 +31,7 @@ import pytest
 from scipy import special
 from scipy import stats as sps
 
-from medaudit.exceptions import MedauditError
+from medaudit.exceptions import DegenerateDataWarning, MedauditError
 from medaudit.stats import (
     delong_ci,
     delong_placements,
@@ -416,3 +416,18 @@ def test_paired_variance_is_the_exact_variance_correctly_rounded(seed, monkeypat
     assert got == want[0] + want[1]
     monkeypatch.setattr(D, "_INT64_SUMS_BELOW", 0)  # the float two-pass form of large n
     assert math.isclose(delong_test(y, sa, sb).variance, got, rel_tol=1e-13)
+
+
+def test_zero_variance_with_a_difference_is_infinite_z_and_says_so():
+    """A perfect model against an all-tied one: every placement is constant within its class,
+    so the DeLong variance of the difference is 0 (by hand: V10_a = V01_a = 1, V10_b = V01_b =
+    1/2) and z = +inf, p = 0 by the formula, as pROC gives; a warning says it overstates."""
+    with pytest.warns(DegenerateDataWarning, match="variance of the AUROC difference is 0"):
+        r = delong_test([0, 0, 1, 1], [0.1, 0.2, 0.8, 0.9], [0.5, 0.5, 0.5, 0.5])
+    assert (r.estimate, r.variance, r.statistic, r.pvalue) == (0.5, 0.0, math.inf, 0.0)
+    assert r.ci_low == r.ci_high == 0.5
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a model against itself: z = 0, p = 1, no warning
+        same = delong_test([0, 0, 1, 1], [0.5] * 4, [0.5] * 4)
+    assert (same.statistic, same.pvalue) == (0.0, 1.0)

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from medaudit._validation import as_scores, check_fraction, check_option, check_same_length
-from medaudit.exceptions import MedauditError, UndefinedMetricWarning
+from medaudit.exceptions import DegenerateDataWarning, MedauditError, UndefinedMetricWarning
 from medaudit.stats import _kernels as K
 from medaudit.stats._common import labels_scores, warn
 from medaudit.stats._results import AUCInterval, PairedAUCTest
@@ -245,6 +245,14 @@ def _finish(delta, var, auc_a, auc_b, level, alternative, paired, n_pos, n_neg) 
     if var <= 0.0:
         # identical rankings (or degenerate placements): a model compared with itself
         z = 0.0 if delta == 0.0 else math.copysign(math.inf, delta)
+        if delta != 0.0:
+            # pROC gives the same infinite z; said aloud, since p = 0 from a handful of
+            # cases (a perfect model against an all-tied one) is no evidence of certainty
+            warn("DeLong variance of the AUROC difference is 0 while the difference is not "
+                 "(each model's placements are constant within each class, as for a perfect "
+                 "or an all-tied model): z is infinite and p = 0 by the formula, which "
+                 "overstates the certainty; use a bootstrap or permutation test instead.",
+                 DegenerateDataWarning)
     else:
         z = delta / math.sqrt(var)
     half = _z_interval(level) * math.sqrt(max(var, 0.0))
@@ -284,7 +292,8 @@ def delong_test(
     PairedAUCTest
         ``estimate = auc_a - auc_b``, ``statistic = z``, ``pvalue``, interval and
         ``variance`` of the difference.  A model compared with itself gives
-        ``z = 0, p = 1``.
+        ``z = 0, p = 1``; a zero variance with a nonzero difference gives
+        ``z = ±inf, p = 0`` as pROC does, with a :class:`DegenerateDataWarning`.
 
     Notes
     -----
