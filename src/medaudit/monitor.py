@@ -264,7 +264,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         source_row,
         with_keys,
     )
-    from medaudit.stats.drift import ordered_categories, period_order, score_drift
+    from medaudit.stats.drift import ordered_categories, period_order, score_drift, warn_if_out_of_time_order
 
     if spending is not None and correction != "alpha_spending":
         raise MedauditError(f"spending={spending!r} applies only with correction='alpha_spending' "
@@ -318,6 +318,8 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
     long = long.assign(**{period: long[period].astype(str)})
     order = period_order(long[period].to_numpy(dtype=object),
                          None if periods is None else [str(p) for p in periods])
+    if periods is not None:
+        warn_if_out_of_time_order(order, stacklevel=2)
     images = labelled.drop_duplicates("image_id")
     n_pos, n_neg = int((images["label"] == 1).sum()), int((images["label"] == 0).sum())
     present = present_models(loc.scores, site)

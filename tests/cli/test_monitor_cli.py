@@ -556,3 +556,31 @@ def test_monitor_figure_draws_an_interval_that_misses_its_estimate_by_rounding()
         "correction": "alpha_spending", "method": "Wilson, O'Brien-Fleming spending"})
     fig = monitor_figure(series, claim_id="K04")
     assert fig.svg and fig.png
+
+
+def test_iso_periods_declared_out_of_time_order_are_run_as_declared_with_a_warning(
+        site, claims_file, tmp_path, capsys):  # noqa: F811
+    # probe finding: `--period-files 2026-02.csv 2026-01.csv ...` typed by hand ran the looks
+    # in that order without a word; the declared order still rules (it is the user's), said aloud
+    d, df = site
+    swapped = [PERIODS[1], PERIODS[0], *PERIODS[2:]]
+    files = _period_files(df, tmp_path, swapped)
+    out = tmp_path / "swapped"
+    assert main(["monitor", str(claims_file), str(d / "site.yaml"), "--out", str(out),
+                 "--period-files", *files]) == 0  # not --quiet: it keeps errors only
+    err = [ln for ln in capsys.readouterr().err.splitlines() if "out of time order" in ln]
+    assert err == ["medaudit: warning: the periods are declared out of time order ('2026-02' "
+                   "before '2026-01'): the looks run in the order declared; if that was not "
+                   "meant, give them in time order."], err
+    doc = json.loads((out / "monitor.json").read_text(encoding="utf-8"))
+    assert doc["provenance"]["local"]["periods"] == swapped
+    # in time order, or not all year-first dates of one form: nothing is said
+    import warnings
+
+    from medaudit.stats.drift import warn_if_out_of_time_order
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for order in (PERIODS, ["b", "a"], ["2026-01", "2026"], ["2026-Q2", "2026-Q1", "x"]):
+            warn_if_out_of_time_order(order)
+    with pytest.warns(UserWarning, match=r"'2026-Q2' before '2026-Q1'"):
+        warn_if_out_of_time_order(["2026-Q2", "2026-Q1"])

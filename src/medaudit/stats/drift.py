@@ -571,6 +571,28 @@ def ordered_categories(values: Any) -> list[Any] | None:
     return [c for c in dtype.categories.tolist() if c in present]
 
 
+#: year-first period labels whose text order is their time order: 2026, 2026-07, 2026/07/15,
+#: 2026-Q3, 2026-W05
+_ISO_PERIOD = re.compile(r"^[0-9]{4}(?:[-/](?:[0-9]{2}|Q[1-4]|W[0-9]{2})(?:[-/][0-9]{2})?)?$")
+
+
+def warn_if_out_of_time_order(order: Sequence[Any], *, stacklevel: int = 2) -> None:
+    """Warn where declared periods are all year-first dates of one form but not in time order
+    (a hand-typed --periods or --period-files list): the looks run in the order declared,
+    which is then most likely not the order the data were read in.  Called once per run by
+    the monitor (:func:`period_order` runs for every claim and score column)."""
+    order = list(order)
+    if len(order) < 2 or not all(isinstance(p, str) and _ISO_PERIOD.match(p) for p in order):
+        return
+    if len({len(p) for p in order}) != 1 or order == sorted(order):
+        return
+    first = next(b for a, b in zip(order, sorted(order), strict=True) if a != b)
+    at = order.index(first)
+    warnings.warn(f"the periods are declared out of time order ({order[at - 1]!r} before "
+                  f"{first!r}): the looks run in the order declared; if that was not meant, "
+                  "give them in time order.", UserWarning, stacklevel=stacklevel + 1)
+
+
 def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | None) -> list[Any]:
     """The periods in order: ``periods`` as declared (every value must be listed), else the
     order of an ordered categorical column, else sorted.
