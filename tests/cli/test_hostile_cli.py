@@ -217,6 +217,33 @@ def test_ids_with_leading_zeros_stay_distinct(work, capsys):
 
 
 
+def test_cohort_and_model_names_that_look_like_numbers_stay_as_written(tmp_path, capsys):
+    # probe finding: cohorts "01" and "1" were parsed as the number 1 and pooled into one
+    # cohort without a word; "007" became "7" in init's spec, which then named no cohort
+    import numpy as np
+    rng = np.random.default_rng(5)
+    rows = []
+    for cohort in ("01", "1"):
+        label = np.r_[np.ones(20, int), np.zeros(30, int)]
+        for model in ("007", "7"):
+            rows.append(pd.DataFrame({"image_id": [f"c{cohort}-{i}" for i in range(50)],
+                                      "cohort": cohort, "model": model, "prompt": "p",
+                                      "score": rng.random(50) * 0.5 + 0.4 * label,
+                                      "label": label}))
+    pd.concat(rows).to_csv(tmp_path / "s.csv", index=False)
+    out = tmp_path / "o"
+    assert main(["summarize", str(tmp_path / "s.csv"), "--out", str(out), "--n-resamples", "50",
+                 "--n-permutations", "19", "--quiet"]) == 0
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert set(doc["provenance"]["cohorts"]) == {"01", "1"}
+    assert {c["n"] for c in doc["provenance"]["cohorts"].values()} == {50}
+    auroc = pd.read_csv(out / "tables" / "discrimination__metrics.csv", dtype=str)
+    assert set(auroc["model"]) == {"007", "7"} and set(auroc["cohort"]) == {"01", "1"}
+    assert main(["init", str(tmp_path / "s.csv"), "--out", str(tmp_path / "spec.yaml")]) == 0
+    spec = yaml.safe_load((tmp_path / "spec.yaml").read_text(encoding="utf-8"))
+    assert set(spec["cohorts"]) == {"01", "1"}
+
+
 # ------------------------------------------------------------------ messages
 def test_malformed_yaml_is_one_labelled_line(work, capsys):
     (work / "bad.yaml").write_text("name: x\ncohorts: {a: [1, 2}\n")

@@ -1,8 +1,9 @@
 """Reading score tables from CSV or Parquet with clear errors.
 
 Identifier columns (:data:`ID_COLUMNS`, plus any the caller declares, such as a wide file's
-``id_column``) are always read as text, from CSV and from Parquet: ``007`` and ``7`` are two
-images, and ``001`` stays ``001`` (a number parser would make both ``7`` and ``1``).
+``id_column``) and name columns (:data:`NAME_COLUMNS`) are always read as text, from CSV and
+from Parquet: ``007`` and ``7`` are two images (or cohorts), and ``001`` stays ``001`` (a
+number parser would make both ``7`` and ``1``).
 
 A CSV is UTF-8 text separated by commas (``docs/conventions.md``).  :func:`read_table` refuses,
 naming the file and the line, what pandas would otherwise misread or report in its own terms:
@@ -29,10 +30,15 @@ from medaudit.io.messages import one_line, quote
 from medaudit.io.paths import input_file
 from medaudit.io.schema import RowOrigin, _close
 
-__all__ = ["ID_COLUMNS", "read_table", "read_wide", "ids_as_text"]
+__all__ = ["ID_COLUMNS", "NAME_COLUMNS", "read_table", "read_wide", "ids_as_text"]
 
 #: columns that hold identifiers: read as text, never as numbers
 ID_COLUMNS = ("image_id", "study_id", "patient_id", "item_id")
+#: columns that hold names (a score table's cohorts, models, prompts, negative groups and
+#: splits): read as text as well, so that cohorts "01" and "1" stay two cohorts and "007"
+#: keeps its zeros; periods and subgroups are not among them (numbered periods run in number
+#: order, and a numeric subgroup column may be banded)
+NAME_COLUMNS = ("cohort", "model", "prompt", "negative_group", "split")
 
 
 def ids_as_text(table: pd.DataFrame, columns: Sequence[str] = ID_COLUMNS) -> pd.DataFrame:
@@ -89,7 +95,7 @@ def read_table(path: str | Path, *, what: str = "score table", id_columns: Seque
     path = Path(path)
     input_file(path, what=what, noun="table file (.csv or .parquet)")
     suffix = path.suffix.lower()
-    ids = tuple(dict.fromkeys((*ID_COLUMNS, *id_columns)))
+    ids = tuple(dict.fromkeys((*ID_COLUMNS, *NAME_COLUMNS, *id_columns)))
     dtype = csv_options.pop("dtype", None)
     dtype = {**{c: str for c in ids}, **(dtype or {})} if isinstance(dtype, dict) or dtype is None \
         else dtype
