@@ -40,6 +40,15 @@ def test_stamp_seed_leaves_full_or_seedless_tables_alone():
                                                   (np.nan, 0.1, 1, "not defined")])
 def test_verdict(lo, hi, direction, want):
     assert verdict(lo, hi, direction) == want
+    assert verdict(lo, hi, direction, n_degenerate=0) == want
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0.1, 0.3), (-0.3, -0.1), (-0.1, 0.1)])
+def test_an_interval_that_left_replicates_out_decides_nothing(lo, hi):
+    # probe finding: a difference from a cohort with one positive (39 of 100 replicates
+    # undefined) read b_better in the table while the claims matrix said unresolved
+    assert verdict(lo, hi, +1, n_degenerate=39) == "unresolved"
+    assert verdict(np.nan, hi, +1, n_degenerate=39) == "not defined"
 
 
 def test_no_block_stamps_the_run_seed_itself():

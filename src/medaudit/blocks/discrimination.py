@@ -25,7 +25,8 @@ Tables
     With soft labels, ``soft_roc_auc_difference`` rows give the bootstrap difference
     (no DeLong test: it is defined for hard labels).
     ``verdict`` is ``"a_better"`` / ``"b_better"`` when the bootstrap interval
-    excludes 0 (better = higher AUROC, lower Brier), else ``"unresolved"``.
+    excludes 0 (better = higher AUROC, lower Brier), else ``"unresolved"``; an interval
+    that left replicates out (``n_degenerate`` > 0) is ``"unresolved"`` whatever it spans.
 ``reliability``
     Reliability-diagram data (10 equal-width bins, empty bins omitted; Fig. 4).
 
@@ -181,7 +182,8 @@ def _difference_rows(ctx: AuditContext, cohort: str, prompt: str, pairs, res, de
                 pvalue=dl.pvalue if is_auc else np.nan,
                 delong_ci_low=dl.ci_low if is_auc else np.nan,
                 delong_ci_high=dl.ci_high if is_auc else np.nan,
-                pvalue_adj=np.nan, significant=None, verdict=verdict(d.ci_low, d.ci_high, direction),
+                pvalue_adj=np.nan, significant=None, verdict=verdict(d.ci_low, d.ci_high, direction,
+                                                                 n_degenerate=d.n_degenerate),
                 qualification=join(exposure_note(ctx, (a, b), cohort),
                                    degenerate_note(d.n_degenerate, d.n_resamples))))
     auc_rows = [r for r in rows if r["criterion"] == "roc_auc_difference"]

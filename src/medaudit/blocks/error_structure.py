@@ -362,7 +362,7 @@ def _contrast_rows(ctx, m, prot, inst, findings, c, reps, degen, level, pvals, a
                 pvalue_adj=pa if in_fam else math.nan, significant=bool(sig) if in_fam else None,
                 family_size=m_fam if in_fam else None, excludes_zero=bool(
                     np.isfinite(lo) and np.isfinite(hi) and (lo > 0 or hi < 0)),
-                verdict=verdict(lo, hi, -1), qualification=q))
+                verdict=verdict(lo, hi, -1, n_degenerate=n_deg), qualification=q))
     return rows
 
 

@@ -487,7 +487,7 @@ def _requested(ctx: AuditContext, config: OperatingPointsConfig, cal: Calibratio
                     model=f"{a} - {b}", prompt=prompt, cohort=cohort,
                     criterion=_difference_id(mid), design=d.design, n_resamples=d.n_resamples,
                     model_a=a, model_b=b, **interval(d),
-                    verdict=verdict(d.ci_low, d.ci_high, +1),
+                    verdict=verdict(d.ci_low, d.ci_high, +1, n_degenerate=d.n_degenerate),
                     qualification=join(exposure_note(ctx, [a, b], cohort, label="{model}: "),
                                        degenerate_note(d.n_degenerate, d.n_resamples))))
     out = {k: pd.DataFrame(v) for k, v in rows.items() if v}

@@ -176,7 +176,8 @@ def _entry(ctx: AuditContext, entry: PrevalenceEntry, cohorts: list[str], metric
                 diff_rows.append(spec_row(
                     model=f"{a} - {b}", prevalence=p, criterion="brier_score_difference",
                     **base, model_a=a, model_b=b, **interval(d),
-                    verdict=verdict(d.ci_low, d.ci_high, -1), primary=bool(p == primary),
+                    verdict=verdict(d.ci_low, d.ci_high, -1, n_degenerate=d.n_degenerate),
+                    primary=bool(p == primary),
                     qualification=q))
                 orders.append(_order(res.marginal[(a, bid)].estimate, res.marginal[(b, bid)].estimate))
             strict = {o for o in orders if o in ("a<b", "a>b")}

@@ -300,7 +300,8 @@ def _model_differences(ctx: AuditContext, models, prompts, test) -> pd.DataFrame
                         model_a=a, model_b=b, auroc_a=r.marginal[(f"{a}|{p}", mid)].estimate,
                         auroc_b=r.marginal[(f"{b}|{p}", mid)].estimate,
                         estimate=d.estimate, ci_low=d.ci_low, ci_high=d.ci_high,
-                        n_degenerate=d.n_degenerate, verdict=verdict(d.ci_low, d.ci_high, +1),
+                        n_degenerate=d.n_degenerate,
+                        verdict=verdict(d.ci_low, d.ci_high, +1, n_degenerate=d.n_degenerate),
                         **_counts(w.label),
                         qualification=join(exposure_note(ctx, (a, b), cohort,
                                                          label="{model}: "), _degenerate(d))))

@@ -51,14 +51,19 @@ def interval(r: Any, **counts: Any) -> dict[str, Any]:
             **counts}
 
 
-def verdict(ci_low: float, ci_high: float, direction: int) -> str:
+def verdict(ci_low: float, ci_high: float, direction: int, *, n_degenerate: int = 0) -> str:
     """``a_better`` / ``b_better`` when the interval of A - B excludes 0, else ``unresolved``.
 
     ``direction`` is +1 when a higher metric is better (AUROC), -1 when lower is
-    better (Brier).  A NaN endpoint (undefined stratum) gives ``not defined``.
+    better (Brier).  A NaN endpoint (undefined stratum) gives ``not defined``.  An interval
+    that left ``n_degenerate`` > 0 replicates out (a class absent from them) is conditional
+    on the draws that had both, so it decides nothing: ``unresolved``, as the claims matrix
+    judges the same cell (its ``qualification`` counts the replicates left out).
     """
     if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
         return "not defined"
+    if n_degenerate and n_degenerate > 0:
+        return "unresolved"
     if ci_low > 0:
         return "a_better" if direction > 0 else "b_better"
     if ci_high < 0:

@@ -454,7 +454,8 @@ def _model_difference_rows(ctx: AuditContext, i: int, entry: SpectrumEntry, w, p
                         n_resamples=ctx.resampling.n_resamples, family=None,
                         entry=i, group=g, model_a=a, model_b=b,
                         auroc_a=r.marginal[(a, mid)].estimate, auroc_b=r.marginal[(b, mid)].estimate,
-                        **_interval(d, *cnt), verdict=verdict(d.ci_low, d.ci_high, +1),
+                        **_interval(d, *cnt),
+                        verdict=verdict(d.ci_low, d.ci_high, +1, n_degenerate=d.n_degenerate),
                         qualification=join(exposure_note(ctx, (a, b), cohort, label="{model}: "),
                                            _small([g], sizes))))
     return rows

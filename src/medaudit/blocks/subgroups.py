@@ -320,7 +320,8 @@ def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstr
                         ctx, m, cohort, column, f"{lv}{sep}all", r,
                         _contrast_note(r, stat, notes, lv),
                         criterion=f"{mid}_{stat}", contrast="to_overall", group_a=lv, group_b=ALL,
-                        verdict=verdict(r.ci_low, r.ci_high, direction) if stat == "difference"
+                        verdict=verdict(r.ci_low, r.ci_high, direction, n_degenerate=r.n_degenerate)
+                        if stat == "difference"
                         else None, pvalue=np.nan, pvalue_adj=np.nan, significant=None))
             family = f"{NAME}|{column} pairs|{cohort}|{ctx.primary_prompt}|{m}|{mid}"
             pair_rows = []
@@ -333,7 +334,8 @@ def _cell_rows(ctx: AuditContext, cohort: str, column: str, res: SubgroupBootstr
                                    _contrast_note(r, stat, notes, a, b), criterion=f"{mid}_{stat}",
                                    family=family if is_diff else None, contrast="between_groups",
                                    group_a=a, group_b=b,
-                                   verdict=verdict(r.ci_low, r.ci_high, direction) if is_diff
+                                   verdict=verdict(r.ci_low, r.ci_high, direction,
+                                                   n_degenerate=r.n_degenerate) if is_diff
                                    else None,
                                    pvalue=bootstrap_pvalue(r.replicates) if is_diff else np.nan,
                                    pvalue_adj=np.nan, significant=None)
