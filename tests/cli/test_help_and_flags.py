@@ -173,6 +173,7 @@ def test_summarize_negatives_only_cohort_is_one_line_naming_file_cohort_and_reme
     line = err[0]
     assert line.startswith(f"medaudit: error: {src}: cohort 'h2' has only negatives")
     assert "medaudit init" in line and "Remove the cohort's rows" in line
+    assert line.endswith("and run `medaudit audit` on that spec.")  # not cut at a colon
     assert "DeLong" not in line and "Warning" not in line and "score table:" not in line
 
 
@@ -247,3 +248,19 @@ def test_demo_scale_out_of_range_names_the_flag(bad, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("medaudit: error: --scale must be a fraction of the simulated study")
     assert err.count("\n") == 0 and not (tmp_path / "o").exists()
+
+
+def test_summarize_help_states_the_score_scale_rule_it_applies(capsys):
+    # probe finding: the flag's help said "logits when a score lies outside [0, 1]" while the
+    # command (and its description) takes logits only when a score is negative
+    from medaudit.audit.defaults import infer_score_scale
+    from medaudit.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["summarize", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "logits when a score is negative, else probabilities" in text
+    assert "lies outside" not in text
+    import pandas as pd
+    assert infer_score_scale(pd.DataFrame({"score": [0.04, 2.96]})) == "probabilities"
+    assert infer_score_scale(pd.DataFrame({"score": [-0.1, 0.5]})) == "logits"

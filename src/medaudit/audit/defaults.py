@@ -148,8 +148,8 @@ def check_summarizable(table: pd.DataFrame, *, source: str, score_scale: str | N
             raise SchemaError(
                 f"{source}: cohort {cohort!r} has only {only}, {len(g)} image(s); summarize audits "
                 "every cohort of the table and each needs positives and negatives. Remove the "
-                f"cohort's rows, or run `medaudit init {source}` and leave {cohort!r} out of the "
-                "spec's cohorts:")
+                f"cohort's rows, or run `medaudit init {source}`, leave {cohort!r} out of the "
+                "spec's cohorts: and run `medaudit audit` on that spec.")
     return valid
 
 

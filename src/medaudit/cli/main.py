@@ -258,8 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
                                   "(optional: prompt, negative_group, label_soft, seed)")
     common(s)
     s.add_argument("--score-scale", choices=("probabilities", "logits"), default=None,
-                   help="how to read the scores (default: logits when a score lies outside "
-                        "[0, 1], else probabilities); the spec key is score_scale")
+                   help="how to read the scores (default: logits when a score is negative, "
+                        "else probabilities, so non-negative scores above 1, such as "
+                        "percentages, are refused unless you say logits); the spec key is "
+                        "score_scale")
     s.set_defaults(func=_cmd_summarize)
     # Sub-command groups living in their own modules (each exposes ``register(sub)``); their
     # heavy dependencies are imported only when the command runs.

@@ -533,7 +533,7 @@ _NUMBER = re.compile(r"[0-9]+")
 
 
 def _misordered_text(values: Sequence[Any]) -> str | None:
-    """A text period whose sort may not be its time order, or None.
+    """What makes the text periods' sort unsafe as time order (quoted values), or None.
 
     Refused: month names; text holding two or more numbers whose first is not a four-digit
     year ("Q4 2025" sorts after "Q1 2026", "10/15/2025" after "1/15/2026", "15.01.2026"
@@ -547,7 +547,7 @@ def _misordered_text(values: Sequence[Any]) -> str | None:
     for v in text:
         numbers = _NUMBER.findall(v)
         if _MONTH_NAME.search(v) or (len(numbers) >= 2 and len(numbers[0]) != 4):
-            return v
+            return repr(v)
 
     def natural(v: str) -> tuple:  # ASCII digit runs as numbers, the rest as text
         return tuple((0, int(part), "") if part[0] in "0123456789" else (1, 0, part)
@@ -556,7 +556,10 @@ def _misordered_text(values: Sequence[Any]) -> str | None:
     as_text = sorted(text)
     as_numbers = sorted(text, key=natural)
     if as_text != as_numbers:
-        return next(a for a, b in zip(as_text, as_numbers, strict=True) if a != b)
+        # the first place where the orders part: text puts a before b ("2026-10" before
+        # "2026-2"); both are named, since either may be the one written oddly
+        a, b = next((a, b) for a, b in zip(as_text, as_numbers, strict=True) if a != b)
+        return f"{b!r} sorts after {a!r} as text"
     return None
 
 
@@ -615,7 +618,7 @@ def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | 
     if periods is None and (bad := _misordered_text(present)) is not None:
         raise MedauditError(
             f"the period column holds text whose sorted order need not be its time order "
-            f"({bad!r}; ISO forms sort as time: 2026-07, 2026-07-15, 2026-Q3); give the "
+            f"({bad}; ISO forms sort as time: 2026-07, 2026-07-15, 2026-Q3); give the "
             "periods in order (periods=[...], or --periods), or write them in ISO form.")
     if periods is not None:
         order = list(periods)
