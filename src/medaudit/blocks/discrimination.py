@@ -64,6 +64,7 @@ from medaudit.blocks.notes import (
     degenerate_note,
     exposure_note,
     join,
+    outside_interval_note,
     tied_items,
 )
 from medaudit.blocks.rows import interval, spec_row, verdict
@@ -159,7 +160,8 @@ def _metric_rows(ctx: AuditContext, cohort: str, prompt: str, models: list[str],
                      **({"ceiling": ceiling.get(mid, math.nan)} if ceiling else {}),
                      qualification=join(exposure_note(ctx, m, cohort),
                                         degenerate_note(r.n_degenerate, r.n_resamples),
-                                        constant_scores_note(scores[m], mid)))
+                                        constant_scores_note(scores[m], mid),
+                                        outside_interval_note(r.estimate, r.ci_low, r.ci_high)))
             for m in models for mid in ids for r in [res.marginal[(m, mid)]]]
 
 

@@ -13,12 +13,30 @@ from typing import Any
 import numpy as np
 
 __all__ = ["join", "exposure_note", "degenerate_note", "degenerate_cells_note", "count_degenerate",
-           "tied_items", "constant_scores_note", "below_chance_note", "clustered_images_note"]
+           "tied_items", "constant_scores_note", "below_chance_note", "clustered_images_note",
+           "outside_interval_note"]
 
 
 def join(*parts: str) -> str:
     """Join the non-empty caveats with "; "."""
     return "; ".join(p for p in parts if p)
+
+
+def outside_interval_note(estimate: float, ci_low: float, ci_high: float) -> str:
+    """The caveat of an estimate that lies outside its own percentile interval ('' if inside).
+
+    A plug-in calibration error (ECE) is biased upward in resamples, since noise only adds
+    to ``|mean(p) - mean(y)|`` in each bin: all its replicates can lie above the estimate,
+    and the percentile interval then shows their spread, not a range around the estimate.
+    """
+    if not (np.isfinite(estimate) and np.isfinite(ci_low) and np.isfinite(ci_high)):
+        return ""
+    if ci_low <= estimate <= ci_high:
+        return ""
+    side = "below" if estimate < ci_low else "above"
+    return (f"the estimate lies {side} its percentile interval (the resampled values are "
+            "shifted from it, as a plug-in calibration error's are: read the interval as "
+            "their spread)")
 
 
 def exposure_note(ctx: Any, models: str | Sequence[str], cohorts: str | Sequence[str], *,
