@@ -25,6 +25,34 @@ def test_failed_write_keeps_the_old_file(tmp_path):
     assert [q.name for q in tmp_path.iterdir()] == ["r.json"]
 
 
+
+def test_the_temporary_a_killed_write_leaves_is_found_by_its_one_name_rule(tmp_path, monkeypatch):
+    """atomic_write_temps names what atomic_write_bytes leaves when its process dies between
+    writing and renaming (the dicom converter removes them on a rerun): that file, and no other
+    file or link beside it."""
+    import os
+    from pathlib import Path
+
+    from medaudit.io.output import atomic_write_temps
+
+    p = tmp_path / "a b[1].png"  # glob characters in the name are matched literally
+    (tmp_path / ".a b[1].png.other").write_text("x")
+    (tmp_path / ".a b1.png.XXXX.tmp").write_text("x")
+    (tmp_path / ".a b[1].png.link.tmp").symlink_to(tmp_path / ".a b[1].png.other")
+
+    def killed(*a, **k):  # the process dies after the write, before the rename and cleanup
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", killed)
+    monkeypatch.setattr(Path, "unlink", lambda self, missing_ok=False: None)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_bytes(p, b"png")
+    monkeypatch.undo()
+    left = atomic_write_temps(p)
+    assert len(left) == 1 and left[0].read_bytes() == b"png"
+    assert left[0].name.startswith(".a b[1].png.") and left[0].name.endswith(".tmp")
+
+
 # ------------------------------------------------ the one-pass JSON and CSV writers
 import math  # noqa: E402
 

@@ -17,7 +17,6 @@ value and kept in the sidecar; messages of errors are scrubbed the same way.
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
 import json
 import logging
@@ -33,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from medaudit.exceptions import MedauditError
-from medaudit.io.output import atomic_write_bytes, file_sha256, json_object
+from medaudit.io.output import atomic_write_bytes, atomic_write_temps, file_sha256, json_object
 
 __all__ = [
     "DicomConversionError",
@@ -341,12 +340,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def _remove_stale_temps(path: Path) -> None:
-    """Remove the temporary files :func:`_atomic_write` leaves when killed mid-write
-    (``.NAME.XXXXXXXX.tmp`` beside ``path``): a rerun converting ``path`` again owns them."""
-    for p in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        if p.is_file() and not p.is_symlink():
-            with contextlib.suppress(OSError):
-                p.unlink()
+    """Remove the temporary files :func:`_atomic_write` leaves when killed mid-write: a rerun
+    converting ``path`` again owns them."""
+    for p in atomic_write_temps(path):
+        with contextlib.suppress(OSError):
+            p.unlink()
 
 
 def _png_bytes(pixels: NDArray[np.uint8]) -> bytes:

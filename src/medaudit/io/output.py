@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import hashlib
 import json
 import math
@@ -68,7 +69,8 @@ __all__ = ["MARKER", "OutputPathError", "FileKind", "check_output_dir", "check_n
            "check_output_file", "check_out_name",
            "atomic_directory", "atomic_write_bytes", "write_json", "write_csv", "neutralise_formulas",
            "file_sha256", "is_medaudit_output", "foreign_files", "changed_files", "record_written",
-           "recorded_inputs", "file_starts_with", "named_paths", "remove_stale_temps", "default_file_mode",
+           "recorded_inputs", "file_starts_with", "named_paths", "remove_stale_temps",
+           "atomic_write_temps", "default_file_mode",
            "check_results_unchanged", "json_object"]
 
 #: name of the marker file in every output folder medaudit creates
@@ -1005,6 +1007,15 @@ def write_json(path: str | os.PathLike[str], data: Any, *, sync: bool = True) ->
     ``sync=False``: no fsync of its own (for a file inside a folder that
     :func:`atomic_directory` syncs and renames as a whole)."""
     atomic_write_bytes(path, (json_text(data) + "\n").encode("utf-8"), sync=sync)
+
+
+def atomic_write_temps(path: str | os.PathLike[str]) -> list[Path]:
+    """The temporary files :func:`atomic_write_bytes` (default ``prefix`` and ``suffix``) leaves
+    beside ``path`` when its process is killed mid-write: ``.NAME.XXXXXXXX.tmp``, regular files
+    only.  A rerun that writes ``path`` again owns them and may remove them."""
+    path = Path(path)
+    return [p for p in sorted(path.parent.glob(f".{glob.escape(path.name)}.*.tmp"))
+            if p.is_file() and not p.is_symlink()]
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, prefix: str | None = None,
