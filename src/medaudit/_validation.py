@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -151,7 +152,23 @@ def as_binary_labels(y: ArrayLike, *, name: str = "y_true") -> NDArray[np.float6
 
 
 def as_scores(s: ArrayLike, *, name: str = "y_score") -> NDArray[np.float64]:
-    """Return finite scores (any real value; higher means more likely positive)."""
+    """Return finite scores (any real value; higher means more likely positive).
+
+    Integer scores beyond 2^53 in magnitude are refused: as float64 (the type every metric
+    computes in) neighbours among them round together, ties that are not in the data.
+    """
+    dtype = getattr(s, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", "") in "iu" and np.size(s):
+        try:
+            raw = np.asarray(s)
+            big = max(abs(int(raw.max())), abs(int(raw.min())))
+        except (TypeError, ValueError):  # missing values (pandas Int64): reported below
+            big = 0
+        if big > 2**53:
+            raise MedauditError(
+                f"{name} holds integers up to {big} in magnitude, beyond 2^53, where float64 (the "
+                "type medaudit computes in) cannot tell neighbouring integers apart, so ranks "
+                "would tie that do not; rescale the scores (e.g. to ranks or probabilities).")
     return as_1d_float(s, name=name)
 
 
@@ -261,11 +278,28 @@ def missing_mask(values: NDArray[Any]) -> NDArray[np.bool_]:
 
 
 def check_n_resamples(n_resamples: int, *, name: str = "n_resamples") -> int:
-    """Return ``n_resamples`` as an int >= 1 or raise naming it (booleans refused)."""
+    """Return ``n_resamples`` as an int >= 1 or raise naming it (booleans refused).
+
+    A count whose replicates of one statistic alone (8 bytes each) would not fit in this
+    machine's memory is refused at once, instead of running for hours towards a MemoryError.
+    """
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
             n_resamples < 1):
         raise MedauditError(f"{name} must be a positive integer; got {shown(n_resamples)}.")
+    need, have = 8 * int(n_resamples), _physical_memory()
+    if have and need > have:
+        raise MedauditError(f"{name}={int(n_resamples):,} would need {need / 2**30:,.0f} GiB for the "
+                            f"replicates of one statistic alone, more than this machine's "
+                            f"{have / 2**30:,.0f} GiB of memory; use fewer (2,000 to 10,000 are usual).")
     return int(n_resamples)
+
+
+def _physical_memory() -> int:
+    """Bytes of physical memory (0 where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 0
 
 
 def check_batch(batch: int | None, *, name: str = "batch") -> int | None:

@@ -4,6 +4,7 @@ correlations, and hand-worked cases."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from medaudit.exceptions import MedauditError
+from medaudit.exceptions import MedauditError, UndefinedMetricWarning
 from medaudit.stats.association import cohen_kappa, jaccard, kendall, spearman
 
 
@@ -70,3 +71,15 @@ def test_bad_inputs():
         cohen_kappa([], [])
     with pytest.raises(MedauditError):
         kendall([1, 2], [1, 2, 3])
+
+
+@pytest.mark.parametrize("fn", [spearman, kendall])
+def test_a_constant_variable_is_undefined_with_medaudits_warning_at_the_callers_line(fn):
+    # probe finding: Spearman passed on scipy's ConstantInputWarning, pointing at a line inside
+    # medaudit; Kendall returned nan without a word
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = fn([1, 1, 1, 1], [1, 2, 3, 4])
+    assert math.isnan(res.estimate) and math.isnan(res.pvalue) and res.n == 4
+    assert [w.category for w in caught] == [UndefinedMetricWarning]
+    assert "x is constant" in str(caught[0].message) and caught[0].filename == __file__

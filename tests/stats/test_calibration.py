@@ -2,7 +2,7 @@
 
 Witnesses: the slow oracles of ``tests/_oracles.py`` (pure-Python bin rule), the bin edges
 checked exactly for every k/n, n = 2..50, and torchmetrics' ``binary_calibration_error``
-for the ``"linspace"`` rule (the anchors' netcal/torchmetrics convention, trap T3/T4).
+for the ``"linspace"`` rule off its float32 edges (the anchors' netcal convention, trap T3/T4).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_ece_matches_the_oracle_on_edge_values(binning, n_bins):
         O.ece(y, s, n_bins, 0.3, binning=binning), rel=1e-12, abs=1e-15)
 
 
-def test_linspace_rule_reproduces_torchmetrics():
+def test_linspace_rule_reproduces_torchmetrics_off_its_float32_edges():
     torch = pytest.importorskip("torch")
     tm = pytest.importorskip("torchmetrics.functional.classification")
     rng = np.random.default_rng(5)
@@ -100,6 +100,12 @@ def test_linspace_rule_reproduces_torchmetrics():
                                                  torch.tensor(y, dtype=torch.int64),
                                                  n_bins=n, norm="l1"))
     assert theirs([1, 0, 0], [0.3, 0.3, 0.25], 10) == pytest.approx(0.05, rel=1e-12)
+    # probe finding, now documented: torchmetrics' edges are float32, and float32(0.7) lies
+    # below the double 0.7, so 0.7 falls in [0.7, 0.8) there, as under "floor", not in
+    # [0.6, 0.7) as on numpy's float64 edges
+    assert theirs([1, 0], [0.7, 0.65], 10) == pytest.approx(ece([1, 0], [0.7, 0.65], n_bins=10),
+                                                            rel=1e-12)
+    assert ece([1, 0], [0.7, 0.65], n_bins=10, binning="linspace") == pytest.approx(0.175)
     for n in (2, 4, 8, 10, 15, 16, 32):
         s = rng.random(200)
         s[:5] = [0.0, 1.0, 1.0, 0.5, 0.25]

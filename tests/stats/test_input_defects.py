@@ -153,6 +153,26 @@ def test_one_item_per_stratum_is_refused_not_a_zero_width_interval():
         S.bootstrap_ci(y, s, strata=np.arange(y.size), n_resamples=50, rng=0)
 
 
+def test_within_label_strata_of_one_item_per_class_are_refused_too():
+    """Probe finding: under within_label, strata holding one item of each class (or one
+    item) made every replicate the sample itself: a silent interval of zero width."""
+    y, s = _data()
+    pairs = np.empty(y.size, dtype=int)  # each stratum: at most one positive and one negative
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    pairs[pos] = np.arange(pos.size)
+    pairs[neg] = np.arange(neg.size)
+    for strata in (np.arange(y.size), pairs):
+        with pytest.raises(MedauditError, match="at most one item of each class"):
+            S.bootstrap_ci(y, s, design="within_label", strata=strata, n_resamples=50, rng=0)
+        with pytest.raises(MedauditError, match="at most one item of each class"):
+            S.roc_curve_band(y, s, design="within_label", strata=strata, n_resamples=50, rng=0)
+    # one stratum with two items of a class is enough to resample
+    strata = pairs.copy()
+    strata[pos[1]] = strata[pos[0]]
+    r = S.bootstrap_ci(y, s, design="within_label", strata=strata, n_resamples=50, rng=0)
+    assert r.ci_low < r.ci_high
+
+
 def test_cohen_kappa_refuses_mixed_kinds_and_two_dimensional_raters():
     with pytest.raises(MedauditError, match=r"mix kinds of values \(rater_a: number; rater_b: str\)"):
         S.cohen_kappa([1, 2, 1, 2], ["1", "2", "1", "2"])
@@ -239,3 +259,35 @@ def test_monitor_claims_refuses_a_table_that_is_not_a_table():
     with pytest.raises(MedauditError, match="missing or blank"):  # a list keeps its NaN
         monitor_claims({"period": [np.nan, "p1"], "label": [1, 0], "score": [0.9, 0.1]},
                        [MonitorClaim(claim_id="A", criterion="roc_auc", level=0.9)])
+
+
+def test_replicate_ranges_of_non_integers_and_self_contrasts_are_refused():
+    # probe findings: replicate_range=(0.5, 20) ran replicates 0..19 (int() truncated it), and
+    # the contrast ("a", "a") gave a difference of 0 in every replicate, without a word
+    y, s = _data()
+    scores = {"a": s, "b": s[::-1].copy()}
+    for bad in ((0.5, 20), (True, 20), (0, 20, 30), (0, "x")):
+        with pytest.raises(MedauditError, match="replicate_range must be a"):
+            S.paired_bootstrap(y, scores, n_resamples=50, rng=0, replicate_range=bad)
+    whole = S.paired_bootstrap(y, scores, n_resamples=50, rng=0, replicate_range=(0.0, 20.0))
+    assert whole.marginal[("a", "roc_auc")].replicates.size == 20
+    with pytest.raises(MedauditError, match=r"contrast \('a', 'a'\) compares a name with itself"):
+        S.paired_bootstrap(y, scores, n_resamples=50, rng=0, contrasts=[("a", "a")])
+
+
+def test_integer_scores_beyond_two_to_the_53_are_refused_not_tied():
+    # probe finding: int64 scores 10**17 + 1 and 10**17 became one float, a tie: AUROC 0.5
+    # where scikit-learn (which compares the integers) gives 0.0
+    with pytest.raises(MedauditError, match=r"y_score holds integers up to 100000000000000001 "
+                                            r"in magnitude, beyond 2\^53"):
+        S.roc_auc([0, 1], np.array([10**17 + 1, 10**17], dtype=np.int64))
+    assert S.roc_auc([0, 1], np.array([2**53, 2**53 - 1], dtype=np.int64)) == 0.0
+
+
+def test_a_resample_count_whose_replicates_cannot_fit_in_memory_is_refused_at_once():
+    # probe finding: n_resamples=10**12 ran for ten minutes, growing to 15 GB, before it was
+    # killed; the replicates of one metric alone would need 7,451 GiB
+    y, s = _data()
+    with pytest.raises(MedauditError, match=r"n_resamples=1,000,000,000,000 would need 7,451 GiB "
+                                            r"for the replicates of one statistic alone"):
+        S.bootstrap_ci(y, s, n_resamples=10**12, rng=0)

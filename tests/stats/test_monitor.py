@@ -23,6 +23,7 @@ none           200 / 200               67 / 200 = 33.5 % [27 %, 40 %]
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -397,3 +398,30 @@ def test_a_text_order_problem_names_both_periods_it_puts_wrongly():
          "label": np.tile([0.0, 1.0], 20), "score": np.linspace(0, 1, 40)}
     with pytest.raises(MedauditError, match=r"\('2026-2' sorts after '2026-10' as text; ISO"):
         monitor_claims(t, SE)
+
+
+@pytest.mark.parametrize("values, pair", [
+    (["2026-01", "2026-02", "2026-03", "2026-Q1"], "'2026-03' and '2026-Q1'"),
+    (["2025", "2026-01", "2026-02"], "'2025' and '2026-02'"),
+    (["2026-11", "2026/12"], "'2026-11' and '2026/12'")])
+def test_year_first_periods_in_different_forms_are_refused(values, pair):
+    # probe finding: months beside a quarter sorted as text and ran 2026-Q1 as the last look,
+    # after the months it overlaps
+    t = {"period": np.repeat(np.array(values, dtype=object), 20),
+         "label": np.tile([0.0, 1.0], 10 * len(values)), "score": np.linspace(0, 1, 20 * len(values))}
+    with pytest.raises(MedauditError, match=re.escape(f"({pair} are written in different forms")):
+        monitor_claims(t, SE)
+    # declared in order, they run as declared
+    got = monitor_claims(t, SE, periods=values)
+    assert list(dict.fromkeys(r["period"] for r in got.series)) == values
+
+
+def test_a_declared_period_without_rows_is_said():
+    # probe finding: --periods jan ... jul, with no row in jul, added an empty look that spent
+    # its share of alpha without a word
+    t = {"period": np.repeat(np.array(["2026-01", "2026-02"], dtype=object), 20),
+         "label": np.tile([0.0, 1.0], 20), "score": np.linspace(0, 1, 40)}
+    with pytest.warns(UserWarning, match=r"periods= lists \['2026-03'\], which no row has: its "
+                                         r"look has no case but still counts as a look"):
+        got = monitor_claims(t, SE, periods=["2026-01", "2026-02", "2026-03"])
+    assert list(dict.fromkeys(r["period"] for r in got.series)) == ["2026-01", "2026-02", "2026-03"]

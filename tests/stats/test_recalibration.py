@@ -74,6 +74,18 @@ def test_perfectly_calibrated_in_the_large_and_weights():
     assert got.slope_se == pytest.approx(rep.slope_se, rel=1e-9)
 
 
+def _equal_statsmodels_refits(draws, x, y, a, b, a0):
+    """Each row's (a, b) and offset intercept a0 equal statsmodels' refit of the resample
+    materialised from that row's counts."""
+    for i in range(draws.shape[0]):
+        idx = np.repeat(np.arange(y.size), draws[i])
+        f1 = sm.GLM(y[idx], sm.add_constant(x[idx]), family=sm.families.Binomial()).fit(tol=1e-13)
+        f2 = sm.GLM(y[idx], np.ones((idx.size, 1)), family=sm.families.Binomial(),
+                    offset=x[idx]).fit(tol=1e-13)
+        assert (a[i], b[i], a0[i]) == pytest.approx((f1.params[0], f1.params[1], f2.params[0]),
+                                                    rel=1e-8, abs=1e-10)
+
+
 def test_newton_rows_equal_statsmodels_on_materialised_resamples():
     rng = np.random.default_rng(0)
     n = 250
@@ -85,13 +97,27 @@ def test_newton_rows_equal_statsmodels_on_materialised_resamples():
     a0, _ = logistic_rows(draws, x, y, slope=False)
     res = calibration_slope_intercept_ci(y, p, n_resamples=25, rng=4)
     np.testing.assert_array_equal(res.slope.replicates, b)
-    for i in range(25):
-        idx = np.repeat(np.arange(n), draws[i])
-        f1 = sm.GLM(y[idx], sm.add_constant(x[idx]), family=sm.families.Binomial()).fit(tol=1e-13)
-        f2 = sm.GLM(y[idx], np.ones((idx.size, 1)), family=sm.families.Binomial(),
-                    offset=x[idx]).fit(tol=1e-13)
-        assert (a[i], b[i], a0[i]) == pytest.approx((f1.params[0], f1.params[1], f2.params[0]),
-                                                    rel=1e-8, abs=1e-10)
+    _equal_statsmodels_refits(draws, x, y, a, b, a0)
+
+
+@pytest.mark.parametrize("true_slope, n, seed", [(-0.3, 500, 1), (0.0, 50, 7), (-1.5, 300, 2)])
+def test_fits_far_from_perfect_calibration_converge_for_every_replicate(true_slope, n, seed):
+    """Probe finding: plain Newton from (a, b) = (0, 1) overshot and diverged where the
+    slope is near 0 or negative, so well-defined replicates (48 of 200 at slope -0.3,
+    n = 500) came back as degenerate -- only negative slopes, which biased the interval.
+    With step halving every replicate converges, each to statsmodels' refit of the
+    materialised resample."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.05, 0.95, n)
+    y = (rng.random(n) < special.expit(true_slope * special.logit(p))).astype(float)
+    x = special.logit(p)
+    draws = np.concatenate(list(make_plan("ordinary", y).batches(40, np.random.default_rng(3))))
+    a, b = logistic_rows(draws, x, y, slope=True)
+    a0, _ = logistic_rows(draws, x, y, slope=False)
+    assert np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(a0).all()
+    _equal_statsmodels_refits(draws, x, y, a, b, a0)
+    res = calibration_slope_intercept_ci(y, p, n_resamples=200, rng=0)
+    assert res.slope.n_degenerate == 0 and res.intercept_joint.n_degenerate == 0
 
 
 def test_separation_is_degenerate_not_a_crash():

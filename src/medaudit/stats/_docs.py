@@ -58,12 +58,15 @@ PARAMS: dict[str, str] = {
         '      1/49 lands in the first of 49 bins).\n'
         '    * ``"linspace"``: bin ``b`` holds ``e_b <= s < e_{b+1}`` for the float64 edges\n'
         '      ``e = numpy.linspace(0, 1, n_bins + 1)``, and ``s == 1.0`` forms a bin of its\n'
-        "      own, as torchmetrics' ``binary_calibration_error`` bins (and the anchors'\n"
-        '      netcal).  Here a typed 0.3 lands in ``[0.2, 0.3)`` for 10 bins (the edge is\n'
-        '      0.30000000000000004): ``ece([1, 0, 0], [0.3, 0.3, 0.25], n_bins=10)`` is 0.2167\n'
-        '      with ``"floor"`` and 0.05 with ``"linspace"``.  The two rules differ only for\n'
-        '      probabilities at or next to an edge (0.3, 0.6 and 0.7 at 10 bins, seven values\n'
-        '      at 20 bins, none of the k/15 at 15 bins).\n'
+        "      own, as netcal bins (the anchors' T3/T4).  Here a typed 0.3 lands in\n"
+        '      ``[0.2, 0.3)`` for 10 bins (the edge is 0.30000000000000004):\n'
+        '      ``ece([1, 0, 0], [0.3, 0.3, 0.25], n_bins=10)`` is 0.2167 with ``"floor"`` and\n'
+        '      0.05 with ``"linspace"``.  The two rules differ only for probabilities at or\n'
+        '      next to an edge (0.3, 0.6 and 0.7 at 10 bins, seven values at 20 bins, none of\n'
+        "      the k/15 at 15 bins).  torchmetrics' ``binary_calibration_error`` has the same\n"
+        '      bins but float32 edges (``torch.linspace``), so values on an edge may fall\n'
+        '      otherwise there: 0.3 as here, but 0.7 of 10 bins in ``[0.7, 0.8)``, as\n'
+        '      ``"floor"`` puts it; off the edges all three agree.\n'
         "    * Neither is scikit-learn's ``calibration_curve``, whose bins are closed on the\n"
         '      right: a probability on an inner edge (0.5 of 10 bins) falls in the lower bin\n'
         '      ``(0.4, 0.5]``.  ``ece([0, 1, 1], [0.5, 0.45, 0.45], n_bins=10)`` is 0.533 under\n'

@@ -630,11 +630,12 @@ def bin_index(prob: NDArray[np.float64], n_bins: int, binning: str = "floor") ->
     * ``"floor"`` (paper 000 M0.7, the default): ``min(floor(n_bins * s), n_bins - 1)``
       computed in float64, so the last bin includes 1.0 and a typed 0.3 lands in
       ``[0.3, 0.4)`` (``10 * 0.3`` rounds to 3.0000000000000004).
-    * ``"linspace"`` (netcal/torchmetrics): bin ``b`` holds ``e_b <= s < e_{b+1}`` for the
-      float64 edges ``e = np.linspace(0, 1, n_bins + 1)`` and ``s == 1.0`` forms bin
-      ``n_bins`` of its own, as ``torch.bucketize(s, e, right=True) - 1`` leaves it.  The
-      edge ``e_3`` of 10 bins is 0.30000000000000004, above the double 0.3, so a typed 0.3
-      lands in ``[0.2, 0.3)`` here.
+    * ``"linspace"`` (netcal): bin ``b`` holds ``e_b <= s < e_{b+1}`` for the float64
+      edges ``e = np.linspace(0, 1, n_bins + 1)`` and ``s == 1.0`` forms bin ``n_bins`` of
+      its own, as ``torch.bucketize(s, e, right=True) - 1`` leaves it.  The edge ``e_3`` of
+      10 bins is 0.30000000000000004, above the double 0.3, so a typed 0.3 lands in
+      ``[0.2, 0.3)`` here.  torchmetrics bins so too, but on float32 edges, which sit on
+      the other side of some values (0.7 of 10 bins).
     """
     if binning == "floor":
         return np.minimum(np.floor(prob * n_bins).astype(np.intp), n_bins - 1)

@@ -112,6 +112,18 @@ def _pair(x, y):
     return xa, ya
 
 
+def _constant(xa: np.ndarray, ya: np.ndarray, name: str) -> bool:
+    """Warn (at the caller, as medaudit's UndefinedMetricWarning) and return True when x or y
+    is constant: a rank correlation is then undefined.  scipy warns for Spearman alone, with
+    its own class, at a line inside medaudit; for Kendall it says nothing."""
+    which = [n for n, v in (("x", xa), ("y", ya)) if np.all(v == v[0])]
+    if not which:
+        return False
+    warn(f"{name}: {' and '.join(which)} {'is' if len(which) == 1 else 'are'} constant, so the rank "
+         "correlation is undefined; returning nan.", UndefinedMetricWarning)
+    return True
+
+
 def spearman(x: ArrayLike, y: ArrayLike, *, alternative: str = "two-sided") -> TestResult:
     """Spearman rank correlation (scipy), ties by average ranks.
 
@@ -123,6 +135,9 @@ def spearman(x: ArrayLike, y: ArrayLike, *, alternative: str = "two-sided") -> T
     from scipy import stats  # here, not at the top: ~0.5 s to import, and most audits never call this
     alternative = check_option(alternative, ("two-sided", "greater", "less"), name="alternative")
     xa, ya = _pair(x, y)
+    if _constant(xa, ya, "spearman"):
+        return TestResult(method="spearman", statistic=math.nan, pvalue=math.nan,
+                          estimate=math.nan, alternative=alternative, n=int(xa.size))
     res = stats.spearmanr(xa, ya, alternative=alternative)
     return TestResult(method="spearman", statistic=float(res.statistic), pvalue=float(res.pvalue),
                       estimate=float(res.statistic), alternative=alternative, n=int(xa.size))
@@ -141,6 +156,9 @@ def kendall(x: ArrayLike, y: ArrayLike, *, alternative: str = "two-sided",
     alternative = check_option(alternative, ("two-sided", "greater", "less"), name="alternative")
     variant = check_option(variant, ("b", "c"), name="variant")
     xa, ya = _pair(x, y)
+    if _constant(xa, ya, "kendall"):
+        return TestResult(method=f"kendall_tau_{variant}", statistic=math.nan, pvalue=math.nan,
+                          estimate=math.nan, alternative=alternative, n=int(xa.size))
     res = stats.kendalltau(xa, ya, alternative=alternative, variant=variant)
     return TestResult(method=f"kendall_tau_{variant}", statistic=float(res.statistic),
                       pvalue=float(res.pvalue), estimate=float(res.statistic),

@@ -388,6 +388,10 @@ def _contrasts(names: Sequence[str], contrasts, what: str) -> list[tuple[str, st
             raise MedauditError(f"contrasts entries must be (a, b) pairs; got {c!r}.")
         for x in c:
             check_option(x, names, name=f"contrast {what}")
+        if c[0] == c[1]:
+            raise MedauditError(f"contrast {tuple(c)!r} compares a {what} with itself: its "
+                                "difference is 0 in every replicate; list pairs of two "
+                                f"different {what}s.")
         out.append((c[0], c[1]))
     return out
 
@@ -481,8 +485,12 @@ def _replicate_range(replicate_range, n_res: int, ci_method: str) -> tuple[int, 
     if replicate_range is None:
         return 0, n_res
     try:
-        start, stop = (int(v) for v in replicate_range)
-    except (TypeError, ValueError):
+        pair = tuple(replicate_range)
+        # int() would truncate 0.5 to 0 and read True as 1: whole numbers only
+        if len(pair) != 2 or any(isinstance(v, (bool, np.bool_)) or v != int(v) for v in pair):
+            raise ValueError
+        start, stop = (int(v) for v in pair)
+    except (TypeError, ValueError, OverflowError):
         raise MedauditError(f"replicate_range must be a (start, stop) pair of integers; got "
                             f"{replicate_range!r}.") from None
     if not 0 <= start < stop <= n_res:

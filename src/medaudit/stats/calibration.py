@@ -102,7 +102,7 @@ def ece(
     r"""Expected calibration error of the positive-class probability, equal-width bins.
 
     A probability ``s`` goes to bin ``min(floor(n_bins * s), n_bins - 1)`` computed in
-    float64 (paper 000 M0.7; ``binning="linspace"`` for netcal/torchmetrics' edges).
+    float64 (paper 000 M0.7; ``binning="linspace"`` for netcal's edges).
 
     Parameters
     ----------
@@ -205,7 +205,7 @@ def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 1
     """Data for a reliability diagram: equal-width bins, empty bins omitted.
 
     A probability ``s`` goes to bin ``min(floor(n_bins * s), n_bins - 1)`` computed in
-    float64, the rule of :func:`ece` (``binning="linspace"`` for netcal/torchmetrics' edges).
+    float64, the rule of :func:`ece` (``binning="linspace"`` for netcal's edges).
 
     Parameters
     ----------

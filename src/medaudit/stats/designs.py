@@ -278,6 +278,12 @@ def make_plan(
     elif design == "within_label":
         st = y.astype(np.intp) if strata is None else (
             _codes(strata, "strata", n) * 2 + y.astype(np.intp))
+        if strata is not None and n > 1 and np.bincount(st).max() < 2:
+            # the same zero-width interval: every stratum holds at most one item of each class
+            raise MedauditError(
+                "strata= leaves at most one item of each class in every stratum, so with "
+                "design='within_label' no resample differs from the sample; use coarser strata "
+                "(a site, a scanner), or leave strata out.")
     else:  # shared_positive: strata are the groups; positives form one stratum
         if strata is None:
             raise MedauditError("design='shared_positive' needs strata= (the negative group of "

@@ -537,9 +537,11 @@ def _misordered_text(values: Sequence[Any]) -> str | None:
 
     Refused: month names; text holding two or more numbers whose first is not a four-digit
     year ("Q4 2025" sorts after "Q1 2026", "10/15/2025" after "1/15/2026", "15.01.2026"
-    after "01.02.2026"); and numbers of different widths at one place ("p10" before
-    "p2", "2026-10" before "2026-7").  One period has no order to get wrong; year-first
-    text ("2026-07", "2026/07/15", "2026-Q3") and other labels sort as given.
+    after "01.02.2026"); numbers of different widths at one place ("p10" before
+    "p2", "2026-10" before "2026-7"); and year-first periods in different forms
+    ("2026-03" beside "2026-Q1", which overlap; "2026/02" beside "2026-11").  One period
+    has no order to get wrong; year-first text ("2026-07", "2026/07/15", "2026-Q3") and
+    other labels sort as given.
     """
     text = [v for v in values if isinstance(v, str)]
     if len(set(values)) < 2 or not text:
@@ -548,6 +550,15 @@ def _misordered_text(values: Sequence[Any]) -> str | None:
         numbers = _NUMBER.findall(v)
         if _MONTH_NAME.search(v) or (len(numbers) >= 2 and len(numbers[0]) != 4):
             return repr(v)
+    if len(text) == len(set(values)) and all(_ISO_PERIOD.match(v) for v in text):
+        # year-first periods in different forms: of different lengths ("2026-01" beside
+        # "2026-Q1" or "2026", which overlap, so no order of them is time order) or with
+        # other separators ("2026/02" sorts after "2026-11" as text)
+        forms = {re.sub(r"[0-9]", "9", v): v for v in sorted(text)}
+        if len(forms) > 1:
+            a, b = sorted(forms.values())[:2]
+            return (f"{a!r} and {b!r} are written in different forms (periods of different "
+                    "lengths overlap; other separators sort apart)")
 
     def natural(v: str) -> tuple:  # ASCII digit runs as numbers, the rest as text
         return tuple((0, int(part), "") if part[0] in "0123456789" else (1, 0, part)
@@ -628,6 +639,13 @@ def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | 
         if missing:
             raise MedauditError(f"the period column has {missing[:5]!r}, which periods= does not "
                                 "list; declare every period, in order.")
+        if empty := [p for p in order if p not in set(present)]:
+            # a look without a case tells nothing, yet counts among the looks (and, under
+            # alpha spending, spends its share): said, not refused (a batch may be empty)
+            what = ("its look has no case but still counts as a look" if len(empty) == 1
+                    else "their looks have no case but still count as looks")
+            warnings.warn(f"periods= lists {empty[:5]!r}, which no row has: {what}.", UserWarning,
+                          stacklevel=2)
         return order
     try:
         return sorted(present)

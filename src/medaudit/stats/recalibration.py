@@ -41,6 +41,12 @@ __all__ = ["calibration_slope_intercept", "calibration_slope_intercept_ci", "Cal
 
 _MAX_STEPS = 60
 _STEP_TOL = 1e-10
+#: halvings of one Newton step at most (2^-30 of it: a row still not climbing is at its
+#: maximum to rounding)
+_MAX_HALVINGS = 30
+#: a step is taken when the log-likelihood falls by less than this (relative): rounding
+#: near the maximum, not the overshoot the halving is for
+_LL_TOL = 1e-9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,8 +224,14 @@ def logistic_rows(w: NDArray, x: NDArray[np.float64], y: NDArray[np.float64], *,
                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Maximum-likelihood ``(a, b)`` of ``logit P(y) = a + b x`` (or ``a + x``) for each weight row.
 
-    Newton's method from ``(0, 1)`` (perfect calibration), vectorised over rows; rows not
-    converged after 60 steps (separation), or with a singular information matrix, are nan.
+    Newton's method from ``(0, 1)`` (perfect calibration), vectorised over rows, with step
+    halving: a full Newton step that lowers a row's log-likelihood is halved until it does
+    not.  Plain Newton overshoots when the fit is far from ``(0, 1)`` (a slope near 0 or
+    negative) and diverges there, which would drop well-defined replicates as degenerate,
+    and only replicates of one kind (a biased interval); the log-likelihood is concave, so a
+    halved Newton step always climbs until the maximum.  A row whose full steps all climb
+    takes exactly the plain Newton path.  Rows not converged after 60 steps (separation: no
+    maximum), or with a singular information matrix, are nan.
     """
     w2 = np.atleast_2d(w).astype(np.float64)
     b_rows = w2.shape[0]
@@ -228,8 +240,10 @@ def logistic_rows(w: NDArray, x: NDArray[np.float64], y: NDArray[np.float64], *,
     done = np.zeros(b_rows, dtype=bool)
     failed = np.zeros(b_rows, dtype=bool)
     x2 = x * x
+    eta = a[:, None] + b[:, None] * x
+    ll = _loglik(w2, eta, y)
     for _ in range(_MAX_STEPS):  # Newton steps; every replicate of the batch moves together
-        mu = special.expit(a[:, None] + b[:, None] * x)
+        mu = special.expit(eta)
         wv = w2 * (mu * (1.0 - mu))
         r = w2 * (y - mu)
         g0, h00 = K._rowsum(r), K._rowsum(wv)
@@ -246,12 +260,37 @@ def logistic_rows(w: NDArray, x: NDArray[np.float64], y: NDArray[np.float64], *,
         step = np.maximum(np.abs(da), np.abs(db))
         failed |= ~done & ~np.isfinite(step)
         live = ~done & ~failed
-        a = np.where(live, a + da, a)
-        b = np.where(live, b + db, b)
-        done |= live & (step < _STEP_TOL * np.maximum(1.0, np.maximum(np.abs(a), np.abs(b))))
+        a_new = np.where(live, a + da, a)
+        b_new = np.where(live, b + db, b)
+        eta_new = a_new[:, None] + b_new[:, None] * x
+        ll_new = _loglik(w2, eta_new, y)
+        worse = np.flatnonzero(live & ~(ll_new >= ll - _LL_TOL * (1.0 + np.abs(ll))))
+        t = 1.0
+        for _ in range(_MAX_HALVINGS):
+            if not worse.size:
+                break
+            t *= 0.5
+            a_new[worse] = a[worse] + t * da[worse]
+            b_new[worse] = b[worse] + t * db[worse]
+            eta_new[worse] = a_new[worse, None] + b_new[worse, None] * x
+            ll_new[worse] = _loglik(w2[worse], eta_new[worse], y)
+            worse = worse[~(ll_new[worse] >= ll[worse] - _LL_TOL * (1.0 + np.abs(ll[worse])))]
+        # a Newton direction climbs unless the row is at its maximum to rounding: keep it there
+        a_new[worse], b_new[worse], ll_new[worse] = a[worse], b[worse], ll[worse]
+        eta_new[worse] = eta[worse]
+        done[worse] = True
+        done |= live & (step < _STEP_TOL * np.maximum(1.0, np.maximum(np.abs(a_new),
+                                                                      np.abs(b_new))))
+        a, b, eta, ll = a_new, b_new, eta_new, ll_new
         if (done | failed).all():
             break
     return np.where(done, a, np.nan), np.where(done, b, np.nan)
+
+
+def _loglik(w: NDArray[np.float64], eta: NDArray[np.float64], y: NDArray[np.float64]
+            ) -> NDArray[np.float64]:
+    """Per row, the weighted Bernoulli log-likelihood ``sum w (y eta - log(1 + e^eta))``."""
+    return K._rowsum(w * (y * eta - np.logaddexp(0.0, eta)))
 
 
 def calibration_slope_intercept_ci(
