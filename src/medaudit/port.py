@@ -173,6 +173,8 @@ def load_local(data: Any = None, *, spec: Any = None, blocks: Sequence[str] = ("
     ctx, built, s = build_context(s, base, table=table)
     if unlabelled is None:
         inputs = built
+    elif "cohorts_not_declared" in built:  # rows the run leaves out are listed either way
+        inputs = {**inputs, "cohorts_not_declared": built["cohorts_not_declared"]}
     return LocalData(raw=raw, base=base, table=table, spec_path=spec_path, scores=ctx.scores,
                      cohorts=tuple(ctx.cohorts), primary_prompt=s.primary_prompt, spec=s,
                      inputs=inputs, unlabelled=unlabelled)
@@ -602,7 +604,7 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
     ...     return pd.DataFrame({"image_id": [f"i{i}" for i in range(2 * n)], "model": "a",
     ...                          "label": y, "score": shift * y + rng.uniform(0, 0.4, 2 * n)})
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     _ = medaudit.audit(site(60, 0.6), n_resamples=200, claims=[
+    ...     _ = medaudit.audit(site(60, 0.3), n_resamples=200, claims=[
     ...         {"model": "a", "metric": "roc_auc", "at_least": 0.7}]).write(f"{d}/audit")
     ...     res = medaudit.port(f"{d}/audit", site(60, 0.02), n_resamples=200)
     >>> res.claims[["claim_id", "source_verdict", "verdict"]].to_dict("records")

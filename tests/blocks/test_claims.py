@@ -101,6 +101,42 @@ def test_level_claim_at_e_and_under_a_cohort_change():
     assert set(t["change"]) == {"at E", "cohort", "negatives"}
 
 
+def _separated(n_per_class: int) -> pd.DataFrame:
+    """One site whose model a separates the classes perfectly (b does not)."""
+    rows = []
+    for i in range(2 * n_per_class):
+        y = int(i < n_per_class)
+        for m, s in (("a", 0.6 + 0.3 * y + i * 1e-4), ("b", 0.5 + 0.01 * (i % 7))):
+            rows.append({"image_id": f"i{i:03d}", "cohort": "site", "model": m, "prompt": "none",
+                         "score": s, "label": y})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("n_per_class", [8, 40])
+def test_a_perfectly_separated_site_does_not_decide_a_claim(n_per_class):
+    """Probe finding: 8 + 8 perfectly separated images gave "AUROC >= 0.95 holds" from a
+    percentile interval [1, 1].  An interval of zero width at the metric's bound shows no
+    uncertainty (where the bootstrap is known to fail): it is reported, and the claim is
+    judged no further than unresolved; a claim an interval with width refutes is refuted
+    as before."""
+    t = validate_score_table(_separated(n_per_class), source="test")
+    spec = AuditSpec.model_validate({
+        "name": "t", "scores": "x.csv", "seed": SEED, "n_resamples": B,
+        "cohorts": {"site": {}},
+        "claims": {"declared": [{"model": "a", "metric": "roc_auc", "at_least": 0.95},
+                                {"model": "b", "metric": "roc_auc", "at_least": 0.99}]}})
+    res = run(CL, context(spec, scores=t))
+    tab = res.tables["claims"]
+    held = tab[(tab["claim_id"] == "D01") & (tab["change"] == "at E")].iloc[0]
+    assert (held["estimate"], held["ci_low"], held["ci_high"]) == (1.0, 1.0, 1.0)
+    assert held["verdict"] == "unresolved"
+    assert ("holds by its interval, judged unresolved: every replicate gave 1, an interval of "
+            "zero width at the bound of the metric" in held["qualification"])
+    refuted = tab[(tab["claim_id"] == "D02") & (tab["change"] == "at E")].iloc[0]
+    assert refuted["ci_low"] < refuted["ci_high"] < 0.99
+    assert refuted["verdict"] == "does not hold"
+
+
 def test_at_most_claim_ece_at_a_declared_prevalence_and_the_prevalence_change():
     t, ctx, _, _ = _rows([{"model": "a", "metric": "ece[n_bins=10]", "at_most": 0.15,
                            "prevalence": 0.2, "cohort": "site-1"}])
@@ -432,6 +468,17 @@ def test_a_number_named_as_text_is_called_that():
     assert "df.columns = df.columns.map(str)" in line and "Unicode" not in line
 
 
+def test_a_name_that_differs_only_in_case_is_the_one_suggested():
+    # probe finding: 'Model-A' was answered "did you mean 'model-b'?" (difflib's ratio is
+    # case-sensitive and ranked model-b closer)
+    from medaudit.blocks.checks import unknown
+
+    (line,) = unknown("model", ["Model-A"], ["model-b", "model-a"], "models")
+    assert "unknown model 'Model-A' (did you mean 'model-a'?)" in line
+    (line,) = unknown("model", ["modle-b"], ["model-b", "model-a"], "models")
+    assert "did you mean 'model-b'?" in line
+
+
 def test_losses_may_claim_levels_above_one():
     c = CL.ClaimsConfig.model_validate([{"model": "a", "metric": "log_loss", "at_most": 1.3}])
     assert c.declared[0].level == 1.3
@@ -639,3 +686,48 @@ def test_generate_takes_one_name_without_a_list():
     assert CL.ClaimsConfig.model_validate({"generate": "rankings"}).generate == ["rankings"]
     with pytest.raises(Exception, match="rankings"):
         CL.ClaimsConfig.model_validate({"generate": "rankngs"})
+
+
+def test_a_declared_id_that_a_generated_claim_also_takes_is_refused():
+    """Probe finding: a declared claim with `id: L01` beside the generated reliability
+    claims ran, and the matrix held two different claims called L01; exporting it then
+    said that results.json was damaged.  The run refuses it, naming the id, before writing."""
+    import medaudit
+    from medaudit.exceptions import MedauditError
+
+    df = _table()
+    with pytest.raises(MedauditError, match=r"claims\.declared: the id 'L01' is also the id of "
+                                            r"a generated claim"):
+        medaudit.audit(df, n_resamples=50, seed=1, blocks=["discrimination", "claims"], claims={
+            "declared": [{"id": "L01", "model": "a", "metric": "roc_auc", "at_least": 0.6,
+                          "cohort": "site-1"}], "generate": ["reliability"], "auroc_at_least": 0.6})
+    # the same claim under its own id runs beside them
+    res = medaudit.audit(df, n_resamples=50, seed=1, blocks=["discrimination", "claims"], claims={
+        "declared": [{"id": "mine", "model": "a", "metric": "roc_auc", "at_least": 0.6,
+                      "cohort": "site-1"}], "generate": ["reliability"], "auroc_at_least": 0.6})
+    assert {"mine", "L01"} <= set(res.matrix["claim_id"])
+
+
+def test_an_unpaired_comparison_names_its_mismatches_in_its_one_line_reason():
+    # probe finding: the reason ended on "...; mismatches:" (only the first line was kept)
+    t = _table()
+    t = t[~((t["model"] == "b") & (t["image_id"] == "site-1-007"))]
+    tab, *_ = _rows([{"model": "a", "than": "b", "metric": "roc_auc", "cohort": "site-1"}], table=t)
+    r = _at(tab)
+    assert r["verdict"] == "not assessed"
+    assert "\n" not in r["qualification"]
+    assert ("mismatches: model 'b', prompt 'none' lacks 1 image(s): ['site-1-007']"
+            in r["qualification"]), r["qualification"]
+
+
+def test_rows_of_cohorts_the_spec_does_not_declare_are_listed_not_dropped_silently():
+    # probe finding: a period whose rows named another cohort vanished from a monitor's series,
+    # and an audit left such rows out without a word; the inputs now list them
+    import medaudit
+
+    res = medaudit.audit(_table(), n_resamples=50, seed=1, blocks=["discrimination"],
+                         cohorts={"site-1": {}})
+    left = res.provenance["inputs"]["cohorts_not_declared"]
+    assert left["rows_left_out"] == {"site-2": 260} and "declare a cohort" in left["why"]
+    res = medaudit.audit(_table(), n_resamples=50, seed=1, blocks=["discrimination"])
+    assert "cohorts_not_declared" not in res.provenance["inputs"]

@@ -110,6 +110,9 @@ def test_listed_without_questions_writes_no_table():
     ctx = make_context({"c": (y, {"m": a})}, n_resamples=20)
     res = run(P, ctx, _spec(ctx, {}))
     assert res.tables == {} and res.notes
+    # probe finding: the note said "(one class, or no question)" of a cohort with both classes
+    assert any("asks no question" in n for n in res.notes)
+    assert not any("one class" in n for n in res.notes)
 
 
 # ----------------------------------------------------------------------------- AUROC > L
@@ -416,3 +419,22 @@ def test_a_declared_pair_may_name_models_outside_models():
     want = paired_auc_sample_size(y, b, a, prevalence=25 / 60)
     assert r["model"] == "mb - ma" and (r["n_pos"], r["n_neg"]) == (want.n_pos, want.n_neg)
     assert r["estimate"] == pytest.approx(roc_auc_score(y, b) - roc_auc_score(y, a), abs=1e-12)
+
+
+def test_a_subgroup_cell_is_planned_from_its_own_counts():
+    """Probe finding: the cell "L02 subgroup sex = M" was planned from the whole cohort's
+    counts (the "(all)" row, 95/205) instead of the subgroup's own (42/99)."""
+    rows = [{"model": "m1", "prompt": "p", "cohort": "c", "negatives": "all", "criterion": "roc_auc",
+             "subgroup": "sex", "group": g, "n_pos": npos, "n_neg": nneg}
+            for g, npos, nneg in (("(all)", 95.0, 205.0), ("F", 53.0, 106.0), ("M", 42.0, 99.0))]
+    results = {"subgroups": BlockResult(name="subgroups", tables={"metrics": pd.DataFrame(rows)})}
+    claim = {"claim_id": "L02", "claim": "m1 separates positives from controls with AUROC ≥ 0.8",
+             "kind": "reliability", "change": "subgroup", "changed_to": "sex = M", "model": "m1",
+             "cohort": "c", "prompt": "p", "negatives": "all", "criterion": "roc_auc",
+             "estimate": 0.83, "ci_low": 0.78, "ci_high": 0.88, "verdict": "unresolved",
+             "source_table": "subgroups.metrics"}
+    r = P.plan_claims(_claims([claim]), results, Study(auroc_at_least=0.8), power=None).iloc[0]
+    assert (r["n_pos"], r["n_neg"]) == (42.0, 99.0)
+    f = (0.05 / 0.03) ** 2  # as the docstring case, on the subgroup's counts (f * 99 = 275)
+    assert (r["additional_pos"], r["additional_neg"]) == (math.ceil(f * 42 - 1e-9) - 42,
+                                                          math.ceil(f * 99 - 1e-9) - 99)

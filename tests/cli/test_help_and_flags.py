@@ -259,8 +259,11 @@ def test_summarize_help_states_the_score_scale_rule_it_applies(capsys):
     with pytest.raises(SystemExit):
         main(["summarize", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "logits when a score is negative, else probabilities" in text
+    assert ("logits when scores are negative -- not a stray 1 % among values in [0, 1], which "
+            "are refused with their row -- else probabilities") in text
     assert "lies outside" not in text
     import pandas as pd
     assert infer_score_scale(pd.DataFrame({"score": [0.04, 2.96]})) == "probabilities"
-    assert infer_score_scale(pd.DataFrame({"score": [-0.1, 0.5]})) == "logits"
+    assert infer_score_scale(pd.DataFrame({"score": [-0.1, 0.5]})) == "probabilities"  # a stray one
+    assert infer_score_scale(pd.DataFrame({"score": [-0.1, 1.5]})) == "logits"
+    assert infer_score_scale(pd.DataFrame({"score": [-0.1, -0.3, 0.5]})) == "logits"

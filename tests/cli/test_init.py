@@ -386,3 +386,24 @@ def test_summarize_with_logits_on_scores_all_in_0_1_warns(csv, tmp_path, capsys)
     rc, _, err = _run(["summarize", tmp_path / "logits.csv", "--out", tmp_path / "l",
                        "--score-scale", "logits", "--n-resamples", "20"], capsys)
     assert rc == 0 and "warning" not in err
+
+
+def test_one_stray_negative_among_probabilities_is_a_bad_row_not_logits(tmp_path, capsys):
+    """Probe finding: one score of -0.01 among probabilities made init write
+    `score_scale: logits`, so a port then carried τ = 0.4 as logit(0.4) and judged every
+    claim on the wrong scale.  The table is refused, naming the line; a table of logits
+    (negatives in number, values above 1) is still read as logits."""
+    t = _table()
+    t.loc[3, "score"] = -0.01
+    p = tmp_path / "stray.csv"
+    t.to_csv(p, index=False)
+    rc, _, err = _run(["init", p, "--out", tmp_path / "s.yaml"], capsys)
+    assert rc == 2 and "must be probabilities in [0, 1]; line 5 is outside" in err
+    assert not (tmp_path / "s.yaml").exists()
+    logits = _table()
+    logits["score"] = np.log(logits["score"] / (1 - logits["score"]))
+    q = tmp_path / "logits.csv"
+    logits.to_csv(q, index=False)
+    rc, _, err = _run(["init", q, "--out", tmp_path / "l.yaml"], capsys)
+    assert rc == 0, err
+    assert "score_scale: logits" in (tmp_path / "l.yaml").read_text()

@@ -584,3 +584,16 @@ def test_iso_periods_declared_out_of_time_order_are_run_as_declared_with_a_warni
             warn_if_out_of_time_order(order)
     with pytest.warns(UserWarning, match=r"'2026-Q2' before '2026-Q1'"):
         warn_if_out_of_time_order(["2026-Q2", "2026-Q1"])
+
+
+def test_a_period_under_an_undeclared_cohort_is_listed_in_the_provenance(claims_file):  # noqa: F811
+    # probe finding: the rows of one period named another cohort than the spec's, and that
+    # period vanished from the series with nothing said; they are listed now
+    from medaudit.monitor import monitor
+
+    df = _batches().assign(cohort="local")
+    df.loc[df["period"] == "2026-04", "cohort"] = "other"
+    run = monitor(claims_file, df, primary_prompt="clinical", cohorts={"local": {}})
+    left = run.provenance["local"]["inputs"]["cohorts_not_declared"]["rows_left_out"]
+    assert left == {"other": 200}
+    assert "2026-04" not in {r for r in run.series["period"]}

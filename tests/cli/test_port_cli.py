@@ -152,3 +152,27 @@ def test_a_claims_file_without_claims_is_refused_by_port_and_monitor(claims_file
         err = _one_line(capsys)
         assert str(empty) in err and "holds no claims" in err and "claims: declared:" in err
         assert not out.exists()
+
+
+def test_the_flag_the_resampling_limit_names_exists(claims_file, local_spec, tmp_path, capsys,  # noqa: F811
+                                                   monkeypatch):
+    """Probe finding: `port --n-resamples 200000` said "pass --allow-large", which port did
+    not accept ("unrecognized argument"). It does now, and hands it to the local run."""
+    assert main(["port", str(claims_file), str(local_spec), "--out", str(tmp_path / "o"),
+                 "--n-resamples", "200000"]) == 2
+    assert "--allow-large" in _one_line(capsys)
+    import medaudit.port as port_module
+
+    seen = {}
+
+    def fake(source, **kw):
+        seen.update(kw)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(port_module, "port", fake)
+    try:
+        main(["port", str(claims_file), str(local_spec), "--out", str(tmp_path / "o"),
+              "--n-resamples", "200000", "--allow-large"])
+    except SystemExit:
+        pass
+    assert seen["allow_large"] is True and seen["n_resamples"] == 200000

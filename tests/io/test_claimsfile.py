@@ -217,6 +217,10 @@ def test_not_json_and_nan_are_refused(tmp_path):
     _refused(bad, "line 2, column 7: not valid JSON")
     bad.write_text('{"schema_version": "1.0", "x": NaN}', encoding="utf-8")
     _refused(bad, "holds NaN")
+    # a number beyond the range of a float reads as infinity: refused the same way (it was a
+    # traceback from the integrity hash, which cannot write it back)
+    bad.write_text('{"schema_version": "1.0", "x": 1e400}', encoding="utf-8")
+    _refused(bad, "holds the number 1e400 (beyond the range of a float)")
     bad.write_text("[1, 2]", encoding="utf-8")
     _refused(bad, "not a medaudit claims file")
 
@@ -341,6 +345,11 @@ def _declared_claims_file(tmp_path):
     (2, "level", 0.1, "`declared` says sensitivity_at_least: 0.8 but `level` is 0.1"),
     (0, "ci_low", 0.99, "its interval runs backwards (ci_low 0.99 > ci_high 0.95)"),
     (1, "E.prevalence", 5, "`E.prevalence` is 5, not a prevalence in (0, 1)"),
+    # probe findings: a resealed file judged on one metric and reported as another
+    (0, "declared.metric", "brier_score",
+     "`declared` is about metric 'brier_score' but `E.criterion` is 'roc_auc'"),
+    (1, "declared.metric", "ece", "`declared` is about metric 'ece' but `E.criterion` is "
+                                  "'roc_auc_difference'"),
 ])
 def test_declared_claim_that_contradicts_its_entry_is_refused(tmp_path, claim, key, value,
                                                               fragment):
@@ -359,3 +368,16 @@ def test_declared_claim_that_contradicts_its_entry_is_refused(tmp_path, claim, k
     with pytest.raises(SchemaError, match="contradicts itself"):
         write_claims_file(doc, tmp_path / "again.claims.json")
     assert not (tmp_path / "again.claims.json").exists()
+
+
+def test_a_level_claim_whose_text_says_the_other_side_is_refused(tmp_path):
+    # probe finding: `side` and `declared` turned to at_most (consistently, and resealed) while
+    # the text, which the page shows, still said "≥ 0.7": judged as one claim, shown as another
+    path = _declared_claims_file(tmp_path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    c = doc["claims"][0]
+    c["side"] = "less"
+    c["declared"].update(at_least=None, at_most=0.7)
+    path.write_text(json.dumps(seal_claims(doc), indent=2, ensure_ascii=False), encoding="utf-8")
+    _refused(path, "claim 'D01' contradicts itself: its text 'm: AUROC ≥ 0.7' says ≥ but `side` "
+                   "is 'less'")

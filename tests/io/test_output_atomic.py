@@ -26,6 +26,16 @@ def test_failed_write_keeps_the_old_file(tmp_path):
 
 
 
+def test_a_missing_parent_folder_is_made(tmp_path):
+    """Probe finding: `claims export --out "new dir/x.claims.json"` and `plan --out nodir/p.csv`
+    gave a raw "[Errno 2] ... .x.claims.json.9vmb.tmp" naming a temporary file, where the
+    output check had accepted a folder that can be made (report, init and port made it)."""
+    target = tmp_path / "new dir" / "deeper" / "x.claims.json"
+    atomic_write_bytes(target, b"{}\n")
+    assert target.read_bytes() == b"{}\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["x.claims.json"]
+
+
 def test_the_temporary_a_killed_write_leaves_is_found_by_its_one_name_rule(tmp_path, monkeypatch):
     """atomic_write_temps names what atomic_write_bytes leaves when its process dies between
     writing and renaming (the dicom converter removes them on a rerun): that file, and no other

@@ -24,6 +24,7 @@ import pandas as pd
 from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import BlockResult
 from medaudit.blocks.claimkit import CLAIM_COLUMNS
+from medaudit.exceptions import SchemaError
 
 __all__ = ["build_claims", "CLAIM_COLUMNS"]
 
@@ -37,7 +38,10 @@ def build_claims(results: Mapping[str, BlockResult], spec: Any) -> pd.DataFrame:
         got = block.claims(results, study, spec.block_config(name))
         if name != "claims" and keep is not None:
             got = [r for r in got if r.get("kind") in keep]
-        rows += [{**r, "origin": r.get("origin") or name} for r in got]
+        rows += [{**r, "origin": r.get("origin") or name, "_block": name} for r in got]
+    _check_ids(rows)
+    for r in rows:
+        del r["_block"]
     if not rows:
         return pd.DataFrame(columns=list(CLAIM_COLUMNS))
     df = pd.DataFrame(rows)
@@ -45,3 +49,20 @@ def build_claims(results: Mapping[str, BlockResult], spec: Any) -> pd.DataFrame:
         if c not in df.columns:
             df[c] = None
     return df[list(CLAIM_COLUMNS)]
+
+
+def _check_ids(rows: list[dict[str, Any]]) -> None:
+    """Refuse a declared claim whose id a generated claim of this run also has.
+
+    Two different claims under one id would make the matrix ambiguous, and a claims file
+    exported from it would be refused as damaged (ids are unique there); only the run knows
+    which ids its generated claims take, so this is checked here, before anything is written.
+    """
+    declared = {r["claim_id"] for r in rows if r["_block"] == "claims"}
+    clash = sorted({r["claim_id"] for r in rows if r["_block"] != "claims"} & declared)
+    if clash:
+        raise SchemaError(
+            f"claims.declared: the id {clash[0]!r} is also the id of a generated claim of this "
+            f"audit{f' (and {len(clash) - 1} more)' if len(clash) > 1 else ''}; give the declared "
+            "claim another `id:` (generated ids are a letter and a number: L01, R02, T01, ...), "
+            "or leave `claims.generate` off.")

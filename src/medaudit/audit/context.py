@@ -236,6 +236,11 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
         t = ensemble_seeds(t)
     check_spec_against_table(spec, t, source=source,
                              cohorts_from_table="cohorts_inferred" in inputs)
+    # rows of cohorts the spec does not declare take no part: listed, never dropped silently
+    counts = t["cohort"].astype(str).value_counts()
+    if left := {str(c): int(n) for c, n in sorted(counts.items()) if c not in set(spec.cohorts)}:
+        inputs["cohorts_not_declared"] = {"rows_left_out": left, "why": (
+            "the spec's `cohorts:` does not declare them; declare a cohort there to audit it")}
     declared, outside = set(spec.study().subgroups), unknown_columns(t, source=source)
     if used := [c for c in outside if c in declared]:
         inputs["subgroup_columns"] = used

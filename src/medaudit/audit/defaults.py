@@ -2,8 +2,8 @@
 
 What the table itself says is enough to audit it: every cohort (role ``primary``), the
 primary prompt (the only one, or the first in sorted order), the score scale (logits
-when a score is negative, :func:`infer_score_scale`), one negative-spectrum entry per cohort whose
-negatives name two or more groups, and the blocks those inputs allow
+when scores are negative beyond a stray few, :func:`infer_score_scale`), one
+negative-spectrum entry per cohort whose negatives name two or more groups, and the blocks those inputs allow
 (:func:`default_spec`).  The result is an ordinary spec, so ``summarize`` runs the one
 audit pipeline with its one validator and one provenance record.
 
@@ -198,7 +198,7 @@ class TableFacts:
     #: training seeds in the ``seed`` column (empty: one score per model and image)
     seeds: tuple[int, ...]
     soft_labels: bool
-    #: "logits" when a score is negative (:func:`infer_score_scale`)
+    #: "logits" when scores are negative (beyond a stray few: :func:`infer_score_scale`)
     score_scale: str
     score_min: float
     score_max: float
@@ -214,7 +214,9 @@ def infer_score_scale(table: pd.DataFrame) -> str:
     """``"logits"`` when a finite score is negative, else ``"probabilities"``.
 
     A probability is never negative, and a table of logits almost always has some (a negative
-    logit is a probability below 0.5).  Scores that are all non-negative but reach above 1
+    logit is a probability below 0.5).  A handful of negatives (at most 1 %, at least one)
+    among scores otherwise all in [0, 1] is a damaged table of probabilities, not logits:
+    it is left to the ScoreTable check, which names the first bad row.  Scores that are all non-negative but reach above 1
     (percentages from 0 to 100, counts) are not taken for logits: they are left to the
     ScoreTable check, which refuses them as ``medaudit audit`` does, so nothing reads
     percentages as logits unless told to (``--score-scale logits``).
@@ -223,10 +225,21 @@ def infer_score_scale(table: pd.DataFrame) -> str:
     --------
     >>> infer_score_scale(pd.DataFrame({"score": [-1.5, 2.0]})), infer_score_scale(pd.DataFrame({"score": [8.5, 96.0]}))
     ('logits', 'probabilities')
+    >>> infer_score_scale(pd.DataFrame({"score": [0.9, -0.01, *[0.5] * 120]}))
+    'probabilities'
     """  # noqa: E501
     s = pd.to_numeric(table["score"], errors="coerce").to_numpy(dtype=np.float64)
     finite = s[np.isfinite(s)]
-    return "logits" if finite.size and finite.min() < 0 else "probabilities"
+    if not finite.size or finite.min() >= 0:
+        return "probabilities"
+    n_neg = int((finite < 0).sum())
+    if finite.max() <= 1.0 and n_neg <= max(1, finite.size // 100):
+        # a few stray negatives among values that are otherwise all in [0, 1] (one bad row):
+        # logits of a real model would put about as many below 0 as its probabilities below
+        # 0.5, and almost none of the rest in [0, 1]; left to the ScoreTable check, which
+        # names the row, instead of reading the whole table as logits
+        return "probabilities"
+    return "logits"
 
 
 #: column names that usually say which institution an image came from (init's cohort hint)

@@ -51,7 +51,10 @@ def unknown(kind: str, names: Iterable[Any], known: Iterable[Any], where: str) -
                        "precomposed, one with combining accents); write both the same way "
                        "(Unicode NFC)")
             continue
-        close = difflib.get_close_matches(str(n), [str(k) for k in known_list], n=1)
+        # a name that differs only in case is the likeliest meant ('Model-A' for 'model-a'),
+        # though difflib's case-sensitive ratio may rank another name ('model-b') closer
+        close = [k for k in map(str, known_list) if k.casefold() == str(n).casefold()][:1] or \
+            difflib.get_close_matches(str(n), [str(k) for k in known_list], n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         has = "the spec's `cohorts:` declares" if declared else "the table has"
         out.append(f"  - {where}: unknown {kind} {quote(n)}{hint}; {has} {quote(sorted(known_list))}")

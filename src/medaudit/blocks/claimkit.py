@@ -198,13 +198,17 @@ DECIDED = frozenset({"holds", "does not hold", "reversed"})
 
 
 def verdict_untrusted(verdict: str, qualification: str, *, small: bool, n_degenerate: Any,
-                      n_resamples: Any) -> tuple[str, str]:
+                      n_resamples: Any, interval: tuple[Any, Any] | None = None
+                      ) -> tuple[str, str]:
     """(verdict, qualification) of a cell whose interval is not trusted to decide a claim.
 
-    A percentile interval of a small subgroup (a handful of images, all resampled from the
-    same few positives) is too narrow, and one that left replicates out because a class was
-    absent from them is conditional on the draws that had both: the interval is reported,
-    and the verdict goes no further than "unresolved", with the reason.
+    A percentile interval of a small subgroup (a handful of images, all resampled from
+    the same few positives) is too narrow; one that left replicates out
+    because a class was absent from them is conditional on the draws that had both; and one
+    of zero width at a bound of the metric (AUROC 1 on every replicate of a perfectly
+    separated sample) shows no uncertainty at all, where the bootstrap is known to fail.
+    The interval is reported, and the verdict goes no further than "unresolved", with the
+    reason.
 
     Examples
     --------
@@ -212,11 +216,19 @@ def verdict_untrusted(verdict: str, qualification: str, *, small: bool, n_degene
     ('unresolved', 'holds by its interval, judged unresolved: too few images')
     >>> verdict_untrusted("unresolved", "x", small=True, n_degenerate=3, n_resamples=200)
     ('unresolved', 'x')
+    >>> verdict_untrusted("holds", "", small=False, n_degenerate=0, n_resamples=200,
+    ...                   interval=(1.0, 1.0))[0]
+    'unresolved'
     """
     why = ["too few images"] if small else []
     n_deg = to_float(n_degenerate)
     if math.isfinite(n_deg) and n_deg > 0:
         why.append(f"{int(n_deg)} of {int(to_float(n_resamples))} replicates undefined")
+    if interval is not None:
+        lo, hi = to_float(interval[0]), to_float(interval[1])
+        if lo == hi and lo in (0.0, 1.0):
+            why.append(f"every replicate gave {lo:g}, an interval of zero width at the bound of "
+                       "the metric, which shows no uncertainty")
     if not why or verdict not in DECIDED:
         return verdict, qualification
     extra = f"{verdict} by its interval, judged unresolved: {' and '.join(why)}"

@@ -868,7 +868,9 @@ def _prepare(ctx: AuditContext, claim: _Claim, ev: _Eval, config: ClaimsConfig
     try:
         w = ctx.wide(ev.cohort, keys=[(m, ev.prompt) for m in models])
     except SchemaError as e:
-        return f"not paired: {str(e).splitlines()[0]}"
+        # the message lists its mismatches one per line: a reason is one line, so joined
+        head, *items = str(e).splitlines()
+        return f"not paired: {head} " + "; ".join(line.strip(" -") for line in items)
     keep = _mask(ctx, w, ev)
     y = w.label[keep]
     n_pos, n_neg = int((y == 1).sum()), int((y == 0).sum())
@@ -952,7 +954,8 @@ def _judge(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any,
     row = _judge_cell(ctx, claim, ev, cell, res, base, small, config.min_group_size)
     row["verdict"], row["qualification"] = ck.verdict_untrusted(
         row["verdict"], row["qualification"], small=small is not None,
-        n_degenerate=row.get("n_degenerate"), n_resamples=row.get("n_resamples"))
+        n_degenerate=row.get("n_degenerate"), n_resamples=row.get("n_resamples"),
+        interval=(row.get("ci_low"), row.get("ci_high")))
     return row
 
 

@@ -184,12 +184,14 @@ class Planning(Block):
         keys = list(dict.fromkeys([*models, *(m for p in pairs for m in p)]))
         cohorts = [c for c in ctx.cohorts if config.cohorts is None or c in config.cohorts]
         rows: dict[str, list] = {"auroc": [], "se_sp": [], "paired_auroc": []}
+        one_class = []
         for cohort in cohorts:
             ctx.tick(f"{NAME}: {cohort}")
             w = ctx.wide(cohort, keys=[(m, prompt) for m in keys])
             n_pos, n_neg = float(w.label.sum()), float(w.label.size - w.label.sum())
             if n_pos == 0 or n_neg == 0:
-                continue  # no pilot: one class (said in the notes)
+                one_class.append(cohort)  # no pilot (said in the notes)
+                continue
             prev = config.prevalence or n_pos / (n_pos + n_neg)
             pilot = {"pilot_n_pos": n_pos, "pilot_n_neg": n_neg}
             for m in models:
@@ -214,9 +216,11 @@ class Planning(Block):
                  + (f"prevalence {config.prevalence:g}" if config.prevalence is not None
                     else "each cohort's own prevalence") + "; additional_* beyond the cohort's "
                  "own cases."]
-        skipped = [c for c in cohorts if c not in {r["cohort"] for v in rows.values() for r in v}]
-        if skipped:
-            notes.append(f"cohort(s) {skipped}: nothing planned (one class, or no question).")
+        if one_class:
+            notes.append(f"cohort(s) {one_class}: nothing planned (one class: no pilot).")
+        if not any(rows.values()) and len(one_class) < len(cohorts):
+            notes.append("nothing planned: `planning:` asks no question (auroc, se_sp or "
+                         "paired_auroc).")
         return BlockResult(name=NAME, tables={k: pd.DataFrame(v) for k, v in rows.items() if v},
                            notes=tuple(notes))
 
@@ -361,6 +365,10 @@ def _counts(row: Mapping[str, Any], results: Mapping[str, BlockResult]) -> tuple
     for col in ("cohort", "prompt", "negatives"):
         if col in t.columns and not pd.isna(row.get(col)):
             sel &= t[col].astype(str) == str(row[col])
+    if row.get("change") == "subgroup" and {"subgroup", "group"} <= set(t.columns):
+        # the subgroup's own counts ("sex = M"), not the whole cohort's "(all)" row
+        name, _, level = str(row.get("changed_to", "")).partition(" = ")
+        sel &= (t["subgroup"].astype(str) == name) & (t["group"].astype(str) == level)
     models = [p.strip() for p in str(row.get("model", "")).split(" vs ")]
     if len(models) == 2 and {"model_a", "model_b"} <= set(t.columns):
         by_model = sel & t["model_a"].isin(models) & t["model_b"].isin(models)

@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
         "summarize", help="audit a long score table (CSV/Parquet) with the default spec its "
                           "columns imply",
         description="Audit a long score table with the spec its columns imply: every cohort, the\n"
-                    "primary prompt, the score scale (logits when a score is negative, or\n"
+                    "primary prompt, the score scale (logits when scores are negative, or\n"
                     "--score-scale), negative-spectrum entries where negatives name two or more\n"
                     "groups. `medaudit init` writes the same spec as a file you can edit.",
         epilog=examples(("medaudit summarize scores.csv --out audit/", "audit every cohort of the table"),
@@ -258,8 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
                                   "(optional: prompt, negative_group, label_soft, seed)")
     common(s)
     s.add_argument("--score-scale", choices=("probabilities", "logits"), default=None,
-                   help="how to read the scores (default: logits when a score is negative, "
-                        "else probabilities, so non-negative scores above 1, such as "
+                   help="how to read the scores (default: logits when scores are negative -- "
+                        "not a stray 1 %% among values in [0, 1], which are refused with their "
+                        "row -- else probabilities, so non-negative scores above 1, such as "
                         "percentages, are refused unless you say logits); the spec key is "
                         "score_scale")
     s.set_defaults(func=_cmd_summarize)
@@ -338,7 +339,14 @@ class _Terminated(KeyboardInterrupt):
     action would end the process at once, leaving its temporary output folder behind."""
 
 
+#: set when SIGTERM arrived: the exception the handler raises can be lost (raised inside a
+#: callback Python only reports, "Exception ignored in ..."), and the run then fails on what
+#: the signal did to its workers (a BrokenProcessPool) instead of unwinding as terminated
+_SIGTERM_SEEN = threading.Event()
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
+    _SIGTERM_SEEN.set()
     raise _Terminated()
 
 
@@ -357,6 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours = threading.current_thread() is threading.main_thread()
     # a handler installed outside Python reads as None: the default action is restored then
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if ours else None
+    _SIGTERM_SEEN.clear()
     try:
         return _run(args)
     finally:
@@ -394,13 +403,20 @@ def _run(args: argparse.Namespace) -> int:
         print(f"medaudit: error: {one_line(str(exc), limit=4000)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        # outputs are written atomically, so an interrupted command leaves no half-written
-        # output; an audit's finished blocks are kept for the rerun to resume from
-        what, code = (("terminated (SIGTERM)", 143) if isinstance(exc, _Terminated)
-                      else ("interrupted (Ctrl-C)", 130))
-        print(f"medaudit: {what}; no output was half-written. Run the same "
-              "command again to resume (audit) or redo it.", file=sys.stderr)
-        return code
+        return _interrupted(isinstance(exc, _Terminated))
+    except Exception:
+        if _SIGTERM_SEEN.is_set():  # what the signal broke, once its own exception was lost
+            return _interrupted(True)
+        raise
+
+
+def _interrupted(terminated: bool) -> int:
+    # outputs are written atomically, so an interrupted command leaves no half-written
+    # output; an audit's finished blocks are kept for the rerun to resume from
+    what, code = ("terminated (SIGTERM)", 143) if terminated else ("interrupted (Ctrl-C)", 130)
+    print(f"medaudit: {what}; no output was half-written. Run the same "
+          "command again to resume (audit) or redo it.", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,7 +22,8 @@ def _cmd_port(args: argparse.Namespace) -> int:
     from medaudit.report.port import verdict_counts
 
     check_plan_power(args.power, name="--power")
-    options = {k: v for k, v in (("seed", args.seed), ("n_resamples", args.n_resamples)) if v is not None}
+    options = {k: v for k, v in (("seed", args.seed), ("n_resamples", args.n_resamples),
+                                 ("allow_large", args.allow_large or None)) if v is not None}
     res = port(args.source, spec=Path(args.spec), cohort=args.cohort, prevalence=args.prevalence,
                thresholds="local" if args.reestimate_thresholds else "source", power=args.power,
                **options)
@@ -48,7 +49,7 @@ def site_arguments(parser: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``medaudit port`` to the sub-command parser ``sub``."""
     from medaudit.cli._help import examples, output_flags
-    from medaudit.cli.main import OVERWRITE_HELP
+    from medaudit.cli.main import ALLOW_LARGE_HELP, OVERWRITE_HELP
 
     p = sub.add_parser(
         "port", help="check a published audit's claims on your own data",
@@ -75,6 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="run seed (default: the local spec's)")
     p.add_argument("--n-resamples", type=int, default=None,
                    help="bootstrap replicates B (default: the local spec's)")
+    # the resampling limits' refusal names this flag, as it does for `medaudit audit`
+    p.add_argument("--allow-large", action="store_true", help=ALLOW_LARGE_HELP)
     p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     output_flags(p)
     p.set_defaults(func=_cmd_port)

@@ -333,6 +333,15 @@ def _refuse_constant(name: str) -> Any:
     raise _NonFinite(name)
 
 
+def _finite_float(text: str) -> float:
+    # json reads a number too large for a float (1e400) as infinity, which no JSON writer
+    # can write back (the integrity hash included): refused as the Infinity token is
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NonFinite(f"the number {text[:40]} (beyond the range of a float)")
+    return value
+
+
 def read_json(path: Path, *, what: str, fix: str) -> Any:
     """Parse the JSON file ``path``; one line naming it (and the line and column) on failure.
 
@@ -349,10 +358,12 @@ def read_json(path: Path, *, what: str, fix: str) -> Any:
     try:
         # utf-8-sig: a byte-order mark (Notepad adds one on save) is not damage; the content
         # after it, which the integrity hash covers, is what is read
-        return json.loads(path.read_bytes().decode("utf-8-sig"), parse_constant=_refuse_constant)
+        return json.loads(path.read_bytes().decode("utf-8-sig"), parse_constant=_refuse_constant,
+                          parse_float=_finite_float)
     except _NonFinite as exc:
-        raise SchemaError(f"{path}: holds {exc.args[0]}, which is not JSON (a missing number is "
-                          f"null), so it is not {what} written by medaudit; {fix}") from None
+        raise SchemaError(f"{path}: holds {exc.args[0]}, which is not a finite JSON number (a "
+                          f"missing one is null), so it is not {what} written by medaudit; {fix}"
+                          ) from None
     except UnicodeDecodeError:
         raise SchemaError(f"{path}: not UTF-8 text, so not {what}; {fix}") from None
     except json.JSONDecodeError as exc:
@@ -548,6 +559,10 @@ def _contradiction(c: Mapping[str, Any]) -> str | None:
     e, kind = c["E"], d.get("kind")
     if kind in _DECLARED_KIND and c["kind"] != _DECLARED_KIND[kind]:
         return f"`declared` is a {kind} claim but `kind` is {quote(c['kind'])}"
+    if kind in ("level", "comparison") and d.get("metric") is not None and (
+            _metric_base(d["metric"]) != _metric_base(e["criterion"])):
+        return (f"`declared` is about metric {quote(d['metric'])} but `E.criterion` is "
+                f"{quote(e['criterion'])}")
     if kind == "comparison":
         pair = [d.get("model"), d.get("than")]
         if c.get("models") is not None and list(c["models"]) != pair:
@@ -562,6 +577,12 @@ def _contradiction(c: Mapping[str, Any]) -> str | None:
             if d.get(key) is not None and not (_same(d[key], c["level"]) and c["side"] == side):
                 return (f"`declared` says {key}: {d[key]!r} but `level` is {c['level']!r} and "
                         f"`side` {c['side']!r}")
+        # the page shows the text: one that says the other side is another claim
+        text = c.get("text") if isinstance(c.get("text"), str) else ""
+        says = {s for s, sign in (("greater", "≥"), ("less", "≤")) if sign in text}
+        if len(says) == 1 and c["side"] not in says:
+            return (f"its text {quote(text)} says {'≥' if 'greater' in says else '≤'} but "
+                    f"`side` is {c['side']!r}")
     if kind == "operating_point":
         crit = str(e["criterion"]).split("[", 1)[0]
         rate = "sensitivity" if crit == "sensitivity_at_specificity" else crit
@@ -574,6 +595,13 @@ def _contradiction(c: Mapping[str, Any]) -> str | None:
                 tau, e["threshold"]):
             return f"`declared` says threshold: {tau!r} but `E.threshold` is {e['threshold']!r}"
     return None
+
+
+def _metric_base(metric: Any) -> str:
+    """A metric id without options, the ``_difference`` of a contrast or the ``soft_`` of its
+    soft-label twin: what ``declared.metric`` and ``E.criterion`` of one claim share."""
+    base = str(metric).split("[", 1)[0]
+    return base.removesuffix("_difference").removeprefix("soft_")
 
 
 def is_claims_file(path: str | os.PathLike[str]) -> bool:

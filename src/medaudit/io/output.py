@@ -1023,14 +1023,18 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, prefix: str
     """Write ``data`` to ``path`` via a temporary file in the same folder and a rename.
 
     A reader (or a resumed run) sees the old file or the new one, never half of one.
-    ``prefix`` names the temporary file (a cache uses it to tell a live writer's file from
-    a dead one's); ``durable=True`` also syncs the folder so the rename survives a crash.
+    A missing parent folder is made.  ``prefix`` names the temporary file (a cache uses it
+    to tell a live writer's file from a dead one's); ``durable=True`` also syncs the folder
+    so the rename survives a crash.
     The file gets the permissions of the umask (``mkstemp`` alone would make it 0600); a full
     disk is an :class:`OutputPathError` naming ``path``.  ``sync=False`` skips the fsync of
     the file (inside an :func:`atomic_directory`, which syncs its files once, together).
     """
     path = Path(path)
     try:
+        # the folder a checked --out names may not exist yet (check_output_file accepts a
+        # folder that "exists or can be made"): made here, for every single-file writer
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix or f".{path.name}.", suffix=suffix)
     except OSError as exc:
         if exc.errno in _FULL:
