@@ -157,19 +157,30 @@ def as_scores(s: ArrayLike, *, name: str = "y_score") -> NDArray[np.float64]:
     Integer scores beyond 2^53 in magnitude are refused: as float64 (the type every metric
     computes in) neighbours among them round together, ties that are not in the data.
     """
-    dtype = getattr(s, "dtype", None)
-    if dtype is not None and getattr(dtype, "kind", "") in "iu" and np.size(s):
-        try:
-            raw = np.asarray(s)
-            big = max(abs(int(raw.max())), abs(int(raw.min())))
-        except (TypeError, ValueError):  # missing values (pandas Int64): reported below
-            big = 0
-        if big > 2**53:
+    big = _largest_integer(s)
+    if big > 2**53:
             raise MedauditError(
                 f"{name} holds integers up to {big} in magnitude, beyond 2^53, where float64 (the "
                 "type medaudit computes in) cannot tell neighbouring integers apart, so ranks "
                 "would tie that do not; rescale the scores (e.g. to ranks or probabilities).")
     return as_1d_float(s, name=name)
+
+
+def _largest_integer(s: Any) -> int:
+    """The largest magnitude among integer scores (a list of Python ints, an integer or
+    object array), 0 for float scores and anything unreadable (reported by the float check)."""
+    if isinstance(s, np.ndarray) and s.dtype.kind == "f":
+        return 0  # the usual case: nothing to convert
+    try:
+        raw = np.asarray(s)
+        if raw.dtype.kind in "iu" and raw.size:
+            return max(abs(int(raw.max())), abs(int(raw.min())))
+        if raw.dtype.kind == "O":  # Python ints beyond int64 stay objects
+            return max((abs(v) for v in raw.reshape(-1).tolist()
+                        if isinstance(v, int) and not isinstance(v, bool)), default=0)
+    except (TypeError, ValueError):  # missing values (pandas Int64): reported below
+        pass
+    return 0
 
 
 def as_probabilities(s: ArrayLike, *, name: str = "y_prob") -> NDArray[np.float64]:

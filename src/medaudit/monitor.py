@@ -317,7 +317,7 @@ def monitor(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any =
         periods = [str(v) for v in sorted(long[period].unique().tolist())]
     long = long.assign(**{period: long[period].astype(str)})
     order = period_order(long[period].to_numpy(dtype=object),
-                         None if periods is None else [str(p) for p in periods])
+                         None if periods is None else [str(p) for p in periods], warn_empty=True)
     if periods is not None:
         warn_if_out_of_time_order(order, stacklevel=2)
     images = labelled.drop_duplicates("image_id")

@@ -707,7 +707,9 @@ def port(source: str | os.PathLike[str], local: Any = None, /, *, spec: Any = No
                            local_ci_low=r["other_ci_low"], local_ci_high=r["other_ci_high"],
                            other_criterion=r["criterion"], other_estimate=r["estimate"],
                            other_ci_low=r["ci_low"], other_ci_high=r["ci_high"])
-                decided = (f"decided here by {r['criterion']} ≥ {_num(r.get('claim_value')):g}: "
+                # a claim that holds holds by both constraints: none decides it alone
+                how = "holds here too:" if verdict == "holds" else "decided here by"
+                decided = (f"{how} {r['criterion']} ≥ {_num(r.get('claim_value')):g}: "
                            f"{_num(r['estimate']):.3f} [{_num(r['ci_low']):.3f}, "
                            f"{_num(r['ci_high']):.3f}]")
                 row["reason"] = "; ".join(x for x in (decided, reason) if x)

@@ -113,28 +113,46 @@ def _separated(n_per_class: int) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("n_per_class", [8, 40])
-def test_a_perfectly_separated_site_does_not_decide_a_claim(n_per_class):
-    """Probe finding: 8 + 8 perfectly separated images gave "AUROC >= 0.95 holds" from a
-    percentile interval [1, 1].  An interval of zero width at the metric's bound shows no
-    uncertainty (where the bootstrap is known to fail): it is reported, and the claim is
-    judged no further than unresolved; a claim an interval with width refutes is refuted
-    as before."""
+def test_a_perfectly_separated_site_holds_a_claim_only_by_an_exact_bound(n_per_class):
+    """Probe finding: 8 + 8 perfectly separated images made "AUROC >= 0.95" hold by a
+    percentile interval [1, 1], which shows no uncertainty.  Such a claim holds only up to
+    the exact bound of m = min(n_pos, n_neg) disjoint concordant pairs (witness:
+    statsmodels' Clopper-Pearson interval of m successes in m), else it is unresolved; an
+    interval at a bound that refutes a claim (Se 0 of n), or a difference of 0 (two equal
+    models) keeps its verdict (review finding)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    bound = proportion_confint(n_per_class, n_per_class, alpha=0.05, method="beta")[0]
     t = validate_score_table(_separated(n_per_class), source="test")
     spec = AuditSpec.model_validate({
         "name": "t", "scores": "x.csv", "seed": SEED, "n_resamples": B,
         "cohorts": {"site": {}},
-        "claims": {"declared": [{"model": "a", "metric": "roc_auc", "at_least": 0.95},
-                                {"model": "b", "metric": "roc_auc", "at_least": 0.99}]}})
+        "claims": {"declared": [
+            {"model": "a", "metric": "roc_auc", "at_least": 0.95},
+            {"model": "b", "metric": "roc_auc", "at_least": 0.99},
+            {"model": "a", "metric": "roc_auc", "at_least": round(bound - 0.01, 3)},
+            {"model": "a", "metric": "sensitivity[threshold=0.99]", "at_least": 0.5},
+            {"model": "a", "than": "a2", "metric": "roc_auc", "margin": 0.05}]}})
+    t2 = t[t["model"] == "a"].assign(model="a2")
+    t = validate_score_table(pd.concat([t, t2], ignore_index=True), source="test")
     res = run(CL, context(spec, scores=t))
-    tab = res.tables["claims"]
-    held = tab[(tab["claim_id"] == "D01") & (tab["change"] == "at E")].iloc[0]
-    assert (held["estimate"], held["ci_low"], held["ci_high"]) == (1.0, 1.0, 1.0)
-    assert held["verdict"] == "unresolved"
-    assert ("holds by its interval, judged unresolved: every replicate gave 1, an interval of "
-            "zero width at the bound of the metric" in held["qualification"])
-    refuted = tab[(tab["claim_id"] == "D02") & (tab["change"] == "at E")].iloc[0]
-    assert refuted["ci_low"] < refuted["ci_high"] < 0.99
-    assert refuted["verdict"] == "does not hold"
+    tab = res.tables["claims"].set_index("claim_id")
+    at_e = tab[tab["change"] == "at E"]
+    unres = at_e.loc["D01"]
+    assert (unres["estimate"], unres["ci_low"], unres["ci_high"]) == (1.0, 1.0, 1.0)
+    assert unres["verdict"] == "unresolved"
+    assert (f"the exact lower bound from {n_per_class} disjoint positive-negative pairs, all "
+            f"concordant, is {bound:.4f}") in unres["qualification"]
+    assert "below the claimed 0.95" in unres["qualification"]
+    refuted = at_e.loc["D02"]
+    assert refuted["ci_low"] < refuted["ci_high"] < 0.99 and refuted["verdict"] == "does not hold"
+    held = at_e.loc["D03"]
+    assert held["verdict"] == "holds" and "holds by it" in held["qualification"]
+    nothing = at_e.loc["D04"]  # Se 0 of n: an interval [0, 0] that refutes the claim
+    assert (nothing["ci_low"], nothing["ci_high"]) == (0.0, 0.0)
+    assert nothing["verdict"] == "does not hold"
+    same = at_e.loc["D05"]  # a model against its copy: a difference of 0, within the margin
+    assert (same["ci_low"], same["ci_high"]) == (0.0, 0.0) and same["verdict"] == "holds"
 
 
 def test_at_most_claim_ece_at_a_declared_prevalence_and_the_prevalence_change():

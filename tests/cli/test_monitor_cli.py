@@ -597,3 +597,17 @@ def test_a_period_under_an_undeclared_cohort_is_listed_in_the_provenance(claims_
     left = run.provenance["local"]["inputs"]["cohorts_not_declared"]["rows_left_out"]
     assert left == {"other": 200}
     assert "2026-04" not in {r for r in run.series["period"]}
+
+
+def test_a_declared_period_without_rows_is_warned_about_once(claims_file):  # noqa: F811
+    import warnings
+
+    from medaudit.monitor import monitor
+
+    df = _batches()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = monitor(claims_file, df, primary_prompt="clinical", periods=[*PERIODS, "2026-07"])
+    said = [w for w in caught if "which no row has" in str(w.message)]
+    assert len(said) == 1 and "['2026-07']" in str(said[0].message)
+    assert "2026-07" in set(run.series["period"])

@@ -271,11 +271,16 @@ def test_a_sigterm_whose_exception_was_lost_still_ends_as_terminated(capsys):
         M._SIGTERM_SEEN.set()  # what the handler does before its exception is lost
         raise BrokenProcessPool("A process in the process pool was terminated abruptly")
 
-    try:
-        assert M._run(argparse.Namespace(func=broken, quiet=False)) == 143
-    finally:
-        M._SIGTERM_SEEN.clear()
-    assert capsys.readouterr().err.startswith("medaudit: terminated (SIGTERM); no output was")
+    def broken_blocks(args):  # the block pool reports a dead worker as a MedauditError
+        M._SIGTERM_SEEN.set()
+        raise M.MedauditError("a worker process of the local pool died (killed, or out of memory)")
+
+    for func in (broken, broken_blocks):
+        try:
+            assert M._run(argparse.Namespace(func=func, quiet=False)) == 143
+        finally:
+            M._SIGTERM_SEEN.clear()
+        assert capsys.readouterr().err.startswith("medaudit: terminated (SIGTERM); no output was")
 
     def broken_alone(args):
         raise BrokenProcessPool("a worker died")

@@ -221,6 +221,12 @@ def test_not_json_and_nan_are_refused(tmp_path):
     # traceback from the integrity hash, which cannot write it back)
     bad.write_text('{"schema_version": "1.0", "x": 1e400}', encoding="utf-8")
     _refused(bad, "holds the number 1e400 (beyond the range of a float)")
+    # review finding: the same as an integer (401 digits: OverflowError; 5,000: Python's
+    # digit limit, ValueError) was a traceback too
+    for digits in (401, 5000):
+        bad.write_text('{"schema_version": "1.0", "x": 1' + "0" * digits + "}", encoding="utf-8")
+        _refused(bad, "holds the number 1000000000000000000000000000000000000000... (beyond the "
+                      "range of a float)")
     bad.write_text("[1, 2]", encoding="utf-8")
     _refused(bad, "not a medaudit claims file")
 

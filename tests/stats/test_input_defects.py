@@ -281,13 +281,20 @@ def test_integer_scores_beyond_two_to_the_53_are_refused_not_tied():
     with pytest.raises(MedauditError, match=r"y_score holds integers up to 100000000000000001 "
                                             r"in magnitude, beyond 2\^53"):
         S.roc_auc([0, 1], np.array([10**17 + 1, 10**17], dtype=np.int64))
+    for given in ([10**17 + 1, 10**17], np.array([10**30, 1], dtype=object)):  # review finding
+        with pytest.raises(MedauditError, match=r"beyond 2\^53"):
+            S.roc_auc([0, 1], given)
     assert S.roc_auc([0, 1], np.array([2**53, 2**53 - 1], dtype=np.int64)) == 0.0
 
 
-def test_a_resample_count_whose_replicates_cannot_fit_in_memory_is_refused_at_once():
+def test_a_resample_count_whose_replicates_cannot_fit_in_memory_is_refused_at_once(monkeypatch):
     # probe finding: n_resamples=10**12 ran for ten minutes, growing to 15 GB, before it was
     # killed; the replicates of one metric alone would need 7,451 GiB
+    import medaudit._validation as V
+
+    monkeypatch.setattr(V, "_physical_memory", lambda: 24 * 2**30)  # this machine's, anywhere
     y, s = _data()
     with pytest.raises(MedauditError, match=r"n_resamples=1,000,000,000,000 would need 7,451 GiB "
-                                            r"for the replicates of one statistic alone"):
+                                            r"for the replicates of one statistic alone, more "
+                                            r"than this machine's 24 GiB"):
         S.bootstrap_ci(y, s, n_resamples=10**12, rng=0)

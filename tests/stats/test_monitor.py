@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -416,12 +417,20 @@ def test_year_first_periods_in_different_forms_are_refused(values, pair):
     assert list(dict.fromkeys(r["period"] for r in got.series)) == values
 
 
-def test_a_declared_period_without_rows_is_said():
+def test_a_declared_period_without_rows_is_said_once_where_the_user_declared_it():
     # probe finding: --periods jan ... jul, with no row in jul, added an empty look that spent
-    # its share of alpha without a word
-    t = {"period": np.repeat(np.array(["2026-01", "2026-02"], dtype=object), 20),
-         "label": np.tile([0.0, 1.0], 20), "score": np.linspace(0, 1, 40)}
-    with pytest.warns(UserWarning, match=r"periods= lists \['2026-03'\], which no row has: its "
-                                         r"look has no case but still counts as a look"):
+    # its share of alpha without a word (review: said once, where the periods are declared,
+    # not for every claim and model the monitor asks about)
+    from medaudit.stats.drift import period_order
+
+    per = np.array(["2026-01", "2026-02"], dtype=object)
+    with pytest.warns(UserWarning, match=r"the declared periods \(--periods, periods=\) list "
+                                         r"\['2026-03'\], which no row has: its look has no case"):
+        assert period_order(per, ["2026-01", "2026-02", "2026-03"], warn_empty=True) == [
+            "2026-01", "2026-02", "2026-03"]
+    t = {"period": np.repeat(per, 20), "label": np.tile([0.0, 1.0], 20),
+         "score": np.linspace(0, 1, 40)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the per-claim calls stay silent
         got = monitor_claims(t, SE, periods=["2026-01", "2026-02", "2026-03"])
     assert list(dict.fromkeys(r["period"] for r in got.series)) == ["2026-01", "2026-02", "2026-03"]

@@ -211,7 +211,7 @@ class TableFacts:
 
 
 def infer_score_scale(table: pd.DataFrame) -> str:
-    """``"logits"`` when a finite score is negative, else ``"probabilities"``.
+    """``"logits"`` when finite scores are negative (beyond a stray few), else ``"probabilities"``.
 
     A probability is never negative, and a table of logits almost always has some (a negative
     logit is a probability below 0.5).  A handful of negatives (at most 1 %, at least one)

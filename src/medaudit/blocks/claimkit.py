@@ -198,17 +198,13 @@ DECIDED = frozenset({"holds", "does not hold", "reversed"})
 
 
 def verdict_untrusted(verdict: str, qualification: str, *, small: bool, n_degenerate: Any,
-                      n_resamples: Any, interval: tuple[Any, Any] | None = None
-                      ) -> tuple[str, str]:
+                      n_resamples: Any) -> tuple[str, str]:
     """(verdict, qualification) of a cell whose interval is not trusted to decide a claim.
 
-    A percentile interval of a small subgroup (a handful of images, all resampled from
-    the same few positives) is too narrow; one that left replicates out
-    because a class was absent from them is conditional on the draws that had both; and one
-    of zero width at a bound of the metric (AUROC 1 on every replicate of a perfectly
-    separated sample) shows no uncertainty at all, where the bootstrap is known to fail.
-    The interval is reported, and the verdict goes no further than "unresolved", with the
-    reason.
+    A percentile interval of a small subgroup (a handful of images, all resampled from the
+    same few positives) is too narrow, and one that left replicates out because a class was
+    absent from them is conditional on the draws that had both: the interval is reported,
+    and the verdict goes no further than "unresolved", with the reason.
 
     Examples
     --------
@@ -216,23 +212,65 @@ def verdict_untrusted(verdict: str, qualification: str, *, small: bool, n_degene
     ('unresolved', 'holds by its interval, judged unresolved: too few images')
     >>> verdict_untrusted("unresolved", "x", small=True, n_degenerate=3, n_resamples=200)
     ('unresolved', 'x')
-    >>> verdict_untrusted("holds", "", small=False, n_degenerate=0, n_resamples=200,
-    ...                   interval=(1.0, 1.0))[0]
-    'unresolved'
     """
     why = ["too few images"] if small else []
     n_deg = to_float(n_degenerate)
     if math.isfinite(n_deg) and n_deg > 0:
         why.append(f"{int(n_deg)} of {int(to_float(n_resamples))} replicates undefined")
-    if interval is not None:
-        lo, hi = to_float(interval[0]), to_float(interval[1])
-        if lo == hi and lo in (0.0, 1.0):
-            why.append(f"every replicate gave {lo:g}, an interval of zero width at the bound of "
-                       "the metric, which shows no uncertainty")
     if not why or verdict not in DECIDED:
         return verdict, qualification
     extra = f"{verdict} by its interval, judged unresolved: {' and '.join(why)}"
     return "unresolved", "; ".join(p for p in (qualification, extra) if p)
+
+
+def verdict_at_bound(verdict: str, qualification: str, *, criterion: Any, side: Any, level: Any,
+                     ci_low: Any, ci_high: Any, n_pos: Any, n_neg: Any,
+                     confidence_level: float) -> tuple[str, str]:
+    """(verdict, qualification) of a level claim that holds by an interval of zero width
+    at the favourable bound of its metric (AUROC 1, or ECE 0, on every replicate).
+
+    The bootstrap shows no uncertainty there (every resample of a perfectly separated
+    sample separates it too), however few the cases: 8 + 8 images made "AUROC >= 0.95"
+    hold.  For AUROC an exact bound stands in: matched one to one, ``m = min(n_pos,
+    n_neg)`` disjoint positive-negative pairs are independent trials, each concordant with
+    probability AUROC, and all ``m`` were; the two-sided Clopper-Pearson lower end for
+    ``m`` of ``m``, ``((1 - confidence_level) / 2) ** (1 / m)``, is a valid (conservative)
+    lower bound of the AUROC.  The claim holds when its level is at most that bound, else it
+    is unresolved; for the other metrics, unresolved.  Any other verdict, interval or side
+    is returned as given: an interval at a bound that refutes a claim refutes it.
+
+    Examples
+    --------
+    >>> kw = dict(criterion="roc_auc", side="greater", ci_low=1.0, ci_high=1.0, n_pos=8,
+    ...           n_neg=8, confidence_level=0.95)
+    >>> verdict_at_bound("holds", "", level=0.95, **kw)[0], verdict_at_bound("holds", "", level=0.6, **kw)[0]
+    ('unresolved', 'holds')
+    """
+    from medaudit.stats.metric_ids import metric_range
+
+    lo, hi, level = to_float(ci_low), to_float(ci_high), to_float(level)
+    name = str(criterion).split("[", 1)[0]
+    if verdict != "holds" or lo != hi or side not in ("greater", "less"):
+        return verdict, qualification
+    low, high = metric_range(name)
+    if lo != (high if side == "greater" else low):
+        return verdict, qualification
+    npos, nneg = to_float(n_pos), to_float(n_neg)
+    if name == "roc_auc" and side == "greater" and min(npos, nneg) >= 1 and (
+            npos.is_integer() and nneg.is_integer()):
+        m = int(min(npos, nneg))
+        bound = ((1.0 - confidence_level) / 2.0) ** (1.0 / m)
+        said = (f"every replicate gave AUROC 1 (an interval of zero width, which shows no "
+                f"uncertainty); the exact lower bound from {m} disjoint positive-negative pairs, "
+                f"all concordant, is {bound:.4f} (Clopper-Pearson, {confidence_level:g})")
+        if level <= bound:
+            return "holds", "; ".join(p for p in (qualification, f"{said}: holds by it") if p)
+        return "unresolved", "; ".join(p for p in (qualification, f"holds by its interval, judged "
+                                                   f"unresolved: {said}, below the claimed "
+                                                   f"{level:g}") if p)
+    said = (f"holds by its interval, judged unresolved: every replicate gave {lo:g}, an interval "
+            "of zero width at the bound of the metric, which shows no uncertainty")
+    return "unresolved", "; ".join(p for p in (qualification, said) if p)
 
 
 class PairIndex:

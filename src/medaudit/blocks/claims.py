@@ -869,8 +869,9 @@ def _prepare(ctx: AuditContext, claim: _Claim, ev: _Eval, config: ClaimsConfig
         w = ctx.wide(ev.cohort, keys=[(m, ev.prompt) for m in models])
     except SchemaError as e:
         # the message lists its mismatches one per line: a reason is one line, so joined
-        head, *items = str(e).splitlines()
-        return f"not paired: {head} " + "; ".join(line.strip(" -") for line in items)
+        head, *items = str(e).splitlines() or [""]
+        return " ".join(p for p in (f"not paired: {head}",
+                                    "; ".join(line.strip(" -") for line in items)) if p)
     keep = _mask(ctx, w, ev)
     y = w.label[keep]
     n_pos, n_neg = int((y == 1).sum()), int((y == 0).sum())
@@ -954,8 +955,13 @@ def _judge(ctx: AuditContext, claim: _Claim, ev: _Eval, cell: Any, res: Any,
     row = _judge_cell(ctx, claim, ev, cell, res, base, small, config.min_group_size)
     row["verdict"], row["qualification"] = ck.verdict_untrusted(
         row["verdict"], row["qualification"], small=small is not None,
-        n_degenerate=row.get("n_degenerate"), n_resamples=row.get("n_resamples"),
-        interval=(row.get("ci_low"), row.get("ci_high")))
+        n_degenerate=row.get("n_degenerate"), n_resamples=row.get("n_resamples"))
+    if isinstance(claim, LevelClaim):
+        row["verdict"], row["qualification"] = ck.verdict_at_bound(
+            row["verdict"], row["qualification"], criterion=row.get("criterion"),
+            side=row.get("claim_side"), level=row.get("claim_value"), ci_low=row.get("ci_low"),
+            ci_high=row.get("ci_high"), n_pos=row.get("n_pos"), n_neg=row.get("n_neg"),
+            confidence_level=ctx.resampling.confidence_level)
     return row
 
 

@@ -434,7 +434,7 @@ def _level_cell(claim: dict[str, Any], level: float, change: str, to: str, row: 
             out["verdict"], out["qualification"] = ck.verdict_untrusted(
                 ck.verdict_level(row["estimate"], lo, hi, level), out["qualification"],
                 small=False, n_degenerate=row.get("n_degenerate"),
-                n_resamples=row.get("n_resamples"), interval=(lo, hi))
+                n_resamples=row.get("n_resamples"))
     return out
 
 
@@ -487,8 +487,7 @@ def _reliability_claims(results: Mapping[str, BlockResult], study: Study) -> lis
                     cell["verdict"], cell["qualification"] = ck.verdict_untrusted(
                         cell["verdict"], cell["qualification"],
                         small="small group" in str(o.get("qualification", "")),
-                        n_degenerate=o.get("n_degenerate"), n_resamples=o.get("n_resamples"),
-                        interval=(cell.get("ci_low"), cell.get("ci_high")))
+                        n_degenerate=o.get("n_degenerate"), n_resamples=o.get("n_resamples"))
                     rows.append(cell)
             soft = metrics[(metrics["cohort"] == cohort) & (metrics["model"] == m)
                            & (metrics["prompt"] == r["prompt"])

@@ -364,8 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a user's program keeps that program's handling)
     ours = threading.current_thread() is threading.main_thread()
     # a handler installed outside Python reads as None: the default action is restored then
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if ours else None
     _SIGTERM_SEEN.clear()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if ours else None
     try:
         return _run(args)
     finally:
@@ -396,6 +396,8 @@ def _run(args: argparse.Namespace) -> int:
         # cut short left nothing half-written
         return 141
     except (MedauditError, OSError) as exc:
+        if _SIGTERM_SEEN.is_set():  # a worker pool the signal broke, reported as an error
+            return _interrupted(True)
         # OSError covers FileExistsError/FileNotFoundError and also IsADirectoryError,
         # NotADirectoryError, PermissionError: user-path problems whose message names the path
         from medaudit.io.messages import one_line

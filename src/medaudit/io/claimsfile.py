@@ -333,6 +333,14 @@ def _refuse_constant(name: str) -> Any:
     raise _NonFinite(name)
 
 
+def _finite_int(text: str) -> int:
+    # an integer beyond a float's range (309 digits and up) fails wherever it is used as a
+    # number (and past 4,300 digits Python refuses to read it): refused here, in one line
+    if len(text.lstrip("-")) > 308:
+        raise _NonFinite(f"the number {text[:40]}... (beyond the range of a float)")
+    return int(text)
+
+
 def _finite_float(text: str) -> float:
     # json reads a number too large for a float (1e400) as infinity, which no JSON writer
     # can write back (the integrity hash included): refused as the Infinity token is
@@ -359,7 +367,7 @@ def read_json(path: Path, *, what: str, fix: str) -> Any:
         # utf-8-sig: a byte-order mark (Notepad adds one on save) is not damage; the content
         # after it, which the integrity hash covers, is what is read
         return json.loads(path.read_bytes().decode("utf-8-sig"), parse_constant=_refuse_constant,
-                          parse_float=_finite_float)
+                          parse_float=_finite_float, parse_int=_finite_int)
     except _NonFinite as exc:
         raise SchemaError(f"{path}: holds {exc.args[0]}, which is not a finite JSON number (a "
                           f"missing one is null), so it is not {what} written by medaudit; {fix}"

@@ -1023,7 +1023,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, prefix: str
     """Write ``data`` to ``path`` via a temporary file in the same folder and a rename.
 
     A reader (or a resumed run) sees the old file or the new one, never half of one.
-    A missing parent folder is made.  ``prefix`` names the temporary file (a cache uses it
+    A missing parent folder is made (not synced even with ``durable``: a folder a crash
+    loses held nothing before).  ``prefix`` names the temporary file (a cache uses it
     to tell a live writer's file from a dead one's); ``durable=True`` also syncs the folder
     so the rename survives a crash.
     The file gets the permissions of the umask (``mkstemp`` alone would make it 0600); a full

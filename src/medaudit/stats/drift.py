@@ -607,13 +607,16 @@ def warn_if_out_of_time_order(order: Sequence[Any], *, stacklevel: int = 2) -> N
                   "give them in time order.", UserWarning, stacklevel=stacklevel + 1)
 
 
-def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | None) -> list[Any]:
+def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | None, *,
+                 warn_empty: bool = False) -> list[Any]:
     """The periods in order: ``periods`` as declared (every value must be listed), else the
     order of an ordered categorical column, else sorted.
 
     Values are compared as given; numbers, dates and ISO text ("2026-07", "2026-Q3") sort as
     time does.  Text whose sort may not be its time order (month names, "10/15/2025",
     "p10" before "p2") is refused without ``periods``: the looks would run out of order.
+    ``warn_empty``: warn where ``periods`` lists a period no row has (once per run: the
+    monitor's own check of the periods a user declared, not its calls per claim).
     """
     if periods is None:
         periods = ordered_categories(period)
@@ -639,13 +642,13 @@ def period_order(period: Sequence[Any] | NDArray[Any], periods: Sequence[Any] | 
         if missing:
             raise MedauditError(f"the period column has {missing[:5]!r}, which periods= does not "
                                 "list; declare every period, in order.")
-        if empty := [p for p in order if p not in set(present)]:
+        if warn_empty and (empty := [p for p in order if p not in set(present)]):
             # a look without a case tells nothing, yet counts among the looks (and, under
             # alpha spending, spends its share): said, not refused (a batch may be empty)
             what = ("its look has no case but still counts as a look" if len(empty) == 1
                     else "their looks have no case but still count as looks")
-            warnings.warn(f"periods= lists {empty[:5]!r}, which no row has: {what}.", UserWarning,
-                          stacklevel=2)
+            warnings.warn(f"the declared periods (--periods, periods=) list {empty[:5]!r}, which "
+                          f"no row has: {what}.", UserWarning, stacklevel=3)
         return order
     try:
         return sorted(present)

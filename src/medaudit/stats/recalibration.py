@@ -47,6 +47,8 @@ _MAX_HALVINGS = 30
 #: a step is taken when the log-likelihood falls by less than this (relative): rounding
 #: near the maximum, not the overshoot the halving is for
 _LL_TOL = 1e-9
+#: Newton steps longer than this (in a or b) are checked for a fall of the log-likelihood
+_CHECK_STEP = 0.25
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -225,8 +227,8 @@ def logistic_rows(w: NDArray, x: NDArray[np.float64], y: NDArray[np.float64], *,
     """Maximum-likelihood ``(a, b)`` of ``logit P(y) = a + b x`` (or ``a + x``) for each weight row.
 
     Newton's method from ``(0, 1)`` (perfect calibration), vectorised over rows, with step
-    halving: a full Newton step that lowers a row's log-likelihood is halved until it does
-    not.  Plain Newton overshoots when the fit is far from ``(0, 1)`` (a slope near 0 or
+    halving: a full Newton step longer than 0.25 that lowers a row's log-likelihood is
+    halved until it does not.  Plain Newton overshoots when the fit is far from ``(0, 1)`` (a slope near 0 or
     negative) and diverges there, which would drop well-defined replicates as degenerate,
     and only replicates of one kind (a biased interval); the log-likelihood is concave, so a
     halved Newton step always climbs until the maximum.  A row whose full steps all climb
@@ -241,7 +243,7 @@ def logistic_rows(w: NDArray, x: NDArray[np.float64], y: NDArray[np.float64], *,
     failed = np.zeros(b_rows, dtype=bool)
     x2 = x * x
     eta = a[:, None] + b[:, None] * x
-    ll = _loglik(w2, eta, y)
+    ll = np.full(b_rows, np.nan)  # log-likelihood at (a, b), computed where a step needs it
     for _ in range(_MAX_STEPS):  # Newton steps; every replicate of the batch moves together
         mu = special.expit(eta)
         wv = w2 * (mu * (1.0 - mu))
@@ -263,22 +265,31 @@ def logistic_rows(w: NDArray, x: NDArray[np.float64], y: NDArray[np.float64], *,
         a_new = np.where(live, a + da, a)
         b_new = np.where(live, b + db, b)
         eta_new = a_new[:, None] + b_new[:, None] * x
-        ll_new = _loglik(w2, eta_new, y)
-        worse = np.flatnonzero(live & ~(ll_new >= ll - _LL_TOL * (1.0 + np.abs(ll))))
-        t = 1.0
-        for _ in range(_MAX_HALVINGS):
-            if not worse.size:
-                break
-            t *= 0.5
-            a_new[worse] = a[worse] + t * da[worse]
-            b_new[worse] = b[worse] + t * db[worse]
-            eta_new[worse] = a_new[worse, None] + b_new[worse, None] * x
-            ll_new[worse] = _loglik(w2[worse], eta_new[worse], y)
-            worse = worse[~(ll_new[worse] >= ll[worse] - _LL_TOL * (1.0 + np.abs(ll[worse])))]
-        # a Newton direction climbs unless the row is at its maximum to rounding: keep it there
-        a_new[worse], b_new[worse], ll_new[worse] = a[worse], b[worse], ll[worse]
-        eta_new[worse] = eta[worse]
-        done[worse] = True
+        ll_new = np.full(b_rows, np.nan)
+        # only long steps are checked (a logaddexp per item): Newton overshoots by long steps,
+        # which grow as it diverges, while the short ones near the maximum converge
+        # quadratically; most rows never take one, and so pay nothing here
+        long = np.flatnonzero(live & (step > _CHECK_STEP))
+        if long.size:
+            unknown = long[np.isnan(ll[long])]
+            if unknown.size:
+                ll[unknown] = _loglik(w2[unknown], eta[unknown], y)
+            ll_new[long] = _loglik(w2[long], eta_new[long], y)
+            worse = long[~(ll_new[long] >= ll[long] - _LL_TOL * (1.0 + np.abs(ll[long])))]
+            t = 1.0
+            for _ in range(_MAX_HALVINGS):
+                if not worse.size:
+                    break
+                t *= 0.5
+                a_new[worse] = a[worse] + t * da[worse]
+                b_new[worse] = b[worse] + t * db[worse]
+                eta_new[worse] = a_new[worse, None] + b_new[worse, None] * x
+                ll_new[worse] = _loglik(w2[worse], eta_new[worse], y)
+                worse = worse[~(ll_new[worse] >= ll[worse] - _LL_TOL * (1.0 + np.abs(ll[worse])))]
+            # a Newton direction climbs unless the row is at its maximum to rounding: kept there
+            a_new[worse], b_new[worse], ll_new[worse] = a[worse], b[worse], ll[worse]
+            eta_new[worse] = eta[worse]
+            done[worse] = True
         done |= live & (step < _STEP_TOL * np.maximum(1.0, np.maximum(np.abs(a_new),
                                                                       np.abs(b_new))))
         a, b, eta, ll = a_new, b_new, eta_new, ll_new
