@@ -243,6 +243,12 @@ def _generated(c: Mapping[str, Any]) -> dict[str, Any] | str:
     """A generated claim as a declared one, or why it has no local counterpart."""
     kind, e, level, side = c["kind"], c["E"], c.get("level"), c.get("side")
     crit = str(e["criterion"])
+    if crit.startswith("soft_"):
+        # judged against the source's soft labels (its readers' disagreement): a port re-states
+        # claims on the ordinary metric, with the site's labels, so it has no counterpart
+        return (f"the source claim is about {crit.removesuffix('_difference')}, a metric against "
+                "the source's soft labels (its readers' disagreement); a port judges ordinary "
+                "metrics on the site's labels")
     if kind in ("reliability", "level"):  # a hand-written file may leave `declared` empty
         if level is None:
             return "the source claim names no level to judge against"

@@ -386,3 +386,16 @@ def test_judgment_variants_read_once_validate_three_ways(tmp_path: Path):
     row = {p: v[p].query("study_id == 's1' and finding == 'c'") for p in ("negative", "positive")}
     assert (row["negative"]["correct"].item(), row["positive"]["correct"].item()) == (0, 1)
     assert prov["negative"]["steps"][3]["rows_mapped"] == 1
+
+
+def test_a_model_none_of_whose_rows_can_be_read_is_said():
+    # probe finding: a model whose every prediction was empty vanished from every table, with
+    # only `parsed: 0` in the provenance
+    t = _hand_table()
+    silent = t[t["study_id"] == "s1"].assign(model="quiet", prediction="")
+    with pytest.warns(UserWarning, match=r"hand: no judgment of model\(s\) 'quiet' \(6 rows\) could "
+                                         r"be read as a verdict"):
+        out, rep = validate_judgments(pd.concat([t, silent], ignore_index=True), source="hand",
+                                      min_parsed_findings=1)
+    assert "quiet" not in set(out["model"])
+    assert [r["parsed"] for r in rep.by_model if r["model"] == "quiet"] == [0]

@@ -253,3 +253,38 @@ def test_uncertain_sensitivity_runs_from_the_spec_through_audit():
     assert set(t["uncertain"]) == {"exclude", "negative", "positive"}
     prov = out.provenance["inputs"]["judgments"]["uncertain_variants"]
     assert prov  # the three policies' filter counts reach results.json
+
+
+def test_a_model_always_right_leaves_the_relative_excess_undefined_not_the_run():
+    """Probe finding: with every prediction equal to the reference, every Brier is 0 and the
+    block aborted at the end ("the oracle Brier must be positive; got 0.0")."""
+    spec = AuditSpec.model_validate({"name": "t", "judgments": {"simulate": "paper002"},
+                                     "blocks": ["agreement"], "agreement": FAST})
+    sim = simulate_paper002(rng=spec.seed, scale=0.05)
+    known = sim["reference"].notna()
+    sim.loc[known, "prediction"] = np.where(sim.loc[known, "reference"] == 1, "present", "absent")
+    ev, _ = validate_judgments(sim, source="sim")
+    res = run(agreement, context(scores=pd.DataFrame(), spec=spec, judgments=ev))
+    summ = res.tables["selection_summary"].set_index("policy")
+    assert (summ["estimate"] == 0.0).all()
+    assert np.isnan(summ.loc["selector", "relative_excess"])
+    assert summ.loc["selector", "qualification"] == ("relative excess undefined: the oracle's "
+                                                     "Brier is 0")
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"budgets": [0]}, r"agreement.selection needs a budget above 0 \(budgets: \[0\]\); add one, "
+                       r"or set `selection: false`"),
+    ({"gap_estimators": ["hdcal", "hdcal"]}, r"agreement.gap_estimators repeat a name"),
+])
+def test_sections_that_could_only_give_nan_or_zero_are_refused(section, message):
+    # probe findings: budgets [0] with selection ran to a nan oracle Brier; a gap of hdcal
+    # with itself was reported as 0 [0, 0]
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=message):
+        AuditSpec.model_validate({"name": "t", "judgments": {"simulate": "paper002"},
+                                  "blocks": ["agreement"], "agreement": {**FAST, **section}})
+    AuditSpec.model_validate({"name": "t", "judgments": {"simulate": "paper002"},
+                              "blocks": ["agreement"],
+                              "agreement": {**FAST, "budgets": [0], "selection": False}})

@@ -497,6 +497,19 @@ def test_a_name_that_differs_only_in_case_is_the_one_suggested():
     assert "did you mean 'model-b'?" in line
 
 
+@pytest.mark.parametrize("metric, plain", [("soft_roc_auc", "roc_auc"),
+                                           ("soft_average_precision", "average_precision")])
+def test_a_claim_on_a_soft_metric_is_refused_with_the_way_to_state_it(metric, plain):
+    # probe finding: `metric: soft_roc_auc` was judged on the hard labels, so it reported the
+    # ordinary AUROC under the soft metric's name (0.908 where the soft AUROC is 0.824), with
+    # no ceiling; the ordinary claim is judged under soft labels as the reference change
+    with pytest.raises(ValidationError, match=rf"metric '{metric}' is the soft-label form of "
+                                              rf"'{plain}': claim `metric: {plain}`"):
+        CL.ClaimsConfig.model_validate([{"model": "a", "metric": metric, "at_least": 0.8}])
+    with pytest.raises(ValidationError, match="soft-label form"):
+        CL.ClaimsConfig.model_validate([{"model": "a", "than": "b", "metric": metric}])
+
+
 def test_losses_may_claim_levels_above_one():
     c = CL.ClaimsConfig.model_validate([{"model": "a", "metric": "log_loss", "at_most": 1.3}])
     assert c.declared[0].level == 1.3

@@ -193,6 +193,20 @@ def test_enhance_threshold_rule_and_hedges():
             oracle.soft_auroc_strict(soft, s), rel=1e-12)
 
 
+def test_one_rating_per_item_is_said_to_be_stable_by_construction():
+    # probe finding: with one annotator (or one rating per item) every stability row read
+    # 1.0 [1.0, 1.0] with an empty qualification, as if the ranking had been tested
+    votes = {i: [v[0]] for i, v in VOTES.items()}
+    res = run(LU, make_ctx(votes, SCORES, lu={"n_resamples": 50}))
+    st = res.tables["stability"]
+    assert (st["ci_low"] == st["ci_high"]).all()
+    assert (st["qualification"] == "one rating per item: stable by construction").all()
+    assert any("every item has one rating, so the annotation bootstrap cannot change any label"
+               in n for n in res.notes)
+    planted = run(LU, make_ctx(VOTES, SCORES, lu={"n_resamples": 50}))
+    assert not planted.tables["stability"]["qualification"].str.contains("one rating").any()
+
+
 def test_refuses_mismatched_image_sets():
     ctx = make_ctx(VOTES, SCORES, drop=("B", "N2"))
     with pytest.raises(SchemaError, match=r"model 'B'.*N2"):

@@ -126,6 +126,15 @@ def test_scale_from_spec_and_spec_rules():
         RatingScaleSpec(min=0, max=1, codes={"A": 2})
     with pytest.raises(ValueError, match="threshold"):
         AnnotationsSpec(path="a.csv", hard="threshold")
+    # probe finding: "mean > threshold" at the top of the scale makes no item positive (the
+    # docs suggested threshold 1 for ENHANCE, whose reader gives ratings in [0, 1])
+    with pytest.raises(ValueError, match=r"threshold 1.0 must lie in \[0.0, 1.0\) of the rating "
+                                         r"scale as the data set's reader gives it"):
+        AnnotationsSpec(format="enhance", hard="threshold", threshold=1)
+    with pytest.raises(ValueError, match=r"threshold 2.0 must lie in \[0.0, 2.0\)"):
+        AnnotationsSpec(path="a.csv", hard="threshold", threshold=2, scale={"min": 0, "max": 2})
+    assert AnnotationsSpec(path="a.csv", hard="threshold", threshold=1,
+                           scale={"min": 0, "max": 2}).threshold == 1
     with pytest.raises(ValueError, match="posterior"):
         AnnotationsSpec(path="a.csv", hard="posterior")
     with pytest.raises(ValueError, match="half"):

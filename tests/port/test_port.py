@@ -511,3 +511,21 @@ def test_the_sites_own_declared_claims_are_said_to_be_left_to_an_audit(claims_fi
         res = medaudit.port(claims_file, spec=spec, n_resamples=50)
     assert "Z1" not in set(res.claims["claim_id"])
 
+
+
+def test_a_source_claim_on_a_soft_metric_is_not_re_stated_on_hard_labels():
+    """Probe finding: a claim on soft_roc_auc, re-stated at a site, would be judged on the
+    site's hard labels (the ordinary AUROC under the soft metric's name). A generated soft
+    claim has no local counterpart, and says why."""
+    from medaudit.port import restate
+
+    c = {"id": "Y01", "kind": "ranking", "text": "a ranks above b on soft_roc_auc",
+         "models": ["a", "b"], "declared": {}, "level": 0.0, "side": "greater",
+         "E": {"model": "a vs b", "prompt": "none", "cohort": "src", "negatives": "all",
+               "prevalence": "observed", "threshold": None,
+               "criterion": "soft_roc_auc_difference"}}
+    d, origin = restate(c, cohort="site", present={"a": {"none"}, "b": {"none"}},
+                        primary_prompt="none", negative_groups=set(), n_pos=10, n_neg=10)
+    assert isinstance(d, str) and origin == ""
+    assert d.startswith("the source claim is about soft_roc_auc, a metric against the source's "
+                        "soft labels")

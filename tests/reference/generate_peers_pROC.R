@@ -8,6 +8,7 @@
 #   pauc_pROC.csv          auc(roc, partial.auc, partial.auc.focus, partial.auc.correct);
 #   coords_best_pROC.csv   coords(roc, "best", best.method, best.weights): every tied row;
 #   coords_sp_pROC.csv     coords(roc, x, input = "specificity", ret = "sensitivity");
+#   coords_se_pROC.csv     coords(roc, x, input = "sensitivity", ret = "specificity");
 #   power_pROC.csv         power.roc.test for one curve (auc, kappa) and two paired curves.
 #
 # Conventions (fixed, never automatic):
@@ -125,20 +126,26 @@ for (nm in names(datasets)) {
 }
 best_df <- do.call(rbind, best_rows)
 
-# --------------------------------------------------------------- se at fixed specificity
+# -------------------------------------- se at fixed specificity, and sp at fixed sensitivity
 grid <- c(0, 0.1, 0.25, 0.5, 0.73, 0.8, 0.85, 0.9, 0.95, 0.975, 1)
 sp_rows <- list()
+se_rows <- list()
 for (nm in names(datasets)) {
   d <- datasets[[nm]]
   for (curve in c("a", "b")) {
     r <- mk(d$y_true, d[[paste0("score_", curve)]])
     se <- coords(r, grid, input = "specificity", ret = "sensitivity", transpose = FALSE)
+    sp <- coords(r, grid, input = "sensitivity", ret = "specificity", transpose = FALSE)
     sp_rows[[length(sp_rows) + 1]] <- data.frame(dataset = nm, curve = curve,
                                                  specificity = grid,
                                                  sensitivity = as.numeric(se$sensitivity))
+    se_rows[[length(se_rows) + 1]] <- data.frame(dataset = nm, curve = curve,
+                                                 sensitivity = grid,
+                                                 specificity = as.numeric(sp$specificity))
   }
 }
 sp_df <- do.call(rbind, sp_rows)
+se_df <- do.call(rbind, se_rows)
 
 # ---------------------------------------------------------------------------- power
 pw_rows <- list()
@@ -208,6 +215,7 @@ write_block(file.path(script_dir, "peers_pROC_data.csv"), long)
 write_block(file.path(script_dir, "pauc_pROC.csv"), pauc_df)
 write_block(file.path(script_dir, "coords_best_pROC.csv"), best_df)
 write_block(file.path(script_dir, "coords_sp_pROC.csv"), sp_df)
+write_block(file.path(script_dir, "coords_se_pROC.csv"), se_df)
 write_block(file.path(script_dir, "power_pROC.csv"), pw_df)
 cat("wrote peers_pROC_data.csv, pauc_pROC.csv, coords_best_pROC.csv, coords_sp_pROC.csv,",
-    "power_pROC.csv in", script_dir, "\n")
+    "coords_se_pROC.csv, power_pROC.csv in", script_dir, "\n")

@@ -30,6 +30,7 @@ from medaudit.stats import (
     roc_curve,
     roc_curve_band,
     sensitivity_at_specificities,
+    specificity_at_sensitivities,
     threshold_for_sensitivity,
 )
 from medaudit.stats.designs import make_plan
@@ -38,6 +39,7 @@ from tests.stats import _oracles_peers as O
 REF = Path(__file__).resolve().parents[1] / "reference"
 DATA = pd.read_csv(REF / "peers_pROC_data.csv", comment="#")
 COORDS_SP = pd.read_csv(REF / "coords_sp_pROC.csv", comment="#")
+COORDS_SE = pd.read_csv(REF / "coords_se_pROC.csv", comment="#")
 
 
 def _case(seed, ties=True, weights=False):
@@ -99,13 +101,22 @@ def test_curve_against_loop_oracle(seed):
                                                        abs=1e-12)
 
 
+#: pROC's coords read both ways: (reference, function, the rate given, the rate read)
+_COORDS = {"sp": (COORDS_SP, sensitivity_at_specificities, "specificity", "sensitivity"),
+           "se": (COORDS_SE, specificity_at_sensitivities, "sensitivity", "specificity")}
+
+
 @pytest.mark.r_reference
-@pytest.mark.parametrize("key", sorted(set(zip(COORDS_SP.dataset, COORDS_SP.curve, strict=True))))
-def test_sensitivity_at_specificities_matches_pROC(key):
-    ref = COORDS_SP[(COORDS_SP.dataset == key[0]) & (COORDS_SP.curve == key[1])]
+@pytest.mark.parametrize("given, key", [(g, k) for g, (ref, *_) in _COORDS.items()
+                                        for k in sorted(set(zip(ref.dataset, ref.curve,
+                                                                strict=True)))])
+def test_rates_read_off_the_curve_match_pROC_coords(given, key):
+    # input "sensitivity" is the peers' probe finding: it had no counterpart
+    table, fn, x, out = _COORDS[given]
+    ref = table[(table.dataset == key[0]) & (table.curve == key[1])]
     d = DATA[DATA.dataset == key[0]].sort_values("item")
-    got = sensitivity_at_specificities(d.y_true, d[f"score_{key[1]}"], ref.specificity)
-    np.testing.assert_allclose(got, ref.sensitivity, rtol=1e-12, atol=1e-15)
+    got = fn(d.y_true, d[f"score_{key[1]}"], ref[x])
+    np.testing.assert_allclose(got, ref[out], rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -116,6 +127,26 @@ def test_sensitivity_at_specificities_oracle(seed):
     got = sensitivity_at_specificities(y, s, grid, sample_weight=w)
     want = [O.se_at_sp(y, s, x, w) for x in grid]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_specificity_at_sensitivities_by_hand_and_with_weights():
+    y, s = [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]
+    # the curve's vertices (Sp, Se): (1, 0), (1, .5), (.5, .5), (.5, 1), (0, 1); Se = 0.5 is a
+    # horizontal segment from Sp 0.5 to 1 (its end of largest Sp is read), Se 0.75 lies on the
+    # vertical segment at Sp 0.5, and Se 0.25 halfway up the first one, at Sp 1
+    assert specificity_at_sensitivities(y, s, [0.5, 0.75, 0.25, 1.0, 0.0]).tolist() == [
+        1.0, 0.5, 1.0, 0.5, 1.0]
+    rng = np.random.default_rng(4)
+    yy = (rng.random(40) < 0.4).astype(float)
+    yy[:2] = [0, 1]
+    ss = np.round(rng.normal(size=40) + yy, 1)
+    w = rng.integers(1, 4, size=40)
+    grid = np.linspace(0, 1, 23)
+    np.testing.assert_allclose(  # integer weights are repeated rows
+        specificity_at_sensitivities(yy, ss, grid, sample_weight=w),
+        specificity_at_sensitivities(np.repeat(yy, w), np.repeat(ss, w), grid), rtol=1e-12)
+    with pytest.raises(MedauditError, match="sensitivities must lie in"):
+        specificity_at_sensitivities(y, s, [1.5])
 
 
 def test_vertical_segment_reads_its_top():

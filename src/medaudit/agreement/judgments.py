@@ -56,6 +56,7 @@ evaluable table under each uncertain policy (the M2.12 sensitivity).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -410,6 +411,15 @@ def validate_judgments(
                          "evaluable_study": int(keep2[idx].sum()),
                          "eligible": int(keep4[idx].sum()),
                          "studies_evaluable": int(t.loc[idx[keep2[idx]], "study_id"].nunique())})
+
+    # a model none of whose rows could be read takes no part in any table: said (probe
+    # finding: it vanished from every table with only `parsed: 0` in the provenance)
+    rows_of = pd.Series(keep).groupby(t["model"].to_numpy(), sort=True).agg(["size", "sum"])
+    if len(silent := rows_of[rows_of["sum"] == 0]):
+        names = ", ".join(f"{m!r} ({int(n)} rows)" for m, n in silent["size"].items())
+        warnings.warn(f"{source}: no judgment of model(s) {names} could be read as a verdict "
+                      "(empty or unparseable predictions), so they take no part in the analysis.",
+                      UserWarning, stacklevel=2)
 
     # a finding of an institution that had rows but none survived cannot be analysed
     had = t.groupby(["institution", "finding"], sort=True).size()

@@ -172,10 +172,16 @@ class AgreementConfig(BlockConfig):
 
     @model_validator(mode="after")
     def _consistent(self) -> AgreementConfig:
-        for name in ("estimators", "candidates"):
+        for name in ("estimators", "candidates", "gap_estimators"):
             vals = getattr(self, name)
             if len(set(vals)) != len(vals):
+                # a gap of an estimator with itself is 0 by construction (probe finding)
                 raise ValueError(f"agreement.{name} repeat a name: {vals}")
+        if self.selection and not any(b > 0 for b in self.budgets):
+            # the selector chooses on labelled development cases: at budget 0 it has none,
+            # and there would be no decision to score (probe finding: a nan oracle Brier)
+            raise ValueError(f"agreement.selection needs a budget above 0 (budgets: "
+                             f"{self.budgets}); add one, or set `selection: false`")
         if self.selection:
             if "naive" not in self.candidates:
                 raise ValueError("agreement.candidates must include 'naive' (the gate baseline)")
@@ -228,10 +234,17 @@ def _selection(ctx: AuditContext, res: DesignResult, protocol: str
     summ = []
     for p, vals in policies.items():
         m = float(np.mean(vals))
+        # an oracle Brier of 0 (a model every verdict of which is right, or wrong and so
+        # inverted by the fixed policies): the relative excess divides by it, undefined
+        excess = (relative_excess(m, oracle) if oracle > 0 else math.nan) if p == "selector" \
+            else None
+        # (a qualification column only where one is said: the table keeps its columns)
+        said = ({"qualification": "relative excess undefined: the oracle's Brier is 0"}
+                if p == "selector" and not oracle > 0 else {})
         summ.append(spec_row(model="all", prompt=protocol, cohort="all", criterion="brier_score",
                              design="strict_selection", seed=res.settings["first_seed"], policy=p,
-                             estimate=m, n=n,
-                             relative_excess=relative_excess(m, oracle) if p == "selector" else None,
+                             estimate=m, n=n, **said,
+                             relative_excess=excess,
                              n_gate_returned_naive=(sum(x.gate_returned_naive
                                                         for x in res.decisions)
                                                     if p == "selector" else None)))

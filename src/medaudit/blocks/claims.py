@@ -190,6 +190,15 @@ class _MetricClaim(_Claim):
             spec = metric_spec(self.metric, self.options)
         except MedauditError as e:
             raise ValueError(str(e)) from None
+        if spec.name in _SOFT.values():
+            # a claim states the ordinary metric; its soft-label form is what the reference
+            # change judges (cells evaluate claims on hard labels: a soft metric there would be
+            # the ordinary one under another name)
+            plain = next(k for k, v in _SOFT.items() if v == spec.name)
+            raise ValueError(f"metric {spec.name!r} is the soft-label form of {plain!r}: claim "
+                             f"`metric: {plain}`, and with soft labels in the table (annotations: "
+                             "or label_soft) the claim is also judged under them, as the change "
+                             "'reference -> soft labels', with its achievable ceiling")
         if self.prevalence is not None:
             fraction(self.prevalence, "prevalence")
             if not depends_on_prevalence(spec.name):

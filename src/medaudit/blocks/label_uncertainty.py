@@ -330,7 +330,14 @@ def _annotation_part(T: dict[str, list[dict]], notes: list[str], ctx: AuditConte
                               soft_ties=lu.soft_ties, soft_ap_variant=lu.soft_ap_variant,
                               n_resamples=lu.n_resamples,
                               rng=ctx.rng(NAME, cohort, prompt, "annotations"), batch=lu.batch)
-    _annotation_rows(T, ctx, ab, cohort, prompt, models, ctx.resampling.confidence_level)
+    one = bool(k.max(initial=0) <= 1)
+    if one:
+        # resampling an item's annotators redraws its one rating: no label can change
+        notes.append(f"{cohort}: every item has one rating, so the annotation bootstrap cannot "
+                     "change any label: its intervals have no width and its rankings are stable "
+                     "by construction (several annotators per item are needed).")
+    _annotation_rows(T, ctx, ab, cohort, prompt, models, ctx.resampling.confidence_level,
+                     one_rating=one)
     excl = int(ab.n_excluded.sum())
     if excl:
         notes.append(f"{cohort}: {excl} item-replicate(s) of the annotation bootstrap had an "
@@ -389,7 +396,9 @@ def _order(a: float, b: float) -> str:
     return "a_higher" if a > b else "b_higher" if b > a else "tie"
 
 
-def _annotation_rows(T, ctx, ab, cohort, prompt, models, level) -> None:
+def _annotation_rows(T, ctx, ab, cohort, prompt, models, level, *, one_rating: bool = False
+                     ) -> None:
+    by_construction = "one rating per item: stable by construction" if one_rating else ""
     n_used = float(ab.n_items - ab.n_excluded_original)
     for i, mid in enumerate(ab.metrics):
         reps = ab.replicates[mid]
@@ -417,7 +426,8 @@ def _annotation_rows(T, ctx, ab, cohort, prompt, models, level) -> None:
                 correlation=meth, estimate=ab.stability(mid, meth), ci_low=lo, ci_high=hi,
                 n_valid=int(np.isfinite(c).sum()), n_degenerate=ab.n_degenerate[mid],
                 n_undefined=ab.n_undefined[f"{mid}|{meth}"], n_models=len(models),
-                qualification="" if len(models) >= 2 else "one model: no ranking"))
+                qualification=join("" if len(models) >= 2 else "one model: no ranking",
+                                   by_construction)))
 
 
 # ----------------------------------------------------------------------------- claims

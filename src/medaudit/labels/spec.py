@@ -96,8 +96,9 @@ class AnnotationsSpec(_Strict):
 
     Defaults follow the paper: soft label = mean of the ratings normalised to [0, 1];
     hard label = strict majority (normalised mean > 0.5; an exact half is a tie, resolved
-    by ``tie``); ``hard: threshold`` binarises the mean on the original scale instead
-    (ENHANCE: ``threshold: 1``, mean > 1).
+    by ``tie``); ``hard: threshold`` binarises the mean on the rating scale instead (a
+    0-2 scale read from a long file: ``threshold: 1``, mean > 1; ``format: enhance`` reads
+    ENHANCE's ratings normalised to [0, 1], where the same rule is ``threshold: 0.5``).
     """
 
     #: the file (long / crowd), or the data-set folder (enhance / nih / lidc; default: its
@@ -181,11 +182,16 @@ class AnnotationsSpec(_Strict):
         self._check_dataset()
         if self.hard == "threshold":
             if self.threshold is None:
-                raise ValueError("hard: threshold needs `threshold:` on the original rating scale "
-                                 "(ENHANCE: 1, i.e. mean rating > 1)")
+                raise ValueError("hard: threshold needs `threshold:` on the rating scale (mean "
+                                 "rating > threshold is positive)")
             lo, hi = self.scale.low, self.scale.high
-            if not lo <= self.threshold <= hi:
-                raise ValueError(f"threshold {self.threshold} lies outside the scale [{lo}, {hi}]")
+            if not lo <= self.threshold < hi:
+                # "mean > threshold": at the top of the scale no item can be positive (probe
+                # finding: ENHANCE's reader gives [0, 1], where threshold 1 made every label 0)
+                given = " as the data set's reader gives it" if self.is_dataset else ""
+                raise ValueError(f"threshold {self.threshold} must lie in [{lo}, {hi}) of the "
+                                 f"rating scale{given} (a mean rating above it is positive; at "
+                                 f"{hi} none can be)")
         elif self.threshold is not None:
             raise ValueError(f"threshold is only used with hard: threshold, not hard: {self.hard}")
         if self.hard == "posterior" and self.soft == "mean":

@@ -84,6 +84,7 @@ from medaudit.stats.curves import (
     roc_curve,
     roc_curve_band,
     sensitivity_at_specificities,
+    specificity_at_sensitivities,
 )
 from medaudit.stats.cutpoints import Cutpoint, CutpointInterval, best_threshold, best_threshold_ci
 from medaudit.stats.interrater import Agreement, fleiss_kappa, krippendorff_alpha
@@ -155,6 +156,7 @@ __all__ = [
     "variance_decomposition", "VarianceDecomposition",
     # issue 17: curves, partial AUC, cut-points, rates at a threshold, calibration, agreement, power
     "roc_curve", "precision_recall_curve", "roc_curve_band", "sensitivity_at_specificities",
+    "specificity_at_sensitivities",
     "RocCurve", "PrecisionRecallCurve", "RocBand",
     "precision_at_recalls", "precision_recall_band", "PrecisionRecallBand",
     "partial_roc_auc", "partial_roc_auc_ci", "pauc_metric",

@@ -45,6 +45,7 @@ from medaudit.stats.bootstrap import _common_options, percentile_interval
 
 __all__ = ["roc_curve", "precision_recall_curve", "roc_curve_band", "RocCurve",
            "PrecisionRecallCurve", "RocBand", "sensitivity_at_specificities",
+           "specificity_at_sensitivities",
            "precision_at_recalls", "precision_recall_band", "PrecisionRecallBand", "PR_METHODS"]
 
 #: how precision is read at a recall: at the highest threshold reaching it, or the largest
@@ -298,6 +299,34 @@ def sensitivity_at_specificities(y_true: ArrayLike, y_score: ArrayLike, specific
         return np.full(g.size, np.nan)
     r = K.rank(y, s)
     return KX.se_at_sp_grid(KX.cols_from_items(w, r), r, wp, wn, g)[0]
+
+
+def specificity_at_sensitivities(y_true: ArrayLike, y_score: ArrayLike, sensitivities: ArrayLike,
+                                 *, sample_weight: ArrayLike | None = None
+                                 ) -> NDArray[np.float64]:
+    """Specificity read off the ROC curve at each given sensitivity (pROC ``coords``).
+
+    The twin of :func:`sensitivity_at_specificities`: linear interpolation inside a
+    segment; on a horizontal segment (one sensitivity, several specificities) its end of
+    largest specificity -- what pROC's ``coords(roc, x, input = "sensitivity", ret =
+    "specificity")`` returns.  The ROC curve of ``(1 - y, -s)`` is this curve with Se and Sp
+    trading places (its vertices are the same tie-block corners), so this is
+    :func:`sensitivity_at_specificities` read on that curve.
+
+    Examples
+    --------
+    >>> specificity_at_sensitivities([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], [1.0, 0.75, 0.5])
+    array([0.5, 0.5, 1. ])
+    """
+    g = _grid(sensitivities, name="sensitivities")
+    y, s, w = _weighted(y_true, y_score, sample_weight)
+    w = unit_scaled(w)
+    wp, wn = KX.class_totals(w, y)
+    if warn_if_one_class(float(wp[0]), float(wn[0]), "specificity_at_sensitivities"):
+        return np.full(g.size, np.nan)
+    yf, sf = 1.0 - y, -s
+    r = K.rank(yf, sf)
+    return KX.se_at_sp_grid(KX.cols_from_items(w, r), r, wn, wp, g)[0]
 
 
 @dataclass(frozen=True, slots=True)
