@@ -272,3 +272,21 @@ def test_nih_readers_as_a_test_bed():
         lab = agg.labels.set_index(["cohort", "item_id"])["label"]
         assert len(lab) == 810 and agg.labels["label_soft"].between(0, 1).all()
         assert (lab == mv.loc[lab.index]).mean() > 0.95, model
+
+
+@pytest.mark.parametrize("soft", ["dawid_skene", "glad", "mace", "wawa", "zero_based_skill"])
+def test_a_crowd_model_with_nothing_to_learn_from_is_refused(soft):
+    # probe finding: with one annotator the crowd models ran and gave soft labels that were
+    # artefacts of their initialisation (GLAD 0.062 and 0.938, MACE 0.311 and 0.724)
+    one, sc = _table([r for r in TINY if r[1] == "a"])
+    with pytest.raises(MedauditError, match=rf"soft='{soft}' learns annotator reliability from "
+                                            r"agreement between annotators, but the annotations "
+                                            r"have 1 annotator\(s\) and at most 1 usable"):
+        aggregate_labels(one, scale=sc, soft=soft)
+    # one rating per item from several annotators: nothing to compare either
+    spread, sc = _table([("p", "a", 1), ("q", "b", 0), ("r", "c", 1)])
+    with pytest.raises(MedauditError, match="at most 1 usable rating"):
+        aggregate_labels(spread, scale=sc, soft=soft)
+    # majority_vote is a count, not a model: one annotator's votes are their labels
+    got = _by_item(aggregate_labels(one, scale=sc, soft="majority_vote"))
+    assert {k: v[0] for k, v in got.items()} == {"p": 1.0, "q": 0.0, "r": 0.0}

@@ -217,3 +217,21 @@ def test_a_soft_label_differing_between_an_images_rows_is_refused():
                       "label_soft": [0.2, 0.2, 0.6, 1.0]})
     with pytest.raises(SchemaError, match=r"image 'i2' in cohort 'c' has different \['label_soft'\]"):
         validate_score_table(t, source="t")
+
+
+def test_a_cohort_whose_images_the_drop_removes_is_named_for_that(tmp_path):
+    # probe finding: all of site2's images unannotated and `unannotated: drop` gave "the audit
+    # spec names ... unknown cohort 'site2'", though the spec named no cohort
+    import medaudit
+    from medaudit.exceptions import MedauditError
+
+    rows = [{"image_id": f"{c}-{i}", "cohort": c, "model": m, "score": (i % 7) / 7 + 0.01 * j}
+            for c in ("site1", "site2") for i in range(12) for j, m in enumerate(("a", "b"))]
+    ann = pd.DataFrame([{"item_id": f"site1-{i}", "annotator": r, "rating": int((i + k) % 3 == 0)}
+                        for i in range(12) for k, r in enumerate(("r1", "r2", "r3"))])
+    ann.to_csv(tmp_path / "ann.csv", index=False)
+    with pytest.raises(MedauditError, match=r"cohort\(s\) \['site2'\] of the score table have no "
+                                            r"annotated image, and `annotations.unannotated: "
+                                            r"drop` removed all their rows"):
+        medaudit.audit(pd.DataFrame(rows), n_resamples=20, blocks=["discrimination"],
+                       annotations={"path": str(tmp_path / "ann.csv"), "unannotated": "drop"})

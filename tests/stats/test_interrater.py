@@ -92,6 +92,12 @@ def test_undefined_and_bad_input():
         assert np.isnan(fleiss_kappa([[1, 1], [1, 1]], n_resamples=0).estimate)
     with pytest.warns(UndefinedMetricWarning):
         assert np.isnan(krippendorff_alpha([[2, 2], [2, NAN]], n_resamples=0).estimate)
+    # probe findings: a second value only on an item rated once is no pair, so alpha is
+    # undefined (it returned nan silently); with no item rated twice, the warning says so
+    with pytest.warns(UndefinedMetricWarning, match="among the ratings of items rated twice"):
+        assert np.isnan(krippendorff_alpha([[1, 1], [1, 1], [0, NAN]], n_resamples=0).estimate)
+    with pytest.warns(UndefinedMetricWarning, match="no item has two ratings"):
+        assert np.isnan(krippendorff_alpha([[1, NAN], [NAN, 0], [0, NAN]], n_resamples=0).estimate)
     # Randolph's chance agreement is 1/k over the declared categories, so it is defined
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -223,9 +223,20 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
         from medaudit.labels.io import attach_labels, load_annotations
 
         annotations, inputs["annotations"] = load_annotations(spec.annotations, base_dir)
+        before = set(table["cohort"].astype(str)) if "cohort" in table.columns else set()
         table = attach_labels(table, annotations, spec.annotations, source=source)
         # what the join dropped or ignored, so results.json accounts for every item
         inputs["annotations"]["attach"] = table.attrs.get("labels", {})
+        # (of the cohorts the audit reports: declared, or read from the table above)
+        used = {str(c) for c in spec.cohorts} or before
+        gone = sorted((before & used) - set(table["cohort"].astype(str))) if (
+            "cohort" in table) else []
+        if gone:
+            # probe finding: said as "the spec names an unknown cohort", which it did not
+            raise SchemaError(
+                f"{source}: cohort(s) {gone} of the score table have no annotated image, and "
+                f"`annotations.unannotated: {spec.annotations.unannotated}` removed all their "
+                "rows; annotate their images, or leave those cohorts out of the score table.")
     key = ("model", "prompt", "cohort", "image_id") + (("seed",) if "seed" in table.columns else ())
     t = validate_score_table(table, source=source, key=key,
                              probabilities=spec.score_scale == "probabilities",

@@ -232,6 +232,15 @@ def aggregate_labels(
         if not binary.all():
             raise MedauditError(f"soft={soft!r} needs binary ratings (the scale ends {lo:g} or "
                                 f"{hi:g}); {int((~binary).sum())} usable rating(s) lie between.")
+        n_annot = pd.unique(annotations["annotator"].to_numpy()[keep]).size
+        if soft != "majority_vote" and (n_annot < 2 or n_used.max(initial=0) < 2):
+            # a crowd model learns each annotator's reliability from their agreement with the
+            # others: with one annotator, or one rating per item, there is none to learn from,
+            # and its posteriors are artefacts of the initialisation (probe finding)
+            raise MedauditError(
+                f"soft={soft!r} learns annotator reliability from agreement between annotators, "
+                f"but the annotations have {n_annot} annotator(s) and at most "
+                f"{int(n_used.max(initial=0))} usable rating(s) per item; use soft='mean'.")
         post = _crowd_posterior(keys, (v == hi).astype(np.int64),
                                 annotations["annotator"].to_numpy()[keep], item_code[keep],
                                 n_items, soft, crowd_iterations, annotator_weights)

@@ -299,9 +299,14 @@ def krippendorff_alpha(
 
     m_u = table.sum(axis=1)
     pairable = m_u >= 2
-    if cats.size < 2 or not pairable.any():
-        warn("krippendorff_alpha is undefined: fewer than two distinct values among the "
-             "pairable ratings; returning nan.", UndefinedMetricWarning)
+    # the values of items rated twice or more are the only ones alpha compares (a value on an
+    # item with one rating is no pair): counted among those, not among all ratings
+    n_values = int((table[pairable].sum(axis=0) > 0).sum())
+    if not pairable.any() or n_values < 2:
+        why = ("no item has two ratings, so no rating can be compared with another"
+               if not pairable.any() else
+               "fewer than two distinct values among the ratings of items rated twice or more")
+        warn(f"krippendorff_alpha is undefined: {why}; returning nan.", UndefinedMetricWarning)
         est = math.nan
     else:
         with np.errstate(divide="ignore", invalid="ignore"):
