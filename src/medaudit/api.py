@@ -97,6 +97,7 @@ class Audit:
         ``overwrite=True`` when medaudit wrote it."""
         from medaudit.io.output import check_output_dir
 
+        directory = Path(directory).expanduser()  # "~/out" is the home folder, as pandas reads it
         with _python_words("directory"):
             check_output_dir(directory, inputs=self._inputs, overwrite=overwrite)
             return write_outcome(self.outcome, directory, overwrite=overwrite, inputs=self._inputs)
@@ -108,6 +109,7 @@ class Audit:
         from medaudit.io.output import check_output_file
         from medaudit.report.html import REPORT_PAGE, Report, render_figures
 
+        path = Path(path).expanduser()
         with _python_words("path", overwrite="report()"):
             check_output_file(path, inputs=self._inputs, kind=REPORT_PAGE)
         with tempfile.TemporaryDirectory(prefix="medaudit-report-") as tmp:
@@ -149,6 +151,61 @@ def _python_words(noun: str, overwrite: str = "overwrite=True") -> Iterator[None
         text = re.sub(r"--overwrite\b", overwrite, str(exc))
         text = re.sub(r"--out\b", noun, text)
         raise type(exc)(text) from None
+
+
+def _check_call(data: Any, options: dict[str, Any]) -> None:
+    """The ways a notebook user passes the table that a spec key cannot take, said in Python."""
+    if "data" in options:
+        raise MedauditError("pass the table as the first argument, not as data=...: "
+                            "medaudit.audit(df, ...) (the parameter is positional only).")
+    for key in ("scores", "scores_wide"):
+        if isinstance(options.get(key), pd.DataFrame):
+            raise MedauditError(f"{key}= takes a file path (as the spec key does); pass a "
+                                "DataFrame as the first argument: medaudit.audit(df, ...).")
+    if isinstance(data, pd.DataFrame):
+        # a key column kept in the index (df.set_index("image_id")): the schema would only
+        # say it is missing
+        names = [n for n in data.index.names if n is not None]
+        held = [n for n in ("image_id", "model", "cohort", "label", "score")
+                if n in names and n not in data.columns]
+        if held:
+            raise MedauditError(f"the table holds {held} in its index, not as columns; pass "
+                                "df.reset_index() (the score table's keys are columns).")
+
+
+#: option keys that name a file, and the sections whose `path:` does
+_PATH_KEYS = ("scores",)
+_PATH_SECTIONS = ("scores_wide", "annotations", "judgments")
+
+
+def _from_here(options: dict[str, Any], base: Path) -> dict[str, Any]:
+    """``options`` with their relative file paths made absolute from the working folder.
+
+    Paths inside a spec file start at its folder (``base``); a path the caller passes in the
+    call is the caller's, as the table given first is (probe finding: `scores="s.csv"`
+    beside `spec="specs/spec.yaml"` read specs/s.csv, another file of the same name).
+    """
+    if base == Path("."):
+        return options
+
+    def here(p: Any) -> Any:
+        if isinstance(p, (str, os.PathLike)) and not str(p).startswith("dataset:") and \
+                not Path(p).expanduser().is_absolute():
+            return str(Path(p).expanduser().resolve())
+        return p
+
+    out = dict(options)
+    for k in _PATH_KEYS:
+        if k in out:
+            out[k] = here(out[k])
+    for k in _PATH_SECTIONS:
+        v = out.get(k)
+        if isinstance(v, Mapping) and "path" in v:
+            out[k] = {**v, "path": here(v["path"])}
+        elif isinstance(v, list):  # scores_wide: a list of files
+            out[k] = [{**e, "path": here(e["path"])} if isinstance(e, Mapping) and "path" in e
+                      else e for e in v]
+    return out
 
 
 def _spec_mapping(spec: Any) -> tuple[dict[str, Any], Path]:
@@ -241,8 +298,9 @@ def audit(data: pd.DataFrame | str | os.PathLike[str] | None = None, /, *, spec:
     >>> res.claims[["claim_id", "verdict"]].to_dict("list")
     {'claim_id': ['D01', 'D02'], 'verdict': ['holds', 'holds']}
     """
+    _check_call(data, options)
     raw, base = _spec_mapping(spec)
-    raw = {**raw, **options}
+    raw = {**raw, **_from_here(options, base)}
     table: pd.DataFrame | None = None
     if data is not None:
         # the first argument replaces the table a spec file names (a spec from `medaudit
@@ -256,8 +314,11 @@ def audit(data: pd.DataFrame | str | os.PathLike[str] | None = None, /, *, spec:
     s = validate_model(raw, AuditSpec, source="medaudit.audit() options", what="audit spec")
     outcome = _run_audit(s, base, table=table)
     inputs = spec_inputs(outcome.spec, base, spec if isinstance(spec, (str, os.PathLike)) else None)
-    tables = {f"{b}.{t}": df for b, r in outcome.results.items() for t, df in r.tables.items()}
-    matrix = outcome.claims
+    # copies: the outcome is what write() and report() publish, and a user editing a table of
+    # the result must not change it (probe finding: edits reached portability.csv)
+    tables = {f"{b}.{t}": df.copy() for b, r in outcome.results.items()
+              for t, df in r.tables.items()}
+    matrix = outcome.claims.copy()
     if matrix.empty:
         matrix = pd.DataFrame(columns=list(CLAIM_COLUMNS))
     claims = matrix[matrix["change"] == "at E"].reset_index(drop=True)

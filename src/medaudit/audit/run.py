@@ -275,7 +275,7 @@ def write_outcome(outcome: AuditOutcome, out: str | Path, *, overwrite: bool = F
     from medaudit.report.html import start_figures, write_report
     from medaudit.report.summary import audit_summary
 
-    out = Path(out)
+    out = Path(out).expanduser()
     with atomic_directory(out, overwrite=overwrite, inputs=inputs, run_id=run_id(outcome)) as tmp:
         # the outcome as load_outcome(tmp) will read it, from the results.json text itself
         text, loaded = results_text(outcome)

@@ -425,7 +425,9 @@ def _out_path(out: Any, noun: str) -> tuple[Path, str, Path]:
     """``out`` as a Path, its label for messages and its real path; refuse empty and symlinks."""
     if out is None or os.fspath(out) == "":
         raise OutputPathError(f"--out is empty; give the {noun} to write.")
-    out = Path(out)
+    # "~/out" is the user's home, as pandas and the shell read it (a quoted or Python path
+    # reaches here unexpanded: it made a folder named "~" in the working one)
+    out = Path(out).expanduser()
     label = f"--out {str(out)!r}"
     # first: a name past the file system's limit makes even lstat() fail (ENAMETOOLONG)
     check_out_name(out)
@@ -646,7 +648,7 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
     ...     print(sorted(p.name for p in (Path(d) / "out").iterdir()))
     ['.medaudit-output', 'metrics.csv']
     """
-    target = Path(target)
+    target = Path(target).expanduser()  # as the check reads it
     check_output_dir(target, inputs=inputs, overwrite=overwrite, within_output=within_output)
     parent = target.parent
     # a folder inside a medaudit output (DIR/figures) belongs to it: no marker of its own
