@@ -91,3 +91,13 @@ def test_the_table_passed_the_wrong_way_gets_the_python_way(call, message):
     # "missing column(s) ['image_id']" for a key held in the index
     with pytest.raises(medaudit.exceptions.MedauditError, match=message):
         call(_table())
+
+
+def test_the_notebook_view_names_the_blocks_that_ran_as_repr_counts_them():
+    # probe finding: _repr_html_ listed every block of the spec, also those that ran on
+    # nothing, while repr() counted the blocks run
+    res = _quiet(_table(), n_resamples=50)
+    ran = [b for b, r in res.outcome.results.items() if any(len(t) for t in r.tables.values())]
+    assert f"{len(ran)} blocks run" in repr(res)
+    assert f"blocks run {', '.join(ran)};" in res._repr_html_()
+    assert len(ran) < len(res.outcome.results)  # the table has no prompts: some ran on nothing

@@ -117,12 +117,15 @@ class Audit:
             outcome = load_outcome(tmp)
             return Report(outcome, figures=render_figures(outcome)).save(path)
 
+    def _blocks_run(self) -> list[str]:
+        # a block with nothing to run on (no prompts, no negative groups) has empty tables
+        return [name for name, r in self.outcome.results.items()
+                if any(len(t) for t in r.tables.values())]
+
     def __repr__(self) -> str:
         n = self.claims["claim_id"].nunique() if len(self.claims) else 0
-        # a block with nothing to run on (no prompts, no negative groups) has empty tables
-        ran = sum(any(len(t) for t in r.tables.values()) for r in self.outcome.results.values())
-        return (f"<medaudit.Audit {self.spec.name!r}: {n} claims, {ran} blocks run, "
-                f"{len(self.tables)} tables>")
+        return (f"<medaudit.Audit {self.spec.name!r}: {n} claims, {len(self._blocks_run())} "
+                f"blocks run, {len(self.tables)} tables>")
 
     def _repr_html_(self) -> str:
         """The claims at E with their verdicts, for Jupyter."""
@@ -130,7 +133,7 @@ class Audit:
                             "estimate", "ci_low", "ci_high", "verdict") if c in self.claims.columns]
         head = (f"<p><strong>medaudit audit {_html.escape(str(self.spec.name))}</strong>: "
                 f"{self.claims['claim_id'].nunique() if len(self.claims) else 0} claims; "
-                f"blocks {_html.escape(', '.join(self.outcome.results))}; seed "
+                f"blocks run {_html.escape(', '.join(self._blocks_run()))}; seed "
                 f"{self.provenance.get('seed')}, B = {self.provenance.get('n_resamples')}</p>")
         if not len(self.claims):
             return head + "<p>No claims.</p>"
