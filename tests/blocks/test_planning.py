@@ -438,3 +438,25 @@ def test_a_subgroup_cell_is_planned_from_its_own_counts():
     f = (0.05 / 0.03) ** 2  # as the docstring case, on the subgroup's counts (f * 99 = 275)
     assert (r["additional_pos"], r["additional_neg"]) == (math.ceil(f * 42 - 1e-9) - 42,
                                                           math.ceil(f * 99 - 1e-9) - 99)
+
+
+def test_a_perfect_model_or_an_unreachable_effect_is_a_row_not_the_end_of_the_audit():
+    """Probe finding: a pilot AUROC of 1, or an effect too small for the solvers, raised out
+    of the planning block and stopped the audit (after every block before it had run)."""
+    rng = np.random.default_rng(5)
+    y = np.r_[np.ones(30), np.zeros(40)]
+    perfect = np.r_[rng.uniform(0.6, 1.0, 30), rng.uniform(0.0, 0.4, 40)]
+    ctx = make_context({"c": (y, {"m": perfect})}, n_resamples=20)
+    res = run(P, ctx, _spec(ctx, {"auroc": [{"at_least": 0.9}]}))
+    au = res.tables["auroc"].iloc[0]
+    assert au["status"].startswith("not computable: the pilot AUROC is 1 (perfect separation)")
+    assert np.isnan(au["n_pos"])
+    # Se 29/30 = 0.96667 against a claim of 0.9666: no n up to the search's limit shows it
+    near = perfect.copy()
+    near[0] = 0.45
+    ctx = make_context({"c": (y, {"m": near})}, n_resamples=20)
+    res = run(P, ctx, _spec(ctx, {"se_sp": [{"threshold": 0.5, "min_sensitivity": 0.9666,
+                                             "min_specificity": 0.5}]}))
+    ss = res.tables["se_sp"].iloc[0]
+    assert ss["status"] == "not computable: no n up to n_max=1000000 reaches power 0.8"
+    assert np.isnan(ss["n_pos"])

@@ -230,3 +230,27 @@ def test_a_power_below_even_odds_is_refused_where_sizes_would_grow_again(power):
     with pytest.raises(MedauditError, match=r"power must lie in \[0.5, 1.0\)"):
         cases_to_resolve(0.83, 0.78, 0.88, claim_value=0.8, n_pos=60, n_neg=140, power=power)
     assert auc_sample_size(0.8, power=0.5).n_pos > 0
+
+
+def test_a_pilot_whose_difference_has_no_spread_is_refused_in_one_line():
+    # probe finding: a perfect model against an all-tied (or reversed) one gave a bare
+    # ZeroDivisionError from both paired functions
+    import warnings
+
+    y = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
+    perfect = [.1, .2, .3, .4, .45, .5, .6, .7, .8, .9]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # DeLong's own degenerate-variance warning
+        for other in ([.5] * 10, perfect[::-1]):
+            with pytest.raises(MedauditError, match="DeLong variance of the AUROC difference is 0"):
+                paired_auc_sample_size(y, perfect, other)
+            with pytest.raises(MedauditError, match="DeLong variance of the AUROC difference is 0"):
+                paired_auc_power(y, perfect, other)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "x", -5, 1.9, True])
+def test_cases_to_resolve_takes_whole_counts(bad):
+    # probe finding: nan/inf/'x' gave Python's own errors, -5 was echoed back, 1.9 became 1
+    with pytest.raises(MedauditError, match=r"n_pos must be a whole number of cases \(0 or more\)"):
+        cases_to_resolve(0.83, 0.78, 0.88, claim_value=0.8, n_pos=bad, n_neg=140)
+    assert cases_to_resolve(0.83, 0.78, 0.88, claim_value=0.8, n_pos=60.0, n_neg=140).n_pos == 60

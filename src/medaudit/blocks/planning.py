@@ -264,9 +264,21 @@ def _auroc_row(t: AurocTarget, y, s, n_pos, n_neg, prev, config, base, pilot, qu
         return spec_row(**base, criterion="roc_auc", **values, **_no_plan(
             t.method, pilot, f"not reachable: expected AUROC {theta:.6g} does not exceed "
             f"{t.at_least:g}"), qualification=qual)
-    size = auc_sample_size(theta, auc_null=t.at_least, alpha=config.alpha, power=config.power,
-                           kappa=kappa, alternative=config.alternative, method=t.method,
-                           prevalence=prev)
+    if theta >= 1.0:
+        return spec_row(**base, criterion="roc_auc", **values, **_no_plan(
+            t.method, pilot, "not computable: the pilot AUROC is 1 (perfect separation), which "
+            "leaves the variance formula nothing to plan with; declare `expected:` below 1"),
+            qualification=qual)
+    try:
+        size = auc_sample_size(theta, auc_null=t.at_least, alpha=config.alpha, power=config.power,
+                               kappa=kappa, alternative=config.alternative, method=t.method,
+                               prevalence=prev)
+    except MedauditError as exc:
+        # a pilot AUROC of 1 (no variance to plan with), or an effect too small to reach in
+        # any sample the solver tries: a row that says so, not the end of the audit (probe
+        # finding: one perfect model stopped every block after it)
+        return spec_row(**base, criterion="roc_auc", **values, **_no_plan(
+            t.method, pilot, f"not computable: {str(exc).rstrip('.')}"), qualification=qual)
     return spec_row(**base, criterion="roc_auc", **values, **_plan(size, pilot), qualification=qual)
 
 
@@ -290,10 +302,16 @@ def _se_sp_row(t: SeSpTarget, y, s, prev, config, base, pilot, qual) -> dict:
         return spec_row(**row, **_no_plan("exact binomial", pilot, "not reachable: observed "
                                           + "; ".join(short), "power_sensitivity",
                                           "power_specificity"), qualification=qual)
-    size = se_sp_sample_size(op.sensitivity, op.specificity, min_sensitivity=t.min_sensitivity,
-                             min_specificity=t.min_specificity, alpha=config.alpha,
-                             power=config.power, alternative=config.alternative, joint=t.joint,
-                             prevalence=prev)
+    try:
+        size = se_sp_sample_size(op.sensitivity, op.specificity, min_sensitivity=t.min_sensitivity,
+                                 min_specificity=t.min_specificity, alpha=config.alpha,
+                                 power=config.power, alternative=config.alternative,
+                                 joint=t.joint, prevalence=prev)
+    except MedauditError as exc:  # an effect too small for any n the exact search tries
+        return spec_row(**row, **_no_plan("exact binomial", pilot,
+                                          f"not computable: {str(exc).rstrip('.')}",
+                                          "power_sensitivity", "power_specificity"),
+                        qualification=qual)
     return spec_row(**row, **_plan(size, pilot, power_sensitivity=size.inputs["power_sensitivity"],
                                    power_specificity=size.inputs["power_specificity"]),
                     qualification=qual)
@@ -478,9 +496,13 @@ def _resolve(r: pd.Series, results: Mapping[str, BlockResult], study: Study, pow
     n_pos, n_neg = counts
     crit = _base(r.get("criterion"))
     scales = {"sensitivity": "positives", "specificity": "negatives"}.get(crit, "both")
-    res = cases_to_resolve(est, lo, hi, claim_value=value, claim=side, n_pos=round(n_pos),
-                           n_neg=round(n_neg), scales_with=scales, power=power,
-                           confidence_level=level)
+    try:
+        res = cases_to_resolve(est, lo, hi, claim_value=value, claim=side, n_pos=round(n_pos),
+                               n_neg=round(n_neg), scales_with=scales, power=power,
+                               confidence_level=level)
+    except MedauditError as exc:  # a class without a case in this cell: nothing to scale
+        return {"claim_value": value, "claim_side": side, "n_pos": n_pos, "n_neg": n_neg,
+                "status": "counts unknown", "note": str(exc)}
     out = {"claim_value": value, "claim_side": side, "n_pos": n_pos, "n_neg": n_neg,
            "status": res.status, "resolves_to": meaning or res.direction, "factor": res.factor,
            "additional_pos": float(res.additional_pos), "additional_neg": float(res.additional_neg),

@@ -168,7 +168,9 @@ def auc_sample_size(
     method: str = "obuchowski",
     prevalence: float | None = None,
 ) -> SampleSize:
-    r"""Positives and negatives needed to show that the AUROC exceeds ``auc_null``.
+    r"""Positives and negatives needed to show that the AUROC differs from ``auc_null``, on
+    the side of the expected ``auc``: above it when ``auc > auc_null`` ("AUROC > L"), below it
+    otherwise ("AUROC < L"); the result's ``question`` says which.
 
     Parameters
     ----------
@@ -267,6 +269,19 @@ def auc_power(auc: float, *, n_pos: float, n_neg: float, auc_null: float = 0.5,
     return float(stats.norm.cdf((abs(theta - null) - za * math.sqrt(v0)) / math.sqrt(va)))
 
 
+def _case_count(v: Any, name: str) -> int:
+    """A whole number of cases, 0 or more (a rate of one class leaves the other's at 0), or a
+    refusal naming ``name`` (int() would read 1.9 as 1, and raise numpy's or Python's own
+    error on nan, inf or text)."""
+    try:
+        ok = not isinstance(v, bool) and float(v) == int(v) and int(v) >= 0
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise MedauditError(f"{name} must be a whole number of cases (0 or more); got {v!r}.")
+    return int(v)
+
+
 def _pilot(y_true, y_score_a, y_score_b):
     """(delta, per-positive var1, var2, cov12, n_pos, n_neg) from DeLong on pilot data."""
     from medaudit.stats.delong import delong_test, delong_variance
@@ -276,6 +291,14 @@ def _pilot(y_true, y_score_a, y_score_b):
     v2 = delong_variance(y_true, y_score_b)
     cov = (v1 + v2 - test.variance) / 2.0
     n_pos = test.n_pos
+    if not test.variance > 0 and test.estimate != 0:
+        # z = delta / 0: the normal approximation behind the formula has no spread to plan
+        # with (probe finding: a bare ZeroDivisionError)
+        raise MedauditError("the pilot's DeLong variance of the AUROC difference is 0 (each "
+                            "model's placements are constant within each class, as for a "
+                            "perfect model against an all-tied or reversed one): the sample-size "
+                            "formula has no spread to plan with; use a pilot on which the models "
+                            "disagree case by case.")
     return test.estimate, v1 * n_pos, v2 * n_pos, cov * n_pos, n_pos, test.n_neg, test
 
 
@@ -532,7 +555,7 @@ def cases_to_resolve(
     if not all(math.isfinite(x) for x in (est, lo, hi, v)) or not lo <= est <= hi:
         raise MedauditError(f"need finite ci_low <= estimate <= ci_high; got {lo!r}, {est!r}, "
                             f"{hi!r} (claim_value {v!r}).")
-    npos, nneg = int(n_pos), int(n_neg)
+    npos, nneg = _case_count(n_pos, "n_pos"), _case_count(n_neg, "n_neg")
     inputs = {"estimate": est, "ci_low": lo, "ci_high": hi, "claim_value": v, "claim": claim,
               "confidence_level": level, "power": pw, "scales_with": scales_with}
     rule = "half-width ~ 1/sqrt(n), class mix kept, at the observed effect"
