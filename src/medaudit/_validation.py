@@ -9,6 +9,7 @@ scores are never clipped, NaN is never dropped.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import os
 from collections.abc import Iterable
@@ -305,6 +306,7 @@ def check_n_resamples(n_resamples: int, *, name: str = "n_resamples") -> int:
     return int(n_resamples)
 
 
+@functools.lru_cache(maxsize=1)
 def _physical_memory() -> int:
     """Bytes of physical memory (0 where the system does not say)."""
     try:

@@ -97,7 +97,6 @@ class Audit:
         ``overwrite=True`` when medaudit wrote it."""
         from medaudit.io.output import check_output_dir
 
-        directory = Path(directory).expanduser()  # "~/out" is the home folder, as pandas reads it
         with _python_words("directory"):
             check_output_dir(directory, inputs=self._inputs, overwrite=overwrite)
             return write_outcome(self.outcome, directory, overwrite=overwrite, inputs=self._inputs)

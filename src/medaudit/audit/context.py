@@ -223,14 +223,13 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
         from medaudit.labels.io import attach_labels, load_annotations
 
         annotations, inputs["annotations"] = load_annotations(spec.annotations, base_dir)
-        before = set(table["cohort"].astype(str)) if "cohort" in table.columns else set()
+        before = _cohorts_of(table)
         table = attach_labels(table, annotations, spec.annotations, source=source)
         # what the join dropped or ignored, so results.json accounts for every item
         inputs["annotations"]["attach"] = table.attrs.get("labels", {})
         # (of the cohorts the audit reports: declared, or read from the table above)
         used = {str(c) for c in spec.cohorts} or before
-        gone = sorted((before & used) - set(table["cohort"].astype(str))) if (
-            "cohort" in table) else []
+        gone = sorted((before & used) - _cohorts_of(table))
         if gone:
             # probe finding: said as "the spec names an unknown cohort", which it did not
             raise SchemaError(
@@ -260,6 +259,11 @@ def build_context(spec: AuditSpec, base_dir: str | Path = ".", *, table: pd.Data
         inputs["unknown_columns"] = extra
     return Loaded(make_context(spec, scores=t, seed_scores=seed_scores, annotations=annotations,
                                judgments=judgments, judgment_variants=variants), inputs, spec)
+
+
+def _cohorts_of(table: pd.DataFrame) -> set[str]:
+    """The cohort names a score table holds (none before a one-site table gets its cohort)."""
+    return set(table["cohort"].astype(str)) if "cohort" in table.columns else set()
 
 
 def make_context(spec: AuditSpec, *, scores: pd.DataFrame | None = None, **tables: Any

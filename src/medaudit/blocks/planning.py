@@ -274,9 +274,9 @@ def _auroc_row(t: AurocTarget, y, s, n_pos, n_neg, prev, config, base, pilot, qu
                                kappa=kappa, alternative=config.alternative, method=t.method,
                                prevalence=prev)
     except MedauditError as exc:
-        # a pilot AUROC of 1 (no variance to plan with), or an effect too small to reach in
-        # any sample the solver tries: a row that says so, not the end of the audit (probe
-        # finding: one perfect model stopped every block after it)
+        # an effect too small to reach in any sample the solver tries: a row that says so,
+        # not the end of the audit (probe finding: one perfect model, or such an effect,
+        # stopped every block after it)
         return spec_row(**base, criterion="roc_auc", **values, **_no_plan(
             t.method, pilot, f"not computable: {str(exc).rstrip('.')}"), qualification=qual)
     return spec_row(**base, criterion="roc_auc", **values, **_plan(size, pilot), qualification=qual)
