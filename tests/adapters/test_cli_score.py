@@ -99,5 +99,146 @@ def test_hub_download_failure_says_to_pass_local_weights(monkeypatch):
         raise RuntimeError("Failed to download weights for tag 'laion2b_s34b_b79k'")
 
     monkeypatch.setattr(registry, "_load_open_clip", offline)
-    with pytest.raises(MedauditError, match=r"could not fetch .*--weights"):
+    monkeypatch.setattr(registry, "_hub_reachable", lambda: True)  # no TCP probe in a test
+    with pytest.raises(MedauditError, match=r"could not fetch .*RuntimeError; no network.*--weights"):
         registry.load_encoder("openclip")
+
+
+def _score(manifest, out, weights, *extra):
+    return main(["score", str(manifest), "--model", "openclip", "--weights", str(weights),
+                 "--out", str(out), "--device", "cpu", "--quiet", *extra])
+
+
+def test_a_16_bit_png_scores_as_its_8_bit_original(tmp_path, tiny_openclip_dir, real_manifest):
+    """A 16-bit copy (v = 257 x) of a real 8-bit X-ray is that image again
+    (medaudit.imaging.pixels), not an almost white one clipped at 255 by Pillow."""
+    import numpy as np
+    from PIL import Image
+
+    _, manifest = real_manifest
+    src = manifest.iloc[0]
+    a = np.asarray(Image.open(src["path"]).convert("L"))
+    Image.fromarray(a.astype(np.uint16) * 257).save(tmp_path / "wide.png")
+    Image.fromarray(a).save(tmp_path / "narrow.png")
+    pd.DataFrame({"image_id": ["wide", "narrow"], "path": ["wide.png", "narrow.png"],
+                  "cohort": "c", "label": [1, 0]}).to_csv(tmp_path / "m.csv", index=False)
+    assert _score(tmp_path / "m.csv", tmp_path / "s.csv", tiny_openclip_dir) == 0
+    s = pd.read_csv(tmp_path / "s.csv").pivot(index="prompt", columns="image_id", values="score")
+    np.testing.assert_array_equal(s["wide"].to_numpy(), s["narrow"].to_numpy())
+
+
+def test_score_replaces_only_files_it_wrote(tmp_path, tiny_openclip_dir, real_manifest, capsys):
+    """--out's card and failure list beside it are the user's when medaudit did not write
+    them: refused (even with --overwrite), never deleted or replaced."""
+    manifest_path, _ = real_manifest
+    out = tmp_path / "s.csv"
+    mine = {tmp_path / "s.csv.failures.csv": b"my notes\n", tmp_path / "s.csv.card.json": b'{"my": 1}'}
+    for p, b in mine.items():
+        p.write_bytes(b)
+        assert _score(manifest_path, out, tiny_openclip_dir, "--overwrite") == 2
+        assert "replaces only" in capsys.readouterr().err and p.read_bytes() == b and not out.exists()
+        p.unlink()
+    (tmp_path / "theirs.csv").write_bytes(b"user,data\n1,2\n")
+    assert _score(manifest_path, tmp_path / "theirs.csv", tiny_openclip_dir, "--overwrite") == 2
+    assert (tmp_path / "theirs.csv").read_bytes() == b"user,data\n1,2\n"
+    # its own files are replaced: with --overwrite the table, and the card of a killed run
+    # (no table: it is written last) even without
+    assert _score(manifest_path, out, tiny_openclip_dir) == 0
+    first = out.read_bytes()
+    out.unlink()
+    assert _score(manifest_path, out, tiny_openclip_dir) == 0
+    assert _score(manifest_path, out, tiny_openclip_dir, "--overwrite") == 0
+    assert out.read_bytes() == first
+    # a failure list of its own from an earlier run goes when this run has none
+    (tmp_path / "s.csv.failures.csv").write_text("row,image_id,cohort,path,error\n0,a,c,p,e\n")
+    assert _score(manifest_path, out, tiny_openclip_dir, "--overwrite") == 0
+    assert not (tmp_path / "s.csv.failures.csv").exists()
+    # a file name the writer would not honour is refused before anything is read
+    assert _score(manifest_path, tmp_path / "s.txt", tiny_openclip_dir) == 2
+    assert "end the file name with one of them" in capsys.readouterr().err
+
+
+def test_a_manifest_without_patient_ids_scores(tmp_path, tiny_openclip_dir, real_manifest, capsys):
+    """`medaudit manifest kermany` leaves patient_id empty throughout: scored without it;
+    a column empty in places is refused naming the manifest's lines, before any image is read."""
+    _, manifest = real_manifest
+    m = manifest.assign(patient_id="")
+    m.to_csv(tmp_path / "m.csv", index=False)
+    assert _score(tmp_path / "m.csv", tmp_path / "s.csv", tiny_openclip_dir) == 0
+    assert "patient_id" not in pd.read_csv(tmp_path / "s.csv").columns
+    m.loc[:, "patient_id"] = [f"p{i}" for i in range(len(m))]
+    m.loc[3, "patient_id"] = ""
+    m.to_csv(tmp_path / "m2.csv", index=False)
+    # weights that do not exist: the manifest is refused first, so nothing loads
+    assert _score(tmp_path / "m2.csv", tmp_path / "s2.csv", tmp_path / "absent") == 2
+    err = capsys.readouterr().err
+    assert "column 'patient_id' is empty at line 5;" in err and "absent" not in err
+
+
+def test_device_and_weights_errors_are_one_line(tmp_path, real_manifest, capsys):
+    manifest_path, _ = real_manifest
+    (tmp_path / "garbage.bin").write_text("garbage")
+    for args, expect in ((["--device", "banana"], "device 'banana' is not a torch device"),
+                         (["--weights", str(tmp_path / "garbage.bin"), "--device", "cpu"],
+                          "could not be loaded as openclip")):
+        rc = main(["score", str(manifest_path), "--model", "openclip", "--out",
+                   str(tmp_path / "s.csv"), "--quiet", *args])
+        err = capsys.readouterr().err
+        assert rc == 2 and expect in err and "Traceback" not in err, err
+        assert len(err.strip().splitlines()) == 1, err
+
+
+def test_an_unreachable_hub_is_one_line_at_once(monkeypatch):
+    """Probe finding: without --weights and without network the hub client retried for
+    about a minute, printing each retry.  The hub is tried first (a TCP connection); when it
+    cannot be reached the hub client runs in its offline mode (a copy in the local cache
+    still loads, none fails at once); a proxy or HF_HUB_OFFLINE=1 leaves it to the client."""
+    import socket
+
+    from huggingface_hub import constants
+
+    from medaudit.adapters import registry
+    from medaudit.exceptions import MedauditError
+
+    tried, offline_seen = [], []
+
+    def refuse(address, timeout=None):
+        tried.append(address)
+        raise OSError("unreachable")
+
+    def loader(entry, weights):
+        offline_seen.append(constants.HF_HUB_OFFLINE)
+        raise RuntimeError("the hub client's own failure")
+
+    for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
+              "HF_HUB_OFFLINE", "HF_ENDPOINT"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(registry, "_load_open_clip", loader)
+    before = constants.HF_HUB_OFFLINE
+    with pytest.raises(MedauditError, match=r"its hub is not reachable from this machine and no "
+                                            r"copy is in the local Hugging Face cache.*--weights"):
+        registry.load_encoder("openclip", device="cpu")
+    assert tried == [("huggingface.co", 443)]
+    assert offline_seen == [True] and constants.HF_HUB_OFFLINE == before  # restored
+    # a copy in the cache loads offline: the loader's result is used
+    monkeypatch.setattr(registry, "_load_open_clip", lambda entry, weights: (
+        offline_seen.append(constants.HF_HUB_OFFLINE) or "model", "pre", "tok", "rev", "ckpt"))
+    monkeypatch.setattr(registry, "ImageTextEncoder", lambda entry, **kw: kw)
+    enc = registry.load_encoder("openclip", device="cpu")
+    assert enc["model"] == "model" and enc["revision"] == "rev" and offline_seen[-1] is True
+    monkeypatch.setattr(registry, "_load_open_clip", loader)
+    monkeypatch.setenv("HF_ENDPOINT", "http://mirror.local:8080")
+    with pytest.raises(MedauditError, match="not reachable"):
+        registry.load_encoder("openclip", device="cpu")
+    assert tried[-1] == ("mirror.local", 8080)
+    n = len(tried)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    with pytest.raises(MedauditError, match=r"could not fetch .*RuntimeError"):
+        registry.load_encoder("openclip", device="cpu")
+    assert len(tried) == n and offline_seen[-1] == before  # not tried behind a proxy
+    monkeypatch.delenv("HTTPS_PROXY")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # "0" is online: the probe runs
+    with pytest.raises(MedauditError, match="not reachable"):
+        registry.load_encoder("openclip", device="cpu")
+    assert len(tried) == n + 1

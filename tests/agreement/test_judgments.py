@@ -106,7 +106,7 @@ def test_report_by_model_and_to_dict():
 def test_unknown_prediction_value_names_the_row(bad, col):
     raw = _hand_table().astype({col: object})
     raw.loc[7, col] = bad
-    with pytest.raises(SchemaError, match=r"column 'prediction'.*row\(s\) 7"):
+    with pytest.raises(SchemaError, match=r"column 'prediction'.*at row 8;"):
         validate_judgments(raw)
 
 
@@ -114,21 +114,21 @@ def test_unknown_prediction_value_names_the_row(bad, col):
 def test_unknown_reference_value_names_the_row(bad):
     raw = _hand_table().astype({"reference": object})
     raw.loc[4, "reference"] = bad
-    with pytest.raises(SchemaError, match=r"column 'reference'.*row\(s\) 4"):
+    with pytest.raises(SchemaError, match=r"column 'reference'.*at row 5;"):
         validate_judgments(raw)
 
 
 def test_duplicate_key_is_an_error_naming_rows():
     raw = pd.concat([_hand_table(), _hand_table().iloc[[2]]], ignore_index=True)
     with pytest.raises(SchemaError, match=r"repeat a \(study_id, model, protocol, finding\) key "
-                                          r"at row\(s\) 2, 18"):
+                                          r"at rows 3, 19,"):
         validate_judgments(raw)
 
 
 def test_unknown_protocol_is_an_error():
     raw = _hand_table()
     raw.loc[3, "protocol"] = "chat"
-    with pytest.raises(SchemaError, match=r"unknown protocol\(s\) \['chat'\] at row\(s\) 3"):
+    with pytest.raises(SchemaError, match=r"unknown protocol\(s\) \['chat'\] at row 4;"):
         validate_judgments(raw)
     t, _ = validate_judgments(raw.assign(protocol="chat"), protocols=["chat"])
     assert set(t["protocol"]) == {"chat"}
@@ -168,7 +168,7 @@ def test_missing_column_and_empty_text_and_bad_options():
         validate_judgments(_hand_table().drop(columns="reference"))
     raw = _hand_table()
     raw.loc[5, "patient_id"] = " "
-    with pytest.raises(SchemaError, match=r"column 'patient_id' is empty at row\(s\) 5"):
+    with pytest.raises(SchemaError, match=r"column 'patient_id' is empty at row 6;"):
         validate_judgments(raw)
     with pytest.raises(MedauditError, match="uncertain='drop' is not a valid option"):
         validate_judgments(_hand_table(), uncertain="drop")
@@ -186,7 +186,7 @@ def test_logits_optional_and_checked():
     assert t["logit_no"].isna().all() and np.isfinite(t["logit_yes"]).all()
     raw["logit_no"] = 0.0
     raw.loc[6, "logit_no"] = np.inf
-    with pytest.raises(SchemaError, match=r"'logit_no' must be finite.*row\(s\) 6"):
+    with pytest.raises(SchemaError, match=r"'logit_no' must be finite.*; inf at row 7\."):
         validate_judgments(raw)
 
 
@@ -399,3 +399,24 @@ def test_a_model_none_of_whose_rows_can_be_read_is_said():
                                       min_parsed_findings=1)
     assert "quiet" not in set(out["model"])
     assert [r["parsed"] for r in rep.by_model if r["model"] == "quiet"] == [0]
+
+
+def test_a_judgment_file_is_named_by_its_lines(tmp_path):
+    """Rows of a table read from a CSV file are named by the file's lines (line 1 is the
+    header), as the score table's messages name them; a table in memory by its rows from 1."""
+    from medaudit.io.tables import read_table
+
+    raw = _hand_table().astype({"prediction": object})
+    raw.loc[7, "prediction"] = "maybe"
+    raw.to_csv(tmp_path / "j.csv", index=False)
+    with pytest.raises(SchemaError, match=r"column 'prediction' has value\(s\) \['maybe'\] at line 9;"):
+        validate_judgments(read_table(tmp_path / "j.csv"), source="j.csv")
+    with pytest.raises(SchemaError, match=r"\['maybe'\] at row 8;"):
+        validate_judgments(raw)
+    # a table filtered after reading is no longer the file's lines (pandas keeps the attrs):
+    # its rows are named, with the index label that df.loc reads
+    read = read_table(tmp_path / "j.csv")
+    with pytest.raises(SchemaError, match=r"\['maybe'\] at row 7;"):
+        validate_judgments(read.iloc[1:], source="j.csv")
+    with pytest.raises(SchemaError, match=r"\['maybe'\] at row 7;"):
+        validate_judgments(read.iloc[1:].reset_index(drop=True), source="j.csv")

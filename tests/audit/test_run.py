@@ -172,3 +172,24 @@ def test_existing_out_fails_before_computing(tmp_path, capsys):
     assert main(["audit", str(spec), "--out", str(out)]) == 2
     assert "--overwrite" in capsys.readouterr().err
     assert list(out.iterdir()) == []
+
+
+def test_an_audit_in_which_no_block_can_run_is_refused(tmp_path, capsys):
+    """Probe finding: `blocks: [spectrum]` on a table without negative groups wrote an empty
+    report ("0 claims, 0 block tables") with exit 0.  When no block runs, the run says why
+    each could not and writes nothing; one block that cannot run beside others is a note."""
+    rows = [{"image_id": f"i{i}", "cohort": "c", "model": "m", "score": (i % 10) / 10,
+             "label": int(i % 10 >= 4)} for i in range(40)]
+    pd.DataFrame(rows).to_csv(tmp_path / "s.csv", index=False)
+    spec = {"scores": "s.csv", "n_resamples": 20, "blocks": ["spectrum"]}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["audit", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "out"),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "no block of this audit could run on its inputs (spectrum: no `spectrum:` entries" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv", "spec.yaml"]
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump({**spec, "blocks": ["discrimination",
+                                                                           "spectrum"]}))
+    assert main(["audit", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "out"),
+                 "--quiet"]) == 0
+    assert "Did not run: no `spectrum:` entries" in (tmp_path / "out" / "summary.md").read_text()

@@ -727,11 +727,38 @@ def test_a_declared_id_that_a_generated_claim_also_takes_is_refused():
     from medaudit.exceptions import MedauditError
 
     df = _table()
-    with pytest.raises(MedauditError, match=r"claims\.declared: the id 'L01' is also the id of "
-                                            r"a generated claim"):
+    # at the door (probe finding: first after every block had run): the form of a generated id
+    with pytest.raises(MedauditError, match=r"declared claim id 'L01' has the form of the ids of "
+                                            r"the generated claims"):
         medaudit.audit(df, n_resamples=50, seed=1, blocks=["discrimination", "claims"], claims={
             "declared": [{"id": "L01", "model": "a", "metric": "roc_auc", "at_least": 0.6,
                           "cohort": "site-1"}], "generate": ["reliability"], "auroc_at_least": 0.6})
+    # only the letters of the kinds generated are taken: without generated claims the form
+    # is free, K01 (the shipped port example) or C01 never, R01 only with rankings
+    def ids(declared_ids, **cfg):
+        return [c.id for c in CL.ClaimsConfig.model_validate({**cfg, "declared": [
+            {"id": i, "model": "a", "metric": "roc_auc", "at_least": 0.6}
+            for i in declared_ids]}).declared]
+
+    assert ids(declared_ids=["L01"]) == ["L01"]
+    assert ids(generate="all", declared_ids=["D07", "K01", "C01"]) == ["D07", "K01", "C01"]
+    assert ids(generate="reliability", declared_ids=["R01"]) == ["R01"]
+    with pytest.raises(Exception, match="'R01' has the form"):
+        ids(generate="rankings", declared_ids=["R01"])
+    # the table of letters is the one the blocks use: every id an audit generates has its
+    # kind's letter
+    gen = medaudit.audit(df, n_resamples=50, seed=1, blocks=["discrimination", "claims"],
+                         claims={"generate": "all", "auroc_at_least": 0.6}).matrix
+    assert {"ranking", "reliability"} <= set(gen["kind"])
+    for cid, kind in set(zip(gen["claim_id"], gen["kind"], strict=True)):
+        assert cid[0] in CL.ID_LETTERS[kind], (cid, kind)
+    # and what the run generated is checked again before anything is written
+    from medaudit.audit.claims import _check_ids
+
+    with pytest.raises(MedauditError, match=r"claims\.declared: the id 'X9' is also the id of "
+                                            r"a generated claim"):
+        _check_ids([{"claim_id": "X9", "_block": "claims"},
+                    {"claim_id": "X9", "_block": "discrimination"}])
     # the same claim under its own id runs beside them
     res = medaudit.audit(df, n_resamples=50, seed=1, blocks=["discrimination", "claims"], claims={
         "declared": [{"id": "mine", "model": "a", "metric": "roc_auc", "at_least": 0.6,

@@ -407,3 +407,24 @@ def test_one_stray_negative_among_probabilities_is_a_bad_row_not_logits(tmp_path
     rc, _, err = _run(["init", q, "--out", tmp_path / "l.yaml"], capsys)
     assert rc == 0, err
     assert "score_scale: logits" in (tmp_path / "l.yaml").read_text()
+
+
+def test_summarize_records_no_path_of_this_machine(csv, tmp_path, capsys, monkeypatch):
+    """Probe finding: summarize recorded the table's absolute path in results.json, the
+    report and a claims file exported from it; the same table audited from another folder
+    gave other bytes.  It is recorded by its name, as an audit records its spec's `scores:`."""
+    import shutil
+
+    other = tmp_path / "elsewhere" / "scores.csv"
+    other.parent.mkdir()
+    shutil.copy(csv, other)
+    monkeypatch.chdir(tmp_path)
+    assert _run(["summarize", csv, "--out", tmp_path / "a", "--quiet", "--n-resamples", "50"],
+                capsys)[0] == 0
+    monkeypatch.chdir(other.parent)
+    assert _run(["summarize", "scores.csv", "--out", tmp_path / "b", "--quiet",
+                 "--n-resamples", "50"], capsys)[0] == 0
+    results = (tmp_path / "a" / "results.json").read_text(encoding="utf-8")
+    assert '"scores": "scores.csv"' in results and str(tmp_path) not in results
+    for name in ("results.json", "report.html", "summary.md"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name

@@ -174,3 +174,15 @@ def test_overlap_reads_relative_image_paths_against_their_manifest(tmp_path, mon
     assert (hashes["error"] == "").all()
     pairs = pd.read_csv(tmp_path / "ov" / "pairs.csv")
     assert set(zip(pairs["image_a"], pairs["image_b"], strict=True)) == {("a", "c")}  # one file
+    # and they are written as the manifest gives them, whatever folder the command ran in
+    # (probe finding: 'data/i0.png' from here, 'i0.png' from data/), errors included
+    assert hashes["path"].tolist()[:2] == ["i0.png", "i1.png"]
+    (d / "bad.png").write_bytes(b"not an image")
+    pd.DataFrame({"image_id": ["x"], "dataset": "three", "path": ["bad.png"]}).to_csv(
+        d / "three.csv", index=False)
+    assert main(["overlap", "data/one.csv", "data/three.csv", "--out", "ov2", "--quiet"]) == 1
+    monkeypatch.chdir(d)
+    assert main(["overlap", "one.csv", "three.csv", "--out", str(tmp_path / "ov3"), "--quiet"]) == 1
+    for name in ("hashes.csv", "pairs.csv", "exclusion.csv", "overlap.json"):
+        assert (tmp_path / "ov2" / name).read_bytes() == (tmp_path / "ov3" / name).read_bytes(), name
+    assert "'bad.png'" in (tmp_path / "ov2" / "hashes.csv").read_text()

@@ -554,3 +554,46 @@ def test_converted_files_get_the_umask_permissions(tmp_path):
         os.umask(old)
     for p in ("CT_small.png", "CT_small.json", "sub/6154.png"):
         assert (tmp_path / "out" / p).stat().st_mode & 0o777 == 0o644, p
+
+
+def test_a_source_that_changed_and_now_fails_leaves_no_stale_png(tmp_path):
+    """Probe finding: x.dcm converted, then replaced by a truncated copy: the second run
+    reported the failure but left the PNG and sidecar of the former contents for the next
+    step to read as this file's.  medaudit's own outputs of that source are removed."""
+    src = tmp_path / "in"
+    src.mkdir()
+    good = _file("CT_small.dcm").read_bytes()
+    (src / "x.dcm").write_bytes(good)
+    (src / "y.dcm").write_bytes(good)
+    out = tmp_path / "out"
+    assert len(dc.convert_folder(src, out).converted) == 2
+    (src / "x.dcm").write_bytes(good[:3000])
+    report = dc.convert_folder(src, out)
+    assert [f[0] for f in report.failures] == ["x.dcm"] and report.skipped == ("y.dcm",)
+    assert "were removed" in report.failures[0][1]
+    assert not (out / "x.png").exists() and not (out / "x.json").exists()
+    assert (out / "y.png").exists() and (out / "y.json").exists()
+    # a PNG of the user's under that name is never touched (not medaudit's: no sidecar)
+    (out / "x.png").write_bytes(b"mine")
+    report = dc.convert_folder(src, out)
+    assert (out / "x.png").read_bytes() == b"mine" and "left as it is" in report.failures[0][1]
+
+
+def test_a_conversion_of_the_same_bytes_is_kept_when_redoing_it_fails(tmp_path, monkeypatch):
+    """Only outputs of another version of the source go: a conversion by an earlier method
+    whose redo fails for a reason of this machine (a decoder gone) keeps its PNG."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "y.dcm").write_bytes(_file("CT_small.dcm").read_bytes())
+    out = tmp_path / "out"
+    dc.convert_folder(src, out)
+    png = (out / "y.png").read_bytes()
+
+    def fails(*a, **k):
+        raise dc.DicomConversionError("no decoder for this transfer syntax")
+
+    monkeypatch.setattr(dc, "METHOD_VERSION", "a later method")  # the output is to be redone
+    monkeypatch.setattr(dc, "convert_file", fails)
+    report = dc.convert_folder(src, out)
+    assert report.failures == (("y.dcm", "no decoder for this transfer syntax"),)
+    assert (out / "y.png").read_bytes() == png and (out / "y.json").exists()

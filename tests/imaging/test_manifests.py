@@ -145,6 +145,56 @@ def test_kermany_and_nih_real_counts():
     assert n["label"].sum() == (raw["Abnormal"] == "YES").sum()
 
 
+def _kermany_copy(tmp_path: Path, edit) -> Path:
+    """The real kermany folder with its labels.csv as ``edit`` returns it (images linked)."""
+    src = _need(SHARED / "kermany_pediatric_pneumonia_test224")
+    root = tmp_path / "kermany"
+    root.mkdir(parents=True)
+    for d in src.iterdir():
+        if d.is_dir():
+            (root / d.name).symlink_to(d.resolve())
+    lab = pd.read_csv(src / "labels.csv", dtype=str, keep_default_na=False)
+    edit(lab).to_csv(root / "labels.csv", index=False)
+    return root
+
+
+@pytest.mark.parametrize("value", ["yes", "", "3", "-1"])
+def test_kermany_label_outside_0_1_names_the_line(tmp_path, value):
+    """Probe finding: 'yes' or an empty cell raised a bare ValueError from astype(int), and 3
+    or -1 passed into the manifest (the count check alone caught nothing when counts held)."""
+    root = _kermany_copy(tmp_path, lambda lab: lab.assign(pneumonia=lab["pneumonia"].where(
+        lab.index != 3, value)))
+    with pytest.raises(SchemaError, match=rf"labels\.csv': column 'pneumonia', line 5: '{value}' "
+                                          r"is not 0 or 1 \(1 such cell\(s\)\)"):
+        mf.kermany_manifest(root)
+
+
+def test_the_advice_of_a_failed_check_is_an_option_of_the_builder(tmp_path):
+    """The count and file checks say to pass expect_counts=False / require_files=False; the
+    builders that run them take those options (kermany, nih_810 and tbx11k_tb_subset did not)."""
+    import inspect
+
+    root = _kermany_copy(tmp_path, lambda lab: lab.drop(index=[0, 1]))
+    with pytest.raises(SchemaError, match="expect_counts=False"):
+        mf.kermany_manifest(root)
+    m = mf.kermany_manifest(root, expect_counts=False)
+    assert len(m.table) == 622
+    # an image listed but not on disk: refused, or listed anyway with require_files=False
+    root2 = _kermany_copy(tmp_path / "b", lambda lab: pd.concat(
+        [lab, lab.iloc[[0]].assign(path="NORMAL/not-there.jpeg")], ignore_index=True))
+    with pytest.raises(SchemaError, match="require_files=False"):
+        mf.kermany_manifest(root2, expect_counts=False)
+    m2 = mf.kermany_manifest(root2, expect_counts=False, require_files=False)
+    assert len(m2.table) == 625 and m2.table["path"].str.endswith("not-there.jpeg").any()
+    for name, fn in mf.BUILDERS.items():
+        src = inspect.getsource(fn)
+        params = inspect.signature(fn).parameters
+        if "_check_files(" in src:
+            assert "require_files" in params, name
+        if "_expect(" in src or "_nlm(" in src:
+            assert "expect_counts" in params, name
+
+
 # ------------------------------------------------------------------------------ paper 002
 def test_openi_report_count_matches_the_reconstructed_3851():
     m = mf.openi_manifest(_xrv_data() / "NLMCXR_reports.tgz")

@@ -420,6 +420,69 @@ def test_disk_full_in_a_single_file_write_names_the_file(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("code, text", [(errno.EFBIG, "File too large"),
+                                        (errno.EIO, "Input/output error")])
+def test_other_write_errors_name_the_file(tmp_path, monkeypatch, code, text):
+    """Probe finding: a file over the size limit (ulimit -f) ended the audit with the bare
+    "[Errno 27] File too large", naming nothing; every write error names its file."""
+    target = tmp_path / "results.json"
+    real_fdopen = os.fdopen
+
+    class _Fails:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            raise OSError(code, text)
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: _Fails(real_fdopen(fd, mode)))
+    with pytest.raises(OutputPathError) as e:
+        atomic_write_bytes(target, b"{}")
+    assert _one_line(str(e.value)) == f"could not write {str(target)!r} ({text})."
+    assert list(tmp_path.iterdir()) == []
+    # inside an output folder: the file named where it would have been, and nothing left
+    monkeypatch.undo()
+    out = tmp_path / "out"
+    with pytest.raises(OutputPathError) as e:
+        with atomic_directory(out) as tmp:
+            raise OSError(errno.EFBIG, "File too large", str(tmp / "tables" / "t.csv"))
+    assert str(e.value) == (f"could not write {str(out / 'tables' / 't.csv')!r} of --out "
+                            f"{str(out)!r} (File too large); nothing was written.")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_real_file_size_limit_is_named(tmp_path):
+    """The same with a real limit (RLIMIT_FSIZE, as `ulimit -f`), in a child process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "from medaudit.io.output import atomic_directory, OutputPathError\n"
+        "try:\n"
+        "    with atomic_directory(sys.argv[1]) as tmp:\n"
+        "        (tmp / 'big.bin').write_bytes(b'x' * 100000)\n"
+        "except OutputPathError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() in (
+        f"could not write --out {str(out)!r} (File too large); nothing was written.",
+        f"could not write {str(out / 'big.bin')!r} of --out {str(out)!r} (File too large); "
+        "nothing was written."), done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
 def test_outputs_follow_the_umask(tmp_path, mask):
     old = os.umask(mask)

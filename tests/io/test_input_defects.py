@@ -401,3 +401,20 @@ def test_a_soft_label_missing_on_some_rows_is_called_missing():
     df["label_soft"] = [0.9, 0.2, 1.5, 0.3]
     with pytest.raises(SchemaError, match=r"column 'label_soft' must lie in \[0, 1\]; row 3 does not"):
         medaudit.audit(df, n_resamples=20)
+
+
+@pytest.mark.parametrize("names", [("caf\u00e9", "cafe\u0301"), ("m  two", "m two"),
+                                   ("a\u00a0b", "a b")])
+def test_names_that_print_alike_are_refused(names):
+    """Probe finding: cohorts 'café' (precomposed) and 'café' (e + combining accent), models
+    'm  two' and 'm two' were two names the page printed alike ("m two ranks above m two")."""
+    from medaudit.io.schema import validate_score_table
+
+    rows = [{"image_id": f"i{i}", "cohort": "c", "model": m, "prompt": "p", "score": i / 4,
+             "label": i % 2} for m in names for i in range(4)]
+    with pytest.raises(SchemaError, match=rf"column 'model' holds the names .*{re.escape(ascii(names[0]))}"
+                                          r".* would print alike"):
+        validate_score_table(pd.DataFrame(rows), source="t")
+    # names that differ visibly pass
+    ok = pd.DataFrame(rows).assign(model=lambda t: t["model"].map({names[0]: "x", names[1]: "y"}))
+    assert set(validate_score_table(ok, source="t")["model"]) == {"x", "y"}

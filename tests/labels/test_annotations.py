@@ -47,21 +47,21 @@ def test_numeric_codes_compare_by_value():
 def test_rating_outside_the_scale_names_row_and_column(bad, row):
     ratings = [1, 0, 1, 1]
     ratings[row] = bad
-    with pytest.raises(SchemaError, match=rf"column 'rating'.*\[0, 2\].*row\(s\) {row}\b"):
+    with pytest.raises(SchemaError, match=rf"column 'rating'.*\[0, 2\].*at row {row + 1} "):
         validate_annotations(_long(rating=ratings), scale=RatingScale.numeric(0, 2), source="f.csv")
 
 
 def test_unknown_code_is_an_error():
-    with pytest.raises(SchemaError, match=r"row\(s\) 1 .*'MAYBE'"):
+    with pytest.raises(SchemaError, match=r"at row 2 \('MAYBE' at row 2;"):
         validate_annotations(_long(rating=["YES", "MAYBE", "NO", "NO"]), scale=YESNO)
 
 
 def test_missing_annotator_and_item_ids_are_named():
-    with pytest.raises(SchemaError, match=r"'annotator' \(annotator id\) is empty at row\(s\) 1, 3"):
+    with pytest.raises(SchemaError, match=r"'annotator' \(annotator id\) is empty at rows 2, 4"):
         validate_annotations(_long(annotator=["r1", None, "r1", ""]), scale=YESNO.numeric(0, 1))
-    with pytest.raises(SchemaError, match=r"'item_id' \(item id\) is empty at row\(s\) 2"):
+    with pytest.raises(SchemaError, match=r"'item_id' \(item id\) is empty at row 3;"):
         validate_annotations(_long(item_id=["a", "a", np.nan, "b"]), scale=RatingScale.numeric(0, 1))
-    with pytest.raises(SchemaError, match=r"'rating' \(rating\) is empty at row\(s\) 0"):
+    with pytest.raises(SchemaError, match=r"'rating' \(rating\) is empty at row 1;"):
         validate_annotations(_long(rating=[None, 0, 1, 1]), scale=RatingScale.numeric(0, 1))
 
 
@@ -74,7 +74,7 @@ def test_missing_columns_and_empty_table():
 
 def test_duplicate_item_annotator_pairs():
     t = _long(annotator=["r1", "r1", "r1", "r2"])
-    with pytest.raises(SchemaError, match=r"repeat .*row\(s\) 0, 1"):
+    with pytest.raises(SchemaError, match=r"repeat .*at rows 1, 2"):
         validate_annotations(t, scale=RatingScale.numeric(0, 1))
     assert len(validate_annotations(t, scale=RatingScale.numeric(0, 1), duplicates="keep")) == 4
 
@@ -153,7 +153,7 @@ def test_scale_errors_show_plain_values_and_refuse_a_bare_tuple():
     from medaudit.labels.annotations import RatingScale, validate_annotations
 
     t = pd.DataFrame({"item_id": ["a"], "annotator": ["r"], "rating": [7]})
-    with pytest.raises(SchemaError, match=r"row 0 has 7;") as e:
+    with pytest.raises(SchemaError, match=r"at row 1 \(7 at row 1;") as e:
         validate_annotations(t, scale=RatingScale.numeric(0, 1), source="x.csv")
     assert "np.int64" not in str(e.value)
     with pytest.raises(SchemaError, match="scale must be a RatingScale"):

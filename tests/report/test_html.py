@@ -426,3 +426,72 @@ def test_an_auroc_interval_past_1_is_clipped_on_the_page_only():
     assert 'data-v="1.0"' in html or 'data-v="1"' in html
     assert "-0.030" in html  # a difference may be negative: untouched
     assert df.loc[0, "ci_high"] == 1.0094  # the table itself keeps the formula's number
+
+
+@pytest.mark.parametrize("edit, expect", [
+    (lambda r: r["provenance"].__setitem__("cohorts", "x"), "provenance.cohorts must be an object"),
+    (lambda r: r["provenance"].__setitem__("multiplicity", [1]), "provenance.multiplicity must be an object"),
+    (lambda r: r["provenance"].__setitem__("seed", "abc"), "provenance.seed must be a whole number"),
+    (lambda r: r["provenance"].__setitem__("n_resamples", -5),
+     "provenance.n_resamples must be a whole number >= 1"),
+    (lambda r: r["provenance"].__setitem__("confidence_level", 7),
+     "confidence_level must be a number between 0 and 1"),
+    (lambda r: r["portability"][0].__setitem__("verdict", "maybe"), "portability[0].verdict must be one of"),
+    (lambda r: r["portability"][0].pop("claim"), "portability[0] must be a claim row with ['claim']"),
+])
+def test_report_of_a_results_file_copied_alone_checks_what_it_prints(small, tmp_path, capsys,
+                                                                      edit, expect):
+    """Probe finding: results.json copied without its folder (so without the manifest that
+    detects edits) crashed the page's template on a wrong type, or printed "B = -5" and
+    "700 % intervals": each is one line naming the key, and nothing is written."""
+    import json
+
+    _, out, _ = small
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    r = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert r["portability"], "the fixture audit has claims"
+    edit(r)
+    (alone / "results.json").write_text(json.dumps(r), encoding="utf-8")
+    assert main(["report", str(alone)]) == 2
+    err = capsys.readouterr().err
+    assert expect in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert [p.name for p in alone.iterdir()] == ["results.json"]
+
+
+def test_report_of_an_unedited_results_file_copied_alone_renders(small, tmp_path):
+    _, out, html = small
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "results.json").write_bytes((out / "results.json").read_bytes())
+    assert main(["report", str(alone), "--quiet"]) == 0
+    assert (alone / "report.html").read_text(encoding="utf-8") == html
+
+
+def test_the_legend_says_when_a_cell_is_judged_on_its_point_estimate(small):
+    """Probe finding: cells of changes whose table has no interval (prompt, negatives) were
+    judged on the point estimate while the legend said "verdicts from the interval"; the page
+    and summary.md say so wherever such a cell is in the matrix, and only there."""
+    import dataclasses
+
+    from medaudit.blocks.claimkit import POINT_ONLY
+    from medaudit.report.html import Report, _matrix
+    from medaudit.report.summary import audit_summary
+
+    outcome, _, _ = small
+    claims = outcome.claims
+    assert not claims.empty
+    plain = claims.assign(qualification="")
+    marked = plain.copy()
+    marked.loc[marked.index[-1], "qualification"] = POINT_ONLY
+    assert _matrix(plain)["point_only"] is False and _matrix(marked)["point_only"] is True
+    # agreement's and label_uncertainty's wording counts too
+    other = plain.copy()
+    other.loc[other.index[-1], "qualification"] = "point estimate at one held-out institution"
+    assert _matrix(other)["point_only"] is True
+    sentence = "qualified as a point estimate is judged on that estimate alone: its change has no interval."
+    for frame, present in ((plain, False), (marked, True)):
+        o = dataclasses.replace(outcome, claims=frame)
+        assert (sentence in audit_summary(o)) is present
+    # the page (one render: the template shows the sentence exactly where the flag is set)
+    assert sentence in Report(dataclasses.replace(outcome, claims=marked)).render()

@@ -289,3 +289,27 @@ def test_cohort_and_model_names_refuse_empty_and_bar(tmp_path, section, key, bad
         load_supervised_spec(p)
     assert SupervisedSpec.model_validate({"source": {"cohort": "s/1", "manifest": "m.csv"},
                                           "name": "resnet-50"}).name == "resnet-50"
+
+
+def test_an_image_that_cannot_be_decoded_is_named(tmp_path):
+    """Probe finding: a truncated JPEG stopped training with "image file is truncated (17
+    bytes not processed)" and no file name; a 16-bit PNG is mapped, not clipped at 255."""
+    pytest.importorskip("torchvision")
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from medaudit.exceptions import MedauditError
+    from medaudit.train.data import ImageDataset
+
+    a = np.random.default_rng(0).integers(0, 256, (64, 64)).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(a).save(buf, format="JPEG")
+    (tmp_path / "cut.jpg").write_bytes(buf.getvalue()[:600])
+    Image.fromarray(a.astype(np.uint16) * 257).save(tmp_path / "wide.png")
+    ds = ImageDataset([tmp_path / "cut.jpg", tmp_path / "wide.png"], [0, 1], transform=np.asarray)
+    with pytest.raises(MedauditError, match=r"cut\.jpg: the image cannot be decoded"):
+        ds[0]
+    img, label, i = ds[1]
+    assert np.array_equal(img[..., 0], a) and label == 1 and i == 1

@@ -33,7 +33,10 @@ from medaudit.io.output import atomic_write_bytes
 
 __all__ = ["EmbeddingCache", "namespace_key", "bytes_sha256"]
 
-_FORMAT = 1
+#: what an embedding was computed from; part of every namespace, so a change of it leaves
+#: the embeddings of before unread.  2: images of more than 8 bits are mapped to 8 bits by
+#: :mod:`medaudit.imaging.pixels` before the processor (1: Pillow clipped them at 255)
+_FORMAT = 2
 #: a temporary file older than this is debris whatever its writer (seconds)
 _STALE_AFTER = 24 * 3600
 _HOST = hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:8]

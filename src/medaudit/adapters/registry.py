@@ -11,12 +11,13 @@ torch, open_clip and transformers are imported inside functions only.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -115,6 +116,71 @@ def get_entry(name: str) -> CheckpointEntry:
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise MedauditError(f"unknown model {name!r}.{hint} The registry has: "
                         + ", ".join(f"{k} ({v.checkpoint})" for k, v in REGISTRY.items()) + ".")
+
+
+def _hub_reachable(timeout: float = 5.0) -> bool:
+    """Whether a TCP connection to the Hugging Face hub (``HF_ENDPOINT``) opens.
+
+    True without trying where a proxy is configured (a direct connection may fail where the
+    proxy would succeed) or where the hub client is told to stay offline (it then fails fast
+    with its own error)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+                                       "ALL_PROXY", "all_proxy")) or os.environ.get(
+            "HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _hub_offline(offline: bool) -> Iterator[None]:
+    """Within the block, the Hugging Face hub client is in its offline mode when ``offline``
+    (``huggingface_hub.constants.HF_HUB_OFFLINE``, read at each request: local cache only)."""
+    if not offline:
+        yield
+        return
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # no hub client: the loader fails on its own
+        yield
+        return
+    before = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = before
+
+
+def _checked_device(device: str) -> str:
+    """``device`` when torch knows it and it is there, else one line saying what to give."""
+    import torch
+
+    try:
+        kind = torch.device(str(device)).type
+    except (RuntimeError, ValueError, TypeError):
+        raise MedauditError(f"device {device!r} is not a torch device; give cpu, cuda, cuda:N "
+                            "or mps (default: cuda when a GPU is visible, else cpu).") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise MedauditError(f"device {device!r}: torch sees no CUDA GPU on this machine; use "
+                            "--device cpu (Python: device='cpu').")
+    index = torch.device(str(device)).index
+    if kind == "cuda" and index is not None and index >= torch.cuda.device_count():
+        raise MedauditError(f"device {device!r}: this machine has {torch.cuda.device_count()} "
+                            "CUDA GPU(s), numbered from 0; give one of them or --device cpu.")
+    if kind == "mps" and not (getattr(torch.backends, "mps", None) is not None
+                              and torch.backends.mps.is_available()):
+        raise MedauditError(f"device {device!r}: MPS is not available on this machine; use "
+                            "--device cpu (Python: device='cpu').")
+    return str(device)
 
 
 def default_device() -> str:
@@ -269,7 +335,7 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
     revision (needs network access).
     """
     entry = name if isinstance(name, CheckpointEntry) else get_entry(name)
-    device = device or default_device()
+    device = _checked_device(device) if device else default_device()
     kind: Literal["open_clip", "hf"] = "open_clip" if entry.library == "open_clip" else "hf"
     if model is not None:
         if preprocess is None or tokenizer is None:
@@ -291,17 +357,31 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
         raise FileNotFoundError(f"weights {str(weights)!r} do not exist; give a local snapshot "
                                 f"directory or checkpoint file for {entry.name}.")
     loader = _load_open_clip if kind == "open_clip" else _load_transformers
+    # an unreachable hub: its client would retry for about a minute, printing each retry,
+    # before failing; told it is offline, it reads a copy it downloaded before (the local
+    # Hugging Face cache of an offline compute node) or fails at once
+    offline = weights is None and not _hub_reachable()
     try:
-        m, pre, tok, revision, checkpoint = loader(entry, weights)
-    except (OSError, RuntimeError, ValueError) as exc:
+        with _hub_offline(offline):
+            m, pre, tok, revision, checkpoint = loader(entry, weights)
+    except MedauditError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to load local weights is one line
         if weights is not None:
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise MedauditError(f"weights {str(weights)!r} could not be loaded as {entry.name} "
+                                f"({entry.library}, {entry.checkpoint}): {type(exc).__name__}: "
+                                f"{first}. Give that model's snapshot directory or checkpoint "
+                                "file.") from exc
+        if not isinstance(exc, (OSError, RuntimeError, ValueError)):
             raise
         # the pinned hub download is the only step that needs the network: say what to do
         pinned = f"revision {entry.revision}" if entry.revision else "no pinned revision"
+        why = ("its hub is not reachable from this machine and no copy is in the local Hugging "
+               "Face cache" if offline else f"{type(exc).__name__}; no network access?")
         raise MedauditError(f"could not fetch {entry.checkpoint!r} ({pinned}) from its hub "
-                            f"({type(exc).__name__}; no network access?); download it where you "
-                            "have network access and pass the local copy with --weights (Python: "
-                            "weights=).") from exc
+                            f"({why}); download it where you have network access and pass the "
+                            "local copy with --weights (Python: weights=).") from exc
     return ImageTextEncoder(entry, kind=kind, model=m, preprocess=pre, tokenizer=tok, device=device,
                             revision=revision, checkpoint=checkpoint)
 

@@ -42,7 +42,7 @@ from medaudit.adapters.vlm_parser import (
     parse_report,
 )
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.io.schema import text_columns
+from medaudit.io.schema import row_places, text_columns
 
 __all__ = ["FINDINGS", "JUDGMENT_COLUMNS", "ParserConfig", "ParsedReport", "NarrativeParser",
            "parse_report", "evaluable_studies", "binary_verdicts", "BinaryVerdicts",
@@ -223,7 +223,7 @@ def _check_studies(studies: pd.DataFrame, vision: bool) -> pd.DataFrame:
     # the JudgmentTable keys a study by study_id alone (one institution, one patient each)
     dup = t.duplicated(["study_id"], keep=False).to_numpy()
     if dup.any():
-        raise SchemaError(f"studies repeat a study_id at row(s) {np.flatnonzero(dup)[:5].tolist()}; "
+        raise SchemaError(f"studies repeat a study_id at {row_places(studies, dup)}; "
                           "a study_id must name one study (prefix it with the institution if "
                           "two institutions reuse identifiers).")
     return t
@@ -262,6 +262,8 @@ def _iterate(studies: pd.DataFrame, runner: VLMRunner, base_dir: str | os.PathLi
     """
     from PIL import Image
 
+    from medaudit.imaging.pixels import to_rgb
+
     for i, row in studies.iterrows():
         image = None
         if runner.vision:
@@ -269,7 +271,7 @@ def _iterate(studies: pd.DataFrame, runner: VLMRunner, base_dir: str | os.PathLi
             try:
                 with Image.open(path) as im:
                     im.load()
-                    image = im.convert("RGB")
+                    image = to_rgb(im)  # a 16-bit image mapped, not clipped at 255
             except Exception as exc:  # noqa: BLE001 - reported per study, the batch continues
                 failures.append({"row": int(i), "study_id": row["study_id"], "path": str(path),
                                  "error": f"{type(exc).__name__}: {exc}"})

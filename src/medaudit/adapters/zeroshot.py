@@ -35,7 +35,7 @@ from medaudit.adapters.cache import EmbeddingCache, bytes_sha256
 from medaudit.adapters.prompts import PAPER000_FAMILIES, PAPER000_VERSION, PromptFamily
 from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.modelcard import ModelCard
-from medaudit.io.schema import binary_labels, require_columns, text_columns
+from medaudit.io.schema import binary_labels, require_columns, row_places, text_columns
 
 __all__ = ["open_rgb", "check_manifest", "unit_rows", "class_prototype", "two_class_score",
            "family_prototypes", "family_average", "read_manifest", "score_manifest", "ScoringResult",
@@ -121,8 +121,8 @@ def family_average(scores: pd.DataFrame, *, families: Sequence[str] | None = Non
     sub = scores[scores["prompt"].isin(fams)]
     dup = sub.duplicated([*keys, "prompt"], keep=False).to_numpy()
     if dup.any():
-        raise SchemaError(f"family_average: (model, cohort, image_id, prompt) repeats at row(s) "
-                          f"{sub.index[dup][:5].tolist()}; keep one score per image and family.")
+        raise SchemaError(f"family_average: (model, cohort, image_id, prompt) repeats at "
+                          f"{row_places(sub, dup)}; keep one score per image and family.")
     wide = sub.pivot(index=keys, columns="prompt", values="score")
     lacking = wide.reindex(columns=fams).isna().any(axis=1)
     if lacking.any():
@@ -165,8 +165,21 @@ def check_manifest(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     t["label"] = binary_labels(t, source=source, positive="TB")
     dup = t.duplicated(["cohort", "image_id"], keep=False).to_numpy()
     if dup.any():
-        raise SchemaError(f"{source}: (cohort, image_id) repeats at row(s) "
-                          f"{np.flatnonzero(dup)[:5].tolist()}; keep one row per image.")
+        raise SchemaError(f"{source}: (cohort, image_id) repeats at {row_places(df, dup)}; keep "
+                          "one row per image.")
+    # carried into the ScoreTable, whose patient_id and split may not be empty: a column
+    # left empty throughout (a dataset without patient ids: `medaudit manifest kermany`)
+    # records nothing and is not carried; one empty in places is refused here, before
+    # any image is read, not after every image is encoded
+    for c in ("patient_id", "split"):
+        if c in t.columns:
+            empty = (t[c].isna() | (t[c].astype(str).str.strip() == "")).to_numpy()
+            if empty.all():
+                t = t.drop(columns=c)
+            elif empty.any():
+                raise SchemaError(f"{source}: column {c!r} is empty at {row_places(df, empty)}; "
+                                  f"fill it on every row or leave the whole column empty (it is "
+                                  "carried into the scores, where every row needs a value).")
     return t
 
 
@@ -224,12 +237,16 @@ def _no_address(text: str) -> str:
 
 
 def open_rgb(path: Path | io.BytesIO) -> Any:
-    """The image at ``path`` (or in a bytes buffer) as RGB (M0.3: before the checkpoint's processor)."""
+    """The image at ``path`` (or in a bytes buffer) as RGB (M0.3: before the checkpoint's
+    processor); images of more than 8 bits by :func:`medaudit.imaging.pixels.to_8bit`."""
     from PIL import Image
+
+    from medaudit.imaging.pixels import to_rgb
 
     with Image.open(path) as im:
         im.load()
-        return im.convert("RGB")
+        # not im.convert("RGB"): that clips a 16-bit X-ray at 255 (almost all white)
+        return to_rgb(im)
 
 
 def _open_hashed(path: Path, digest: str) -> Any:

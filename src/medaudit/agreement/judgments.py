@@ -67,8 +67,7 @@ import pandas as pd
 from medaudit._validation import check_option
 from medaudit.exceptions import MedauditError, SchemaError
 from medaudit.io.messages import quote
-from medaudit.io.schema import CONTROL, require_columns
-from medaudit.io.schema import row_list as _rows
+from medaudit.io.schema import CONTROL, require_columns, row_place, row_places
 
 __all__ = ["JUDGMENT_COLUMNS", "OPTIONAL_COLUMNS", "NOT_AUDITED", "CELL_KEYS", "UNCERTAIN_POLICIES",
            "PROTOCOLS", "FilterStep", "JudgmentReport", "validate_judgments", "cells",
@@ -122,6 +121,15 @@ def _words(values: pd.Series) -> np.ndarray:
     return out
 
 
+def _series(values: Any) -> pd.Series:
+    """``values`` as an object Series, still naming its rows as the table it came from
+    (a file's lines: ``attrs``) when it is a column of one."""
+    out = pd.Series(list(values), dtype=object)
+    if isinstance(values, pd.Series):
+        out.attrs = dict(values.attrs)
+    return out
+
+
 def _code(values: pd.Series, vocab: dict[str, int], column: str, source: str,
           allowed: str) -> np.ndarray:
     w = _words(values)
@@ -129,8 +137,8 @@ def _code(values: pd.Series, vocab: dict[str, int], column: str, source: str,
     bad = codes == -99
     if bad.any():
         seen = sorted({values.iloc[i] for i in np.flatnonzero(bad)[:20]}, key=repr)[:5]
-        raise SchemaError(f"{source}: column {column!r} has value(s) {seen} at row(s) "
-                          f"{_rows(bad)}; allowed: {allowed}.")
+        raise SchemaError(f"{source}: column {column!r} has value(s) {seen} at "
+                          f"{row_places(values, bad)}; allowed: {allowed}.")
     return codes
 
 
@@ -142,7 +150,7 @@ def parse_prediction(values: Any, *, source: str = "prediction") -> np.ndarray:
     >>> parse_prediction(["Present", "no", 1, "", "unparseable", 0.0]).tolist()
     [1, 0, 1, -9, -9, 0]
     """
-    return _code(pd.Series(list(values), dtype=object), _PRED_WORDS, "prediction", source,
+    return _code(_series(values), _PRED_WORDS, "prediction", source,
                  "1/0, present/absent, yes/no (any case), or empty/'unparseable'")
 
 
@@ -154,7 +162,7 @@ def parse_reference(values: Any, *, source: str = "reference") -> np.ndarray:
     >>> parse_reference([1, 0, -1, None, "uncertain", "1.0"]).tolist()
     [1, 0, -1, -9, -1, 1]
     """
-    return _code(pd.Series(list(values), dtype=object), _REF_WORDS, "reference", source,
+    return _code(_series(values), _REF_WORDS, "reference", source,
                  "1, 0, -1 (uncertain) or empty (unmentioned)")
 
 
@@ -215,12 +223,12 @@ def _check_structure(t: pd.DataFrame, source: str, protocols: tuple[str, ...],
     if dup.any():
         ex = t.loc[dup, list(KEY)].head(2).to_dict("records")
         raise SchemaError(f"{source}: {int(dup.sum())} rows repeat a (study_id, model, protocol, "
-                          f"finding) key at row(s) {_rows(dup)}, e.g. {ex}; keep exactly one "
+                          f"finding) key at {row_places(t, dup)}, e.g. {ex}; keep exactly one "
                           "verdict per key.")
     bad = ~t["protocol"].isin(protocols).to_numpy()
     if bad.any():
         vals = sorted(set(t.loc[bad, "protocol"]))[:5]
-        raise SchemaError(f"{source}: unknown protocol(s) {vals} at row(s) {_rows(bad)}; the "
+        raise SchemaError(f"{source}: unknown protocol(s) {vals} at {row_places(t, bad)}; the "
                           f"declared protocols are {list(protocols)} (JudgmentsSpec.protocols).")
     for col in ("institution", "patient_id"):
         n = t.groupby("study_id", sort=False)[col].nunique()
@@ -228,8 +236,8 @@ def _check_structure(t: pd.DataFrame, source: str, protocols: tuple[str, ...],
             sid = n[n > 1].index[0]
             rows = np.flatnonzero((t["study_id"] == sid).to_numpy())
             raise SchemaError(f"{source}: study {sid!r} has contradictory rows: different "
-                              f"{col!r} values {sorted(set(t.loc[rows, col]))} at row(s) "
-                              f"{_rows(np.isin(np.arange(len(t)), rows))}; a study belongs to "
+                              f"{col!r} values {sorted(set(t.loc[rows, col]))} at "
+                              f"{row_places(t, np.isin(np.arange(len(t)), rows))}; a study belongs to "
                               f"one {col.replace('_id', '')}.")
     if not reference_by_model:
         r = pd.Series(ref, index=t.index)
@@ -239,7 +247,7 @@ def _check_structure(t: pd.DataFrame, source: str, protocols: tuple[str, ...],
             m = ((t["study_id"] == sid) & (t["finding"] == fnd)).to_numpy()
             raise SchemaError(
                 f"{source}: study {sid!r}, finding {fnd!r} has contradictory reference labels "
-                f"{sorted({str(v) for v in t.loc[m, 'reference']})} at row(s) {_rows(m)}; the "
+                f"{sorted({str(v) for v in t.loc[m, 'reference']})} at {row_places(t, m)}; the "
                 "institution's reference is one label per study and finding (set "
                 "reference_by_model=True only for designs whose reference depends on the model).")
 
@@ -256,8 +264,8 @@ def _reader_labels(t: pd.DataFrame, source: str) -> dict[str, int] | None:
         sid, fnd = n[n > 1].index[0]
         m = ((t["study_id"] == sid) & (t["finding"] == fnd)).to_numpy()
         raise SchemaError(f"{source}: study {sid!r}, finding {fnd!r} has contradictory reader "
-                          f"labels {sorted({str(v) for v in t.loc[m, 'reader_label']})} at row(s) "
-                          f"{_rows(m)}; a reader audit gives one label per study and finding.")
+                          f"labels {sorted({str(v) for v in t.loc[m, 'reader_label']})} at "
+                          f"{row_places(t, m)}; a reader audit gives one label per study and finding.")
     t["reader_label"] = code
     read = t.loc[code != NOT_AUDITED, ["study_id", "finding"]].drop_duplicates()
     unc = t.loc[code == -1, ["study_id", "finding"]].drop_duplicates()
@@ -276,8 +284,8 @@ def _logits(t: pd.DataFrame, source: str) -> None:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise SchemaError(f"{source}: column {col!r} must be finite numbers (or empty where "
-                              f"not recorded); row(s) {_rows(bad)} are not (row {i}: "
-                              f"{quote(raw.iloc[i])}).")
+                              f"not recorded); {quote(raw.iloc[i])} at {row_place(t, i)}"
+                              + (f" (all such: {row_places(t, bad)})." if bad.sum() > 1 else "."))
         t[col] = np.where(given, num, np.nan)
 
 
@@ -349,7 +357,7 @@ def validate_judgments(
     for col in _TEXT:
         empty = t[col].isna().to_numpy() | (t[col].astype(str).str.strip() == "").to_numpy()
         if empty.any():
-            raise SchemaError(f"{source}: column {col!r} is empty at row(s) {_rows(empty)}; every "
+            raise SchemaError(f"{source}: column {col!r} is empty at {row_places(t, empty)}; every "
                               "row needs a value (use the study id as patient id when the "
                               "patient is unknown, and say so).")
         t[col] = t[col].astype(str)
@@ -357,7 +365,7 @@ def validate_judgments(
         ctrl = t[col].str.contains(CONTROL, regex=True).to_numpy(dtype=bool)
         if ctrl.any():
             raise SchemaError(f"{source}: column {col!r} holds a control character (a line break, "
-                              f"tab, text-direction override, ...) at row(s) {_rows(ctrl)} "
+                              f"tab, text-direction override, ...) at {row_places(t, ctrl)} "
                               f"({t[col].iloc[int(np.flatnonzero(ctrl)[0])]!r}); remove it.")
     pred = parse_prediction(t["prediction"], source=source)
     ref = parse_reference(t["reference"], source=source)

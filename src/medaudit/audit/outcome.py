@@ -21,7 +21,7 @@ import pandas as pd
 
 from medaudit.audit.spec import AuditSpec
 from medaudit.blocks.block import BlockResult
-from medaudit.blocks.claimkit import CLAIM_COLUMNS
+from medaudit.blocks.claimkit import CLAIM_COLUMNS, VERDICTS
 from medaudit.blocks.rows import E_COLUMNS, PROVENANCE_COLUMNS
 from medaudit.exceptions import SchemaError
 from medaudit.io.messages import quote
@@ -157,6 +157,7 @@ def load_outcome(directory: str | Path) -> AuditOutcome:
     if missing or not isinstance(data.get("provenance"), dict) or "spec" not in data["provenance"]:
         raise SchemaError(f"{path}: not the results of `medaudit audit` (it lacks "
                           f"{missing or ['provenance.spec']}).")
+    _check_read_fields(data, path)
     try:
         return _rebuild(data, path)
     except SchemaError:
@@ -164,6 +165,46 @@ def load_outcome(directory: str | Path) -> AuditOutcome:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # edited by hand or by a tool
         raise SchemaError(f"{path}: results.json was edited or is damaged ({type(exc).__name__}: "
                           f"{quote(str(exc))}); rerun the audit to write it again.") from None
+
+
+def _check_read_fields(data: dict[str, Any], path: Path) -> None:
+    """The provenance and claim fields the report prints, as the audit writes them.
+
+    A results.json that lost its marker (copied on its own) is not checked for edits
+    (:func:`check_results_unchanged` needs the manifest beside it), so a wrong type would
+    otherwise surface as a traceback from the page's template, and a wrong value (B = -5,
+    "700 % intervals", a verdict outside the vocabulary) as a page that states it.
+    """
+    def bad(key: str, expected: str, value: Any) -> SchemaError:
+        return SchemaError(f"{path}: {key} must be {expected}; got {repr(value)[:80]}. "
+                           "results.json was edited or is damaged: rerun the audit to write it "
+                           "again.")
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    prov = data["provenance"]
+    for key in ("cohorts", "designs", "multiplicity", "inputs", "versions", "spec"):
+        if key in prov and not isinstance(prov[key], dict):
+            raise bad(f"provenance.{key}", "an object", prov[key])
+    for key in ("n_resamples", "n_permutations"):
+        if prov.get(key) is not None and not (whole(prov[key]) and prov[key] >= 1):
+            raise bad(f"provenance.{key}", "a whole number >= 1", prov[key])
+    if prov.get("seed") is not None and not (whole(prov["seed"]) and prov["seed"] >= 0):
+        raise bad("provenance.seed", "a whole number >= 0", prov["seed"])
+    level = prov.get("confidence_level")
+    if level is not None and not (isinstance(level, (int, float)) and not isinstance(level, bool)
+                                  and 0.0 < float(level) < 1.0):
+        raise bad("provenance.confidence_level", "a number between 0 and 1", level)
+    claims = data["portability"]
+    if not isinstance(claims, list) or not all(isinstance(r, dict) for r in claims):
+        raise bad("portability", "a list of claim rows (objects)", type(claims).__name__)
+    for i, r in enumerate(claims):
+        missing = [k for k in ("claim_id", "claim", "verdict") if k not in r]
+        if missing:
+            raise bad(f"portability[{i}]", f"a claim row with {missing}", sorted(r)[:6])
+        if r["verdict"] not in VERDICTS:
+            raise bad(f"portability[{i}].verdict", f"one of {list(VERDICTS)}", r["verdict"])
 
 
 def _rebuild(data: dict[str, Any], path: Path) -> AuditOutcome:

@@ -24,6 +24,7 @@ from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import BlockResult
 from medaudit.blocks.context import AuditContext
 from medaudit.blocks.rows import stamp_seed
+from medaudit.exceptions import MedauditError
 from medaudit.io.limits import check_resampling_budget
 from medaudit.io.output import atomic_directory, atomic_write_bytes
 from medaudit.io.schema import describe
@@ -79,6 +80,13 @@ def run_blocks(spec: AuditSpec, ctx: AuditContext, *, checkpoints: Path | None =
         results[name] = run_block(spec, name, ctx)
         if saved is not None:
             atomic_write_bytes(saved, pickle.dumps(results[name], protocol=5))
+    skipped = {n: r.provenance["skipped"] for n, r in results.items() if "skipped" in r.provenance}
+    if results and len(skipped) == len(results):
+        # an audit in which no block ran would "succeed" with an empty report (exit 0)
+        why = "; ".join(f"{n}: {reason}" for n, reason in skipped.items())
+        raise MedauditError(f"no block of this audit could run on its inputs ({why}); give what "
+                            "the block needs or list other blocks in `blocks:` (nothing was "
+                            "written).")
     return results
 
 

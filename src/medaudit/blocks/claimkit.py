@@ -93,6 +93,12 @@ VERDICTS: dict[str, str] = {
 #: verdicts at E that are not evidence for the claim (left out of the "holds at E" count)
 NOT_EVIDENCE = frozenset({"by construction"})
 
+#: the qualification of a cell judged on its point estimate (its changed table has no
+#: interval); the report's legend says so wherever a cell whose qualification holds
+#: :data:`POINT_MARK` is in the matrix (agreement and label_uncertainty word theirs so too)
+POINT_ONLY = "point estimate, no interval"
+POINT_MARK = "point estimate"
+
 
 def cohort_axis(study: Any, cohort: Any) -> str:
     """The change word for moving a claim to ``cohort``: its declared kind (default "cohort")."""

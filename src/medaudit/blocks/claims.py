@@ -71,6 +71,7 @@ import dataclasses
 import difflib
 import functools
 import math
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -109,6 +110,13 @@ GENERATE: dict[str, tuple[str, ...]] = {
     "institutions": ("institution",),
     "coverage": ("coverage",),
     "estimators": ("estimator",),
+}
+#: kind of generated claim -> the letters of the ids its blocks give it (R01, Y02, L01, ...);
+#: a declared id of that form is refused while the kind is generated (a test checks the
+#: table against the ids an audit generates)
+ID_LETTERS: dict[str, str] = {
+    "ranking": "RY", "reliability": "L", "operating constraint": "T", "stability": "Y",
+    "institution": "I", "coverage": "A", "estimator": "A",
 }
 #: soft form of an ordinary metric under a changed reference standard
 _SOFT = {"roc_auc": "soft_roc_auc", "average_precision": "soft_average_precision"}
@@ -494,6 +502,19 @@ class ClaimsConfig(BlockConfig):
         object.__setattr__(self, "declared", named)
         if self.generate and len(self.generate) > 1 and ({"all", "none"} & set(self.generate)):
             raise ValueError("`generate:` lists `all` or `none` alone")
+        kinds = self.generated_kinds()
+        letters = "".join(sorted({c for k, v in ID_LETTERS.items()
+                                  if kinds is None or k in kinds for c in v}))
+        if letters:
+            # a generated claim's id is its kind's letter and a number (R01, L02, T01):
+            # refused here, at the door, rather than after every block has run (audit.claims
+            # checks the ids the run actually generated as well)
+            taken = [i for i in ids if re.fullmatch(rf"[{letters}]\d{{2,}}", i)]
+            if taken:
+                raise ValueError(f"declared claim id {taken[0]!r} has the form of the ids of the "
+                                 f"generated claims (a letter of {list(letters)} and a number), "
+                                 "which claims.generate is on to produce; give the declared claim "
+                                 "another `id:`, or leave that kind out of `generate:`")
         return self
 
     def generated_kinds(self) -> frozenset[str] | None:

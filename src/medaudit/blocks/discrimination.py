@@ -428,8 +428,7 @@ def _level_cell(claim: dict[str, Any], level: float, change: str, to: str, row: 
             out["verdict"] = "not defined"
         elif isinstance(lo, float) and math.isnan(lo):  # a point estimate only
             out["verdict"] = "holds" if est >= level else "does not hold"
-            out["qualification"] = ck.qualify_sorted(out["qualification"],
-                                                     "point estimate, no interval")
+            out["qualification"] = ck.qualify_sorted(out["qualification"], ck.POINT_ONLY)
         else:
             out["verdict"], out["qualification"] = ck.verdict_untrusted(
                 ck.verdict_level(row["estimate"], lo, hi, level), out["qualification"],

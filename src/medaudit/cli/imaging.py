@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import os
 import sys
@@ -89,15 +90,32 @@ def _cmd_overlap(args: argparse.Namespace) -> int:
     out = Path(args.out)
     check_output_dir(out, inputs={"manifest": [Path(p) for p in args.manifests]},
                      overwrite=args.overwrite)
-    def located(p: Path) -> pd.DataFrame:
+    def located(p: Path, m: pd.DataFrame) -> pd.DataFrame:
         # a relative image path is relative to its manifest, as `medaudit score` reads it
         # (not to the folder the command happens to run in)
-        m = _read_manifest(p, read_manifest)
         return m.assign(path=[q if os.path.isabs(q) else str(p.parent / q)
                               for q in m["path"].astype(str)])
 
-    table = pd.concat([located(Path(p)) for p in args.manifests], ignore_index=True)
+    read = [(Path(p), _read_manifest(Path(p), read_manifest)) for p in args.manifests]
+    given = pd.concat([m for _, m in read], ignore_index=True)
+    table = pd.concat([located(p, m) for p, m in read], ignore_index=True)
     res = screen_overlap(table, max_distance=args.max_distance, group_by=args.group_by)
+    # the outputs name each image by the path its manifest gives (relative to the manifest),
+    # not as read from the folder the command ran in: the same inputs write the same bytes
+    as_given = dict(zip(zip(given["dataset"].astype(str), given["image_id"].astype(str),
+                            strict=True), given["path"].astype(str), strict=True))
+
+    def restored(t: pd.DataFrame) -> pd.DataFrame:
+        if "path" not in t.columns or t.empty:
+            return t
+        keys = list(zip(t["dataset"].astype(str), t["image_id"].astype(str), strict=True))
+        out = t.assign(path=[as_given.get(k, q) for k, q in zip(keys, t["path"], strict=True)])
+        if "error" in out.columns:  # a reader's message quotes the path it opened
+            out["error"] = [e.replace(str(q), as_given.get(k, str(q))) if isinstance(e, str) else e
+                            for k, q, e in zip(keys, t["path"], out["error"], strict=True)]
+        return out
+
+    res = dataclasses.replace(res, hashes=restored(res.hashes), excluded=restored(res.excluded))
     write_overlap(res, out, overwrite=args.overwrite)
     unhashed = res.unhashed_message()
     if not args.quiet:

@@ -150,7 +150,9 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     valid = check_summarizable(table, source=str(path), score_scale=args.score_scale)
     scale = {} if args.score_scale is None else {"score_scale": args.score_scale}
     # the spec `medaudit init` would write, subgroup columns included
-    raw = with_subgroups(default_spec(table, scores=path.resolve(), **_settings(args), **scale),
+    # the file as its name, read against its folder (base_dir): the outputs record no path
+    # of this machine, and the same table audited from anywhere writes the same bytes
+    raw = with_subgroups(default_spec(table, scores=path.name, **_settings(args), **scale),
                          valid)
     spec = _validated(raw, f"the spec generated for {path}")
     return _run_and_write(spec, path.parent, Path(args.out), overwrite=args.overwrite,

@@ -34,6 +34,48 @@ access; offline, the command stops with one line naming the checkpoint and askin
 --weights."""
 
 
+#: the first columns of every ScoreTable `medaudit score` writes
+_TABLE_HEAD = ("image_id", "cohort", "model", "prompt", "score", "label")
+
+
+def _our_table(path: Path) -> bool:
+    """Whether ``path`` is a ScoreTable as `medaudit score` writes it (its first columns)."""
+    if path.suffix.lower() == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(path).names
+        except Exception:  # noqa: BLE001 - anything unreadable is not ours
+            return False
+        return tuple(names[:len(_TABLE_HEAD)]) == _TABLE_HEAD
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(4096).rstrip(b"\r\n").split(b",")
+    except OSError:
+        return False
+    return tuple(first[:len(_TABLE_HEAD)]) == tuple(c.encode() for c in _TABLE_HEAD)
+
+
+def _our_card(path: Path) -> bool:
+    from medaudit.io.output import json_object
+
+    return json_object(path, ("card", "n_images", "manifest", "model", "weights")) is not None
+
+
+def _our_failures(path: Path) -> bool:
+    from medaudit.io.output import file_starts_with
+
+    return file_starts_with(path, b"row,image_id,cohort,path,error\n")
+
+
+def _kinds() -> tuple[Any, Any, Any]:
+    from medaudit.io.output import FileKind
+
+    return (FileKind("a ScoreTable `medaudit score` wrote", _our_table),
+            FileKind("a model card `medaudit score` wrote", _our_card),
+            FileKind("a failure list `medaudit score` wrote", _our_failures))
+
+
 def _atomic(path: Path, write: Any) -> None:
     """Write via ``write(tmp_path)`` into a sibling temporary file, then rename over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,10 +122,17 @@ def run_score(manifest: str | os.PathLike[str], *, model: str, out: str | os.Pat
         raise FileExistsError(f"output file {str(out)!r} exists; choose another --out or pass "
                               "--overwrite.")
     # the table and the two files beside it may never be (or lie inside) what the run reads,
-    # even with --overwrite: checked before a model loads or an image is read
+    # even with --overwrite, and replace only files a `medaudit score` run wrote (the card
+    # and failure list of a killed run are replaced without --overwrite: the table, written
+    # last, is absent): checked before a model loads or an image is read
     inputs = {"manifest": manifest, "weights": weights, "embedding cache": cache}
-    for p in (out, out.with_name(out.name + ".card.json"), out.with_name(out.name + ".failures.csv")):
-        check_output_file(p, inputs=inputs, overwrite=True)
+    table_kind, card_kind, failures_kind = _kinds()
+    for p, kind in ((out, table_kind), (out.with_name(out.name + ".card.json"), card_kind),
+                    (out.with_name(out.name + ".failures.csv"), failures_kind)):
+        check_output_file(p, inputs=inputs, overwrite=True, kind=kind)
+    if out.suffix.lower() not in (".csv", ".parquet"):
+        raise MedauditError(f"--out {str(out)!r}: a ScoreTable is written as .csv or .parquet; "
+                            "end the file name with one of them.")
     get_entry(model)  # an unknown name fails before any file is read
     chosen = get_families(families)  # so does an unknown prompt family (before the model loads)
     manifest = Path(manifest)
@@ -96,17 +145,18 @@ def run_score(manifest: str | os.PathLike[str], *, model: str, out: str | os.Pat
     # belong to the same finished run (a killed run leaves no --out and reruns without --overwrite)
     fail = out.with_name(out.name + ".failures.csv")
     if len(res.failures):
-        _atomic(fail, lambda p: res.failures.to_csv(p, index=False))
+        _atomic(fail, lambda p: res.failures.to_csv(p, index=False, lineterminator="\n"))
     elif fail.exists():
         fail.unlink()  # a stale list from an earlier run would misreport this one
     card = out.with_name(out.name + ".card.json")
     payload = {**res.to_dict(), "manifest": str(manifest), "model": model,
                "weights": None if weights is None else str(weights)}
     _atomic(card, lambda p: write_json(p, payload))
-    if out.suffix == ".parquet":
+    if out.suffix.lower() == ".parquet":
         _atomic(out, lambda p: scores.to_parquet(p, index=False))
     else:
-        _atomic(out, lambda p: scores.to_csv(p, index=False, float_format="%.17g"))
+        _atomic(out, lambda p: scores.to_csv(p, index=False, float_format="%.17g",
+                                             lineterminator="\n"))
     return res
 
 

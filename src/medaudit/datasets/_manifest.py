@@ -100,8 +100,8 @@ def _expect(dataset: str, found: Mapping[str, int], expected: Mapping[str, int],
     if dict(found) != dict(expected):
         where = f" in {str(root)!r}" if root is not None else ""
         raise SchemaError(f"{dataset}: counts {dict(found)}{where} differ from the published "
-                          f"{dict(expected)}; check the download (or pass expect_counts=False to "
-                          "build it anyway).")
+                          f"{dict(expected)}; check the download (or pass expect_counts=False, "
+                          "--no-expect-counts, to build it anyway).")
 
 
 def _find(root: Path, names: tuple[str, ...], what: str) -> Path:

@@ -135,7 +135,8 @@ def tbx11k_manifest(root: str | os.PathLike[str], *, lists_dir: str | os.PathLik
                                          "lists": ["TBX11K_train.txt", "TBX11K_val.txt"]})
 
 
-def tbx11k_tb_subset_manifest(root: str | os.PathLike[str]) -> Manifest:
+def tbx11k_tb_subset_manifest(root: str | os.PathLike[str], *,
+                              require_files: bool = True) -> Manifest:
     """The shared TBX11K TB-positive subset (``labels.csv`` + ``images_256/``; positives only).
 
     Every image is checked against the official list of its split (``lists/TBX11K_<split>.txt``).
@@ -155,7 +156,8 @@ def tbx11k_tb_subset_manifest(root: str | os.PathLike[str]) -> Manifest:
             raise SchemaError(f"tbx11k_tb_subset: {split} images differ from the official list "
                               f"({len(ours ^ listed)} differences, e.g. {sorted(ours ^ listed)[:3]}).")
     steps("labels.csv rows (all TB-positive; checked against the official lists)", len(lab), len(df))
-    _check_files(df, "tbx11k_tb_subset")
+    if require_files:
+        _check_files(df, "tbx11k_tb_subset")
     return _finish(df, "tbx11k", steps, {"root": str(root), "subset": "TB-positive images only"})
 
 
@@ -213,25 +215,40 @@ def vindr_manifest(root: str | os.PathLike[str], *, labels_csv: str | os.PathLik
                    ("COPD controls (n=2) are descriptive only.",))
 
 
-def kermany_manifest(root: str | os.PathLike[str]) -> Manifest:
-    """Kermany paediatric test split (shared ``labels.csv``): label = pneumonia, 234 / 390 checked."""
+def kermany_manifest(root: str | os.PathLike[str], *, expect_counts: bool = True,
+                     require_files: bool = True) -> Manifest:
+    """Kermany paediatric test split (shared ``labels.csv``): label = pneumonia, 234 / 390 checked
+    (``expect_counts=False``: a subset or another copy; ``require_files=False``: images elsewhere)."""
     root = _root(root, "kermany")
     lab = _read_csv(root / "labels.csv", dtype=str, keep_default_na=False)
-    df = pd.DataFrame({"image_id": lab["path"].str.replace(r"\.[^.]+$", "", regex=True),
-                       "path": [str(root / p) for p in lab["path"]], "label": lab["pneumonia"].astype(int),
+    names = lab["path"]  # read first: a table without it is another dataset's (a KeyError)
+    text = lab["pneumonia"].str.strip()
+    bad = ~text.isin(["0", "1"]).to_numpy()
+    if bad.any():  # astype(int) would raise a bare ValueError, and admit 3 or -1
+        i = int(np.flatnonzero(bad)[0])
+        raise SchemaError(f"{str(root / 'labels.csv')!r}: column 'pneumonia', line {i + 2}: "
+                          f"{lab['pneumonia'].iloc[i]!r} is not 0 or 1 ({int(bad.sum())} such "
+                          "cell(s)); every image needs its label.")
+    df = pd.DataFrame({"image_id": names.str.replace(r"\.[^.]+$", "", regex=True),
+                       "path": [str(root / p) for p in names], "label": text.astype(int),
                        "subtype": lab["subtype_from_filename"], "split": "test"})
     df["negative_group"] = np.where(df["label"] == 1, "", "normal")
     steps = _Steps()
     steps("labels.csv rows", len(lab), len(df))
-    _expect("kermany", {"pneumonia": int(df["label"].sum()), "normal": int((df["label"] == 0).sum())},
-            {"pneumonia": 390, "normal": 234}, root=root)
-    _check_files(df, "kermany")
+    if expect_counts:
+        _expect("kermany", {"pneumonia": int(df["label"].sum()),
+                            "normal": int((df["label"] == 0).sum())},
+                {"pneumonia": 390, "normal": 234}, root=root)
+    if require_files:
+        _check_files(df, "kermany")
     return _finish(df, "kermany", steps, {"root": str(root), "endpoint": "pneumonia"},
                    ("Paediatric (1-5 y) AP images; resized to 224x224 by the mirror's author.",))
 
 
-def nih810_manifest(root: str | os.PathLike[str]) -> Manifest:
-    """The 810 NIH ChestX-ray14 images with Google's majority expert labels (label = Abnormal)."""
+def nih810_manifest(root: str | os.PathLike[str], *, expect_counts: bool = True,
+                     require_files: bool = True) -> Manifest:
+    """The 810 NIH ChestX-ray14 images with Google's majority expert labels (label = Abnormal;
+    ``expect_counts`` and ``require_files`` as for :func:`kermany_manifest`)."""
     root = _root(root, "nih_810")
     lab = _read_csv(root / "labels" / "all_findings_expert_labels" /
                       "all_findings_expert_labels_test_labels.csv", dtype=str)
@@ -239,7 +256,8 @@ def nih810_manifest(root: str | os.PathLike[str]) -> Manifest:
     meta = meta.set_index("Image Index")
     bad = ~lab["Abnormal"].isin(["YES", "NO"])
     if bad.any():
-        raise SchemaError(f"nih_810: Abnormal must be YES/NO; row {int(np.flatnonzero(bad)[0]) + 2}.")
+        raise SchemaError(f"nih_810: Abnormal must be YES/NO; line {int(np.flatnonzero(bad)[0]) + 2} "
+                          "of all_findings_expert_labels_test_labels.csv.")
     df = pd.DataFrame({"image_id": lab["Image ID"].str.replace(".png", "", regex=False),
                        "path": [str(root / "images_256" / i) for i in lab["Image ID"]],
                        "label": (lab["Abnormal"] == "YES").astype(int), "split": "test",
@@ -248,8 +266,10 @@ def nih810_manifest(root: str | os.PathLike[str]) -> Manifest:
     df["negative_group"] = np.where(df["label"] == 1, "", "normal")
     steps = _Steps()
     steps("expert-labelled test images", len(lab), len(df))
-    _expect("nih_810", {"images": len(df)}, {"images": 810}, root=root)
-    _check_files(df, "nih_810")
+    if expect_counts:
+        _expect("nih_810", {"images": len(df)}, {"images": 810}, root=root)
+    if require_files:
+        _check_files(df, "nih_810")
     return _finish(df, "nih_810", steps, {"root": str(root), "endpoint": "Abnormal (majority of 3)"})
 
 

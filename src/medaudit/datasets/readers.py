@@ -100,7 +100,7 @@ def _codes(df: pd.DataFrame, cols: dict[str, str], vocab: dict[str, int], path: 
         bad = ~df[c].isin(list(vocab))
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise SchemaError(f"{path}: column {c!r} has {df[c].iloc[i]!r} at row {i}; expected "
+            raise SchemaError(f"{path}: column {c!r} has {df[c].iloc[i]!r} on line {i + 2}; expected "
                               f"{sorted(vocab)}.")
 
 

@@ -436,6 +436,31 @@ def _finished(src: Path, dst: Path) -> bool:
         return False
 
 
+def _drop_stale(src: Path, dst: Path) -> str:
+    """Remove the PNG and sidecar of ``dst`` (medaudit's: the caller checked) when they are
+    of another version of ``src`` than the one that just failed, and say so for the report.
+
+    Left, a later step would read them as this file's.  A conversion of these very bytes
+    (failing now for another reason, such as a decoder no longer installed) is kept."""
+    side = dst.with_suffix(".json")
+    meta = json_object(side, ("source_sha256",)) if side.is_file() else None
+    try:
+        same = meta is not None and meta["source_sha256"] == file_sha256(src)
+    except OSError:
+        same = False
+    stale = [p for p in (dst, side) if os.path.lexists(p)]
+    if same or not stale:
+        return ""
+    try:
+        for p in stale:
+            p.unlink()
+    except OSError as exc:
+        return (f" (its earlier {dst.name}, of the file's former contents, could not be removed: "
+                f"{exc.strerror}; remove it before using the folder)")
+    return (f" (its earlier {' and '.join(p.name for p in stale)}, of the file's former contents, "
+            "were removed)")
+
+
 def _medaudit_sidecar(side: Path, png_name: str) -> bool:
     """Whether ``side`` is the sidecar medaudit wrote for the PNG ``png_name`` (any method
     version: a conversion by an earlier medaudit is medaudit's to redo)."""
@@ -581,7 +606,7 @@ def convert_folder(src: str | os.PathLike[str], out: str | os.PathLike[str], *,
                     convert_file(path, dst, source_name=name)
                     converted.append(name)
                 except DicomConversionError as exc:
-                    failures.append((name, str(exc)))
+                    failures.append((name, str(exc) + _drop_stale(path, dst)))
         if progress is not None:
             progress(i, len(inputs), name)
     report = FolderReport(converted=tuple(converted), skipped=tuple(skipped), failures=tuple(failures))

@@ -130,27 +130,19 @@ def pack_hex(hexes: Sequence[str]) -> NDArray[np.uint64]:
     return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
 
 
-#: Pillow modes of more than 8 bits per pixel (16-bit PNGs such as PadChest's, 32-bit, float)
-_WIDE_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
-
-
 def _gray8(img: Any) -> Any:
     """``img`` as imagehash should see it: 8-bit and wider images alike.
 
     imagehash converts with ``convert("L")``, which clips a 16-bit image at 255: a 16-bit
     X-ray saturates to almost all white, so a 16-bit copy of an 8-bit image lands far from
     it and unrelated 16-bit images share one hash.  Wider images are stretched linearly over
-    their own range to 0..255 first (a linear map keeps the DCT's order of coefficients, so a
-    copy at another bit depth hashes alike); 8-bit images are passed on unchanged.
+    their own range to 0..255 first (:func:`medaudit.imaging.pixels.to_8bit`; a linear map
+    keeps the DCT's order of coefficients, so a copy at another bit depth hashes alike);
+    8-bit images are passed on unchanged.
     """
-    if img.mode not in _WIDE_MODES:
-        return img
-    from PIL import Image
+    from medaudit.imaging.pixels import to_8bit
 
-    a = np.asarray(img, dtype=np.float64)
-    lo, hi = float(a.min()), float(a.max())
-    scaled = (a - lo) * (255.0 / (hi - lo)) if hi > lo else np.zeros_like(a)
-    return Image.fromarray(np.rint(scaled).astype(np.uint8), mode="L")
+    return to_8bit(img, stretch=True)
 
 
 def hash_images(manifest: pd.DataFrame) -> pd.DataFrame:

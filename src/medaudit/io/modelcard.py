@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 import pandas as pd
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from medaudit.exceptions import SchemaError
 from medaudit.io.specfile import Strict
@@ -42,6 +42,24 @@ class ModelCard(Strict):
     training: dict[str, str] = Field(default_factory=dict)
     #: cohort -> note, e.g. {"vindr": "documented pretraining exposure to VinDr-CXR"}
     exposure: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _printed_text(self) -> ModelCard:
+        # every text of the card is printed in report.html, summary.md and the claims
+        # tables: a line break splits a Markdown table row, a text-direction override
+        # reverses what follows it (the rule of the score table's names and the spec's name)
+        from medaudit.io.schema import CONTROL
+
+        texts = [("name", self.name)] + [(k, getattr(self, k)) for k in (
+            "checkpoint", "revision", "processor", "score_rule")]
+        for field_ in ("library_versions", "training", "exposure"):
+            for k, v in getattr(self, field_).items():
+                texts += [(f"{field_} key {k!r}", k), (f"{field_}[{k!r}]", v)]
+        for where, text in texts:
+            if text is not None and (m := re.search(CONTROL, text)):
+                raise ValueError(f"{where} holds the control character U+{ord(m.group()):04X} "
+                                 "(a line break, tab or text-direction override); remove it")
+        return self
 
 
 def exclusion_card_entries(counts: pd.DataFrame) -> dict[str, str]:

@@ -696,8 +696,20 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
             record_written(parent, [target.name])
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if exc.errno in _FULL and not isinstance(exc, OutputPathError):
+        if isinstance(exc, OutputPathError):
+            raise
+        if exc.errno in _FULL:
             raise _full_disk(target, exc) from exc
+        if exc.errno is not None:
+            # a file over the size limit (EFBIG), a read-only or failing disk: one line, not
+            # the bare "[Errno 27] File too large"; a file inside the temporary folder is
+            # named where it would have been
+            name = str(exc.filename or "")
+            inner = os.path.relpath(name, tmp) if name.startswith(str(tmp) + os.sep) else None
+            what = (f"{str(target / inner)!r} of --out {str(target)!r}" if inner
+                    else f"--out {str(target)!r}")
+            raise OutputPathError(f"could not write {what} ({exc.strerror or exc}); nothing "
+                                  "was written.") from exc
         raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -1055,6 +1067,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, prefix: str
         Path(tmp).unlink(missing_ok=True)
         if exc.errno in _FULL:
             raise _full_disk(path, exc) from None
+        if exc.errno is not None and not isinstance(exc, OutputPathError):
+            # a file over the size limit (EFBIG), a failing disk: name the file
+            raise OutputPathError(f"could not write {str(path)!r} ({exc.strerror or exc}).") from exc
         raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -29,14 +29,17 @@ Names
 -----
 The text keys a report prints and compares (``model``, ``prompt``, ``cohort``,
 ``negative_group``) may not start or end with whitespace: ``"site1 "`` and ``"site1"`` would be
-two cohorts that print alike.  No text column may hold a control character (a newline, a tab):
-it would break the report's tables and the one-line messages.
+two cohorts that print alike; for the same reason two names may not differ only in Unicode
+normal form (``"café"`` precomposed and with a combining accent) or in a run of inner
+whitespace (a page collapses it).  No text column may hold a control character (a newline, a
+tab): it would break the report's tables and the one-line messages.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,8 +52,8 @@ from medaudit.exceptions import SchemaError
 from medaudit.io.messages import quote
 
 __all__ = ["SCORE_COLUMNS", "OPTIONAL_COLUMNS", "FILLED_COLUMNS", "validate_score_table",
-           "require_columns", "row_list", "unknown_columns", "text_columns", "take_rows", "stack_files",
-           "RowOrigin", "binary_labels"]
+           "require_columns", "row_places", "row_place", "unknown_columns", "text_columns",
+           "take_rows", "stack_files", "RowOrigin", "binary_labels"]
 
 SCORE_COLUMNS = ("image_id", "cohort", "model", "prompt", "score", "label")
 OPTIONAL_COLUMNS = ("label_soft", "negative_group", "patient_id", "split", "seed")
@@ -65,21 +68,24 @@ _NAMES = ("cohort", "model", "prompt", "negative_group")
 CONTROL = r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 
 
-def row_list(mask: np.ndarray, limit: int = 5) -> str:
-    """The first ``limit`` row numbers where ``mask`` holds, for error messages."""
-    idx = np.flatnonzero(mask)
-    more = f" (and {idx.size - limit} more)" if idx.size > limit else ""
-    return ", ".join(str(i) for i in idx[:limit]) + more
+def row_places(table: pd.DataFrame | pd.Series, mask: np.ndarray, limit: int = 5) -> str:
+    """Where ``mask`` holds in ``table``, for error messages, as the score table's messages
+    name rows: ``"lines 2, 5"`` for a table read from a CSV file (line 1 is its header),
+    ``"rows 1, 4"`` (counted from 1) for one built in memory; the first ``limit``."""
+    return _Where(table).places(np.asarray(mask, dtype=bool), limit)
 
 
-_rows = row_list
+def row_place(table: pd.DataFrame | pd.Series, i: int) -> str:
+    """Row ``i`` (0-based) of ``table`` as :func:`row_places` names it: ``"line 5"``."""
+    return _Where(table).place(int(i))
 
 
 def text_columns(table: pd.DataFrame, columns: Sequence[str], *, source: str) -> pd.DataFrame:
     """``table`` (a copy, index reset) with ``columns`` as text; an empty cell is an error.
 
     A missing value must not become the text ``"nan"``, and a blank key names nothing, so
-    both raise :class:`SchemaError` naming the column and the first rows (0-based).
+    both raise :class:`SchemaError` naming the column and the first rows (file lines for a
+    table read from a file, as :func:`row_places` names them).
     """
     t = table.reset_index(drop=True).copy()
     for c in columns:
@@ -87,8 +93,7 @@ def text_columns(table: pd.DataFrame, columns: Sequence[str], *, source: str) ->
         t[c] = t[c].astype(str)
         empty = na | (t[c].str.strip() == "").to_numpy()
         if empty.any():
-            raise SchemaError(f"{source}: column {c!r} is empty at row(s) "
-                              f"{np.flatnonzero(empty)[:5].tolist()}.")
+            raise SchemaError(f"{source}: column {c!r} is empty at {row_places(table, empty)}.")
     return t
 
 
@@ -122,7 +127,12 @@ def _origin(table: pd.DataFrame) -> tuple[str, np.ndarray | None, np.ndarray | N
     if isinstance(o, RowOrigin) and len(o.numbers) == len(table):
         return o.word, o.numbers, o.files
     first = table.attrs.get("first_line")
-    if first is not None:
+    # pandas carries attrs through a filter (df[mask]) as well: the lines hold only for the
+    # table as read, all its rows in their order (rows_read, and an index 0, 1, 2, ...)
+    idx = table.index
+    whole = (table.attrs.get("rows_read", len(table)) == len(table)
+             and isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1)
+    if first is not None and whole:
         return "line", np.arange(len(table)) + int(first), None
     return "row", None, None
 
@@ -446,7 +456,8 @@ def validate_score_table(
 
 
 def _check_text(values: pd.Series, col: str, *, source: str, where: _Where) -> None:
-    """Refuse control characters in a text column, and whitespace at either end of a name.
+    """Refuse control characters in a text column; in a name, whitespace at either end, and
+    two names that differ only in Unicode normal form or inner whitespace (all print alike).
 
     Parameters
     ----------
@@ -488,6 +499,20 @@ def _check_text(values: pd.Series, col: str, *, source: str, where: _Where) -> N
                           f"{where.places(padded)} ({where.place(i)}: {quote(v)}); it would count as a "
                           f"name different from {quote(v.strip())} but print alike. Remove the "
                           "whitespace.")
+    # two names that differ only in Unicode normal form (é precomposed or e + combining
+    # accent) or in a run of inner whitespace (a page collapses it) print alike as well
+    printed = [" ".join(unicodedata.normalize("NFC", x).split()) for x in u.tolist()]
+    first: dict[str, int] = {}
+    for k, p in enumerate(printed):
+        j = first.setdefault(p, k)
+        if j != k:
+            a_, b_ = u.iloc[j], u.iloc[k]
+            at_a, at_b = (where.place(int(np.flatnonzero(codes == c)[0])) for c in (j, k))
+            raise SchemaError(f"{source}: column {col!r} holds the names {quote(a_)} "
+                              f"({ascii(a_)}, {at_a}) and {quote(b_)} ({ascii(b_)}, {at_b}), "
+                              "which differ only in Unicode form or inner whitespace and would "
+                              "print alike; write them the same way (or as names that differ "
+                              "visibly).")
 
 
 def image_meta(table: pd.DataFrame) -> pd.DataFrame:

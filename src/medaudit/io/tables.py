@@ -121,6 +121,7 @@ def read_table(path: str | Path, *, what: str = "score table", id_columns: Seque
             lines = _record_lines(path, table, sep, len(header))
             # data row i is line i + 2 of the file (line 1 is the header): messages name lines
             table.attrs["first_line"] = 2
+            table.attrs["rows_read"] = len(table)
             if lines is not None:  # blank lines or line breaks inside cells: each row's own
                 table.attrs["origin"] = RowOrigin("line", lines)
             return table

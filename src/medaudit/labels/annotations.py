@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from medaudit.exceptions import SchemaError
-from medaudit.io.schema import row_list as _rows
+from medaudit.io.schema import row_places
 from medaudit.labels.scale import RatingScale, code_key
 
 __all__ = ["ANNOTATION_COLUMNS", "RatingScale", "AnnotationTable", "validate_annotations",
@@ -93,9 +93,9 @@ def validate_annotations(
             ((cohort_column, "cohort"),) if cohort_column else ()):
         empty = t[col].isna().to_numpy() | (t[col].astype(str).str.strip() == "").to_numpy()
         if empty.any():
-            raise SchemaError(f"{source}: column {col!r} ({what}) is empty at row(s) {_rows(empty)}; "
+            raise SchemaError(f"{source}: column {col!r} ({what}) is empty at {row_places(table, empty)}; "
                               f"every rating needs its {what}.")
-    value, hedged = scale.encode(t[rat_c], source=source, column=rat_c)
+    value, hedged = scale.encode(table[rat_c], source=source, column=rat_c)
     out = pd.DataFrame({"item_id": t[item_c].astype(str).to_numpy(),
                         "annotator": t[ann_c].astype(str).to_numpy(),
                         "rating": t[rat_c].to_numpy(), "value": value, "hedged": hedged})
@@ -108,7 +108,7 @@ def validate_annotations(
     if dup.any() and duplicates == "error":
         ex = out.loc[dup, key].head(2).to_dict("records")
         raise SchemaError(f"{source}: {int(dup.sum())} rows repeat an ({', '.join(key)}) pair at "
-                          f"row(s) {_rows(dup)}, e.g. {ex}. Keep one rating per annotator and item, "
+                          f"{row_places(table, dup)}, e.g. {ex}. Keep one rating per annotator and item, "
                           "or declare annotations.duplicates: keep to count each as a rating.")
     return out
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from medaudit.exceptions import SchemaError
-from medaudit.io.schema import row_list as _rows
+from medaudit.io.schema import row_place, row_places
 
 __all__ = ["RatingScale", "HEDGE", "code_key"]
 
@@ -129,7 +129,8 @@ class RatingScale:
             seen = sorted({repr(v) for v in raw[bad].tolist()})[:5]
             raise SchemaError(
                 f"{source}: column {column!r} has rating(s) outside the declared scale "
-                f"({self.describe()}) at row(s) {_rows(bad)} (row {i} has {_plain(raw.iloc[i])!r}; values "
-                f"seen: {', '.join(seen)}). Fix the data or declare the scale (annotations.scale: "
-                "min/max or codes) - medaudit does not coerce or drop ratings.")
+                f"({self.describe()}) at {row_places(raw, bad)} ({_plain(raw.iloc[i])!r} at "
+                f"{row_place(raw, i)}; values seen: {', '.join(seen)}). Fix the data or "
+                "declare the scale (annotations.scale: min/max or codes) - medaudit does not "
+                "coerce or drop ratings.")
         return val, hedged

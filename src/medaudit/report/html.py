@@ -183,7 +183,8 @@ def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
     """The matrix as groups of claims (declared first, then each generated kind), each with
     the columns of the changes that can affect its claims (no filler columns)."""
     if claims is None or claims.empty:
-        return {"groups": [], "rows": [], "n_claims": 0, "summary": [], "verdicts_present": []}
+        return {"groups": [], "rows": [], "n_claims": 0, "summary": [], "verdicts_present": [],
+                "point_only": False}
     records = claims.to_dict("records")
     by_claim: dict[str, list[dict[str, Any]]] = {}
     for r in records:
@@ -220,9 +221,11 @@ def _matrix(claims: pd.DataFrame) -> dict[str, Any]:
                        "failed, unattainable or undefined under at least one.")
     kinds = Counter(r["kind"] for r in rows)
     seen = {x["verdict"] for r in rows for x in r["entries"]}
+    quals = claims["qualification"] if "qualification" in claims.columns else pd.Series([], dtype=object)
     return {"groups": out_groups, "rows": rows, "n_claims": len(rows), "summary": summary,
             "status": dict(status), "kinds": sorted(kinds.items()),
-            "verdicts_present": [v for v in VERDICTS if v in seen]}
+            "verdicts_present": [v for v in VERDICTS if v in seen],
+            "point_only": bool(quals.astype(str).str.contains(ck.POINT_MARK, regex=False).any())}
 
 
 # --------------------------------------------------------------------------- tables

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from medaudit.blocks.claimkit import AXES, NOT_EVIDENCE
+from medaudit.blocks.claimkit import AXES, NOT_EVIDENCE, POINT_MARK
 from medaudit.report._common import data_sources, simulations
 from medaudit.report.format import fmt_ci, fmt_estimate, md_table, md_text
 
@@ -94,6 +94,10 @@ def audit_summary(outcome: Any) -> str:
         lines[-2] += (" Generated threshold claims are judged on the point estimate as in paper "
                       "000 eq. 7 (specificity only for named control groups; the interval is "
                       "shown for context).")
+    if not claims.empty and "qualification" in claims.columns and claims["qualification"].astype(
+            str).str.contains(POINT_MARK, regex=False).any():
+        lines[-2] += (" A cell qualified as a point estimate is judged on that estimate alone: "
+                      "its change has no interval.")
     if not claims.empty:
         at_e = claims[claims["change"] == "at E"]
         n_built = int(at_e["verdict"].isin(NOT_EVIDENCE).sum())

@@ -296,8 +296,16 @@ class ImageDataset:
     def __getitem__(self, i: int):
         from PIL import Image
 
-        with Image.open(self.paths[i]) as im:
-            img = im.convert("RGB")
+        from medaudit.imaging.pixels import to_rgb
+
+        try:
+            with Image.open(self.paths[i]) as im:
+                img = to_rgb(im)  # a 16-bit image is mapped, not clipped at 255
+        except (OSError, ValueError, SyntaxError) as exc:  # truncated, corrupt: name the file
+            from medaudit.exceptions import MedauditError
+
+            raise MedauditError(f"{self.paths[i]}: the image cannot be decoded ({exc}); replace "
+                                "or remove it from the manifest.") from exc
         return self.transform(img), self.labels[i], i
 
 
