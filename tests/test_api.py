@@ -101,3 +101,17 @@ def test_the_notebook_view_names_the_blocks_that_ran_as_repr_counts_them():
     assert f"{len(ran)} blocks run" in repr(res)
     assert f"blocks run {', '.join(ran)};" in res._repr_html_()
     assert len(ran) < len(res.outcome.results)  # the table has no prompts: some ran on nothing
+
+
+def test_an_option_replaces_the_whole_key_of_the_spec():
+    """What the docstring says: claims={...} is the new claims section, not merged into the
+    spec's (its auroc_at_least goes back to the default); other keys of the spec stay."""
+    import medaudit
+
+    spec = {"n_resamples": 20, "seed": 3, "blocks": ["discrimination", "claims"],
+            "claims": {"auroc_at_least": 0.6, "generate": ["reliability"]}}
+    same = medaudit.audit(_table(), spec=spec)
+    assert same.spec.claims.auroc_at_least == 0.6 and same.spec.seed == 3
+    changed = medaudit.audit(_table(), spec=spec, claims={"generate": ["rankings"]})
+    assert changed.spec.claims.auroc_at_least == 0.9  # the default, not the spec's 0.6
+    assert changed.spec.claims.generate == ["rankings"] and changed.spec.seed == 3

@@ -274,7 +274,9 @@ def audit(data: pd.DataFrame | str | os.PathLike[str] | None = None, /, *, spec:
         An audit spec; relative paths inside a YAML spec start at its folder.
     **options
         Spec keys that override ``spec`` (``n_resamples``, ``seed``, ``cohorts``,
-        ``subgroups``, ``claims``, a block's section, ...): see ``docs/spec.md``.
+        ``subgroups``, ``claims``, a block's section, ...): see ``docs/spec.md``.  An
+        option replaces the whole key of the spec, not part of it: ``claims={...}`` is the
+        new ``claims:`` section, so give every key of a section you change.
 
     Returns
     -------
