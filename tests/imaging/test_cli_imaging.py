@@ -186,3 +186,25 @@ def test_overlap_reads_relative_image_paths_against_their_manifest(tmp_path, mon
     for name in ("hashes.csv", "pairs.csv", "exclusion.csv", "overlap.json"):
         assert (tmp_path / "ov2" / name).read_bytes() == (tmp_path / "ov3" / name).read_bytes(), name
     assert "'bad.png'" in (tmp_path / "ov2" / "hashes.csv").read_text()
+
+
+def test_overlap_names_a_manifest_given_twice_and_empty_cells(tmp_path, capsys):
+    """Probe findings: the same manifest twice gave "(dataset, image_id) must be unique"
+    naming no file; an empty dataset cell was a group of its own, an empty path the
+    working folder ("Is a directory")."""
+    from PIL import Image
+
+    Image.fromarray(np.zeros((8, 8), dtype=np.uint8)).save(tmp_path / "a.png")
+    pd.DataFrame({"image_id": ["a"], "dataset": "d", "path": ["a.png"]}).to_csv(
+        tmp_path / "m.csv", index=False)
+    assert main(["overlap", str(tmp_path / "m.csv"), str(tmp_path / "m.csv"), "--out",
+                 str(tmp_path / "o1"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "m.csv' and '" in err and "both list image 'a' of dataset 'd'" in err
+    for col in ("dataset", "path"):
+        t = pd.DataFrame({"image_id": ["a", "b"], "dataset": "d", "path": ["a.png", "a.png"]})
+        t.loc[1, col] = ""
+        t.to_csv(tmp_path / "e.csv", index=False)
+        assert main(["overlap", str(tmp_path / "e.csv"), "--out", str(tmp_path / f"o-{col}"),
+                     "--quiet"]) == 2
+        assert f"column '{col}' is empty at {tmp_path / 'e.csv'} line 3;" in capsys.readouterr().err

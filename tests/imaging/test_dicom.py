@@ -597,3 +597,28 @@ def test_a_conversion_of_the_same_bytes_is_kept_when_redoing_it_fails(tmp_path, 
     report = dc.convert_folder(src, out)
     assert report.failures == (("y.dcm", "no decoder for this transfer syntax"),)
     assert (out / "y.png").read_bytes() == png and (out / "y.json").exists()
+
+
+def test_a_file_without_its_part_10_header_converts_as_the_same_image(tmp_path):
+    """Older exports write the data set alone (no preamble, no 'DICM', no file meta): read
+    as such when it then holds an image; the PNG equals the one of the full file.  A file
+    without pixel data, or not DICOM at all, is refused as before."""
+    import struct
+
+    full = _file("CT_small.dcm").read_bytes()
+    assert full[128:132] == b"DICM"
+    group_length = struct.unpack("<I", full[140:144])[0]  # (0002,0000) UL, explicit VR LE
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "bare.dcm").write_bytes(full[144 + group_length:])
+    (src / "ref.dcm").write_bytes(full)
+    shutil.copy(_file("no_meta.dcm"), src / "no_pixels.dcm")  # pydicom's: no image in it
+    (src / "noise.dcm").write_bytes(bytes(range(256)) * 8)
+    report = dc.convert_folder(src, tmp_path / "out")
+    assert sorted(report.converted) == ["bare.dcm", "ref.dcm"]
+    assert (tmp_path / "out" / "bare.png").read_bytes() == (tmp_path / "out" / "ref.png").read_bytes()
+    side = json.loads((tmp_path / "out" / "bare.json").read_text())
+    assert any("without a Part-10 file meta header" in m for m in side["library_messages"])
+    why = dict(report.failures)
+    assert why["no_pixels.dcm"].startswith("not a readable DICOM file (InvalidDicomError")
+    assert why["noise.dcm"].startswith("not a readable DICOM file")

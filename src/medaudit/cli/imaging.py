@@ -86,6 +86,7 @@ def _cmd_overlap(args: argparse.Namespace) -> int:
     from medaudit.datasets.manifests import read_manifest
     from medaudit.imaging.overlap import screen_overlap, write_overlap
     from medaudit.io.output import check_output_dir
+    from medaudit.io.schema import stack_files
 
     out = Path(args.out)
     check_output_dir(out, inputs={"manifest": [Path(p) for p in args.manifests]},
@@ -93,12 +94,30 @@ def _cmd_overlap(args: argparse.Namespace) -> int:
     def located(p: Path, m: pd.DataFrame) -> pd.DataFrame:
         # a relative image path is relative to its manifest, as `medaudit score` reads it
         # (not to the folder the command happens to run in)
-        return m.assign(path=[q if os.path.isabs(q) else str(p.parent / q)
+        # (an empty cell stays empty, for the screen to refuse: joined, it would be the
+        # manifest's folder)
+        return m.assign(path=[q if os.path.isabs(q) or not q.strip() else str(p.parent / q)
                               for q in m["path"].astype(str)])
 
     read = [(Path(p), _read_manifest(Path(p), read_manifest)) for p in args.manifests]
+    # one image listed by two manifests (the same file given twice?): say which
+    from medaudit.exceptions import MedauditError
+
+    seen: dict[tuple[str, str], Path] = {}
+    for p, m in read:
+        if not {"dataset", "image_id"} <= set(m.columns):
+            continue  # the screen names what is missing
+        for key in dict.fromkeys(zip(m["dataset"].astype(str), m["image_id"].astype(str),
+                                     strict=True)):
+            if key in seen:
+                raise MedauditError(f"{str(seen[key])!r} and {str(p)!r} both list image "
+                                    f"{key[1]!r} of dataset {key[0]!r}; give each manifest once "
+                                    "(an image belongs to one manifest).")
+            seen[key] = p
     given = pd.concat([m for _, m in read], ignore_index=True)
-    table = pd.concat([located(p, m) for p, m in read], ignore_index=True)
+    # stacked so that a message names the file and line of a row
+    table = stack_files([located(p, m) for p, m in read], [str(p) for p, _ in read],
+                        source="manifests")
     res = screen_overlap(table, max_distance=args.max_distance, group_by=args.group_by)
     # the outputs name each image by the path its manifest gives (relative to the manifest),
     # not as read from the folder the command ran in: the same inputs write the same bytes

@@ -389,11 +389,18 @@ def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
             try:
                 ds = pydicom.dcmread(src)
             except Exception as exc:  # noqa: BLE001 - every reader failure is reported the same way
-                # pydicom's advice to its Python callers ("Use force=True to force reading.")
-                # is nothing a user of the command can act on
-                why = re.sub(r"\s*Use force=True to force reading\.?", "", str(exc)).strip()
-                raise DicomConversionError(
-                    f"not a readable DICOM file ({type(exc).__name__}: {why})") from None
+                # older exports write the data set without the Part-10 preamble and file
+                # meta header: read as such only when it then holds an image (force=True
+                # reads any file as something, so nothing less is accepted)
+                ds = _headerless(src) if isinstance(exc, pydicom.errors.InvalidDicomError) else None
+                if ds is None:
+                    # pydicom's advice to its Python callers ("Use force=True to force
+                    # reading.") is nothing a user of the command can act on
+                    why = re.sub(r"\s*Use force=True to force reading\.?", "", str(exc)).strip()
+                    raise DicomConversionError(
+                        f"not a readable DICOM file ({type(exc).__name__}: {why})") from None
+                notes.append("read without a Part-10 file meta header (no 'DICM' preamble): "
+                             "the transfer syntax is taken as pydicom infers it")
             secrets = _phi_values(ds)
             converted = convert_dataset(ds)
     except DicomConversionError as exc:
@@ -413,6 +420,29 @@ def convert_file(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
                   (json.dumps(sidecar, sort_keys=True, indent=2) + "\n").encode("utf-8"))
     _atomic_write(dst, png)
     return sidecar
+
+
+def _headerless(src: Path) -> Any:
+    """The data set of a DICOM file written without its Part-10 header, or None unless it
+    holds an image (pixel data with rows, columns and a photometric interpretation)."""
+    import pydicom
+    from pydicom.dataset import FileMetaDataset
+    from pydicom.uid import ExplicitVRBigEndian, ExplicitVRLittleEndian, ImplicitVRLittleEndian
+
+    try:
+        ds = pydicom.dcmread(src, force=True)
+        ok = all(k in ds for k in ("PixelData", "Rows", "Columns", "PhotometricInterpretation"))
+        implicit, little = ds.original_encoding
+    except Exception:  # noqa: BLE001 - not DICOM after all: the first error is reported
+        return None
+    if not ok or implicit is None:
+        return None
+    # the encoding the reader found is the transfer syntax (pixel data without a header
+    # cannot be compressed: an encapsulated one then fails to decode, and says so)
+    ds.file_meta = FileMetaDataset()
+    ds.file_meta.TransferSyntaxUID = (ImplicitVRLittleEndian if implicit else
+                                      ExplicitVRLittleEndian if little else ExplicitVRBigEndian)
+    return ds
 
 
 def _output_name(rel: Path) -> Path:
