@@ -622,3 +622,34 @@ def test_a_file_without_its_part_10_header_converts_as_the_same_image(tmp_path):
     why = dict(report.failures)
     assert why["no_pixels.dcm"].startswith("not a readable DICOM file (InvalidDicomError")
     assert why["noise.dcm"].startswith("not a readable DICOM file")
+
+
+def test_every_failure_reason_is_one_line(tmp_path):
+    """Probe finding: a decoder failure listed every plugin it tried on a line of its own.
+    Files pydicom ships whose decoders may be missing here (JPEG-LS, 12-bit JPEG): whatever
+    fails, fails on one line."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("MR_small_jpeg_ls_lossless.dcm", "JPEG-lossy.dcm", "JPEG2000.dcm"):
+        shutil.copy(_file(name), src / name)
+    report = dc.convert_folder(src, tmp_path / "out")
+    assert len(report.converted) + len(report.failures) == 3
+    for name, why in report.failures:
+        assert "\n" not in why and why.startswith("could not decode the pixel data"), (name, why)
+
+
+@pytest.mark.parametrize("width, function, ok", [(0.0, "LINEAR", False), (-5.0, "LINEAR", False),
+                                                 (0.5, "LINEAR", False), (1.0, "LINEAR", True),
+                                                 (0.5, "SIGMOID", True), (0.0, "SIGMOID", False)])
+def test_a_window_width_dicom_does_not_allow_is_named(width, function, ok):
+    """Probe finding: Window Width 0 or negative gave "malformed header ... (ValueError)"
+    naming no tag.  PS3.3 C.11.2.1.2: at least 1 for LINEAR, above 0 for the others."""
+    ds = pydicom.dcmread(_file("6154"))
+    ds.WindowWidth = width
+    ds.VOILUTFunction = function
+    if ok:
+        assert dc.convert_dataset(ds).provenance["voi_transform"]["width"] == width
+    else:
+        with pytest.raises(dc.DicomConversionError,
+                           match=r"^Window Width \(0028,1051\) is .*; DICOM requires"):
+            dc.convert_dataset(ds)

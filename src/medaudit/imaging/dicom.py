@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from medaudit.exceptions import MedauditError
+from medaudit.io.messages import one_line
 from medaudit.io.output import atomic_write_bytes, atomic_write_temps, file_sha256, json_object
 
 __all__ = [
@@ -219,6 +220,14 @@ def _voi(arr: NDArray[Any], ds: Any) -> tuple[NDArray[Any], dict[str, Any]]:
                 "center": float(c.value[0] if c.VM > 1 else c.value),
                 "width": float(w.value[0] if w.VM > 1 else w.value),
                 "function": str(ds.get("VOILUTFunction", "LINEAR")).upper()}
+        # PS3.3 C.11.2.1.2: the width is at least 1 (LINEAR) or above 0 (the others); pydicom
+        # would divide by it or raise a bare ValueError
+        low = 1.0 if info["function"] == "LINEAR" else 0.0
+        if not (np.isfinite(info["width"]) and (info["width"] >= low if low else info["width"] > 0)):
+            raise DicomConversionError(
+                f"Window Width (0028,1051) is {info['width']:g}; DICOM requires "
+                f"{'at least 1' if low else 'above 0'} for VOI LUT Function {info['function']}. "
+                "Fix the header or remove the window.")
     else:
         return arr, {"kind": "none"}
     return apply_voi_lut(arr, ds, index=0, prefer_lut=True), info
@@ -280,8 +289,9 @@ def _convert(ds: Any, stage: list[str]) -> ConvertedImage:
         raw = ds.pixel_array
     except Exception as exc:  # noqa: BLE001 - decoder errors come in many types
         name = getattr(tsyntax, "name", str(tsyntax))
+        # a decoder's message may list every plugin it tried, a line each: one line here
         raise DicomConversionError(f"could not decode the pixel data (transfer syntax {name}): "
-                                   f"{type(exc).__name__}: {exc}") from None
+                                   f"{type(exc).__name__}: {one_line(str(exc))}") from None
     if raw.ndim != 2:
         raise DicomConversionError(f"pixel array has shape {raw.shape}; expected one 2-D frame.")
 
