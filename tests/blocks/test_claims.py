@@ -743,6 +743,7 @@ def test_a_declared_id_that_a_generated_claim_also_takes_is_refused():
     assert ids(declared_ids=["L01"]) == ["L01"]
     assert ids(generate="all", declared_ids=["D07", "K01", "C01"]) == ["D07", "K01", "C01"]
     assert ids(generate="reliability", declared_ids=["R01"]) == ["R01"]
+    assert ids(generate="rankings", declared_ids=["R001", "R0"]) == ["R001", "R0"]  # never generated
     with pytest.raises(Exception, match="'R01' has the form"):
         ids(generate="rankings", declared_ids=["R01"])
     # the table of letters is the one the blocks use: every id an audit generates has its

@@ -287,3 +287,16 @@ def test_a_sigterm_whose_exception_was_lost_still_ends_as_terminated(capsys):
 
     with pytest.raises(BrokenProcessPool):  # without the signal it is not dressed up as one
         M._run(argparse.Namespace(func=broken_alone, quiet=False))
+
+
+def test_the_interrupt_message_gives_the_command_its_own_advice(capsys):
+    """Probe finding: an interrupted `train` was told to run the same command again, which
+    it refuses ("pass --resume")."""
+    import argparse
+
+    from medaudit.cli.main import _interrupted
+
+    assert _interrupted(False, argparse.Namespace(command="train")) == 130
+    assert "Run the same command with --resume" in capsys.readouterr().err
+    assert _interrupted(True, argparse.Namespace(command="audit")) == 143
+    assert "Run the same command again to resume (audit)" in capsys.readouterr().err

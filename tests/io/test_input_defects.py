@@ -404,7 +404,7 @@ def test_a_soft_label_missing_on_some_rows_is_called_missing():
 
 
 @pytest.mark.parametrize("names", [("caf\u00e9", "cafe\u0301"), ("m  two", "m two"),
-                                   ("a\u00a0b", "a b")])
+                                   ("a\u00a0b", "a b"), ("mA", "m\u200bA"), ("ab", "a\u00adb")])
 def test_names_that_print_alike_are_refused(names):
     """Probe finding: cohorts 'café' (precomposed) and 'café' (e + combining accent), models
     'm  two' and 'm two' were two names the page printed alike ("m two ranks above m two")."""

@@ -438,6 +438,15 @@ def test_an_auroc_interval_past_1_is_clipped_on_the_page_only():
      "confidence_level must be a number between 0 and 1"),
     (lambda r: r["portability"][0].__setitem__("verdict", "maybe"), "portability[0].verdict must be one of"),
     (lambda r: r["portability"][0].pop("claim"), "portability[0] must be a claim row with ['claim']"),
+    (lambda r: r["portability"][0].pop("change"), "portability[0] must be a claim row with ['change']"),
+    (lambda r: r["portability"][0].__setitem__("ci_low", "abc"),
+     "portability[0].ci_low must be a number or null"),
+    (lambda r: r.__setitem__("blocks", []), "blocks must be an object"),
+    (lambda r: r["blocks"].__setitem__("zzz", {}), "blocks.zzz must be a block of this medaudit"),
+    (lambda r: r["blocks"]["discrimination"].__setitem__("tables", None),
+     "blocks.discrimination.tables must be a JSON object"),
+    (lambda r: r["blocks"]["discrimination"]["tables"].__setitem__("metrics", [1]),
+     "blocks.discrimination.tables.metrics must be a list of rows"),
 ])
 def test_report_of_a_results_file_copied_alone_checks_what_it_prints(small, tmp_path, capsys,
                                                                       edit, expect):

@@ -177,12 +177,19 @@ def test_manifest_errors_name_file_column_and_rows(tmp_path):
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"image_id": ["x", "y"], "path": ["a.png", "a.png"], "label": ["1", "2"]}).to_csv(
         bad, index=False)
-    with pytest.raises(SchemaError, match=r"bad\.csv.*'label'.*'y'"):
+    with pytest.raises(SchemaError, match=r"bad\.csv.*'label'.*'y' has '2' \(line 3\)"):
         load_manifest(ManifestSpec(cohort="c", manifest=str(bad)))
     dup = tmp_path / "dup.csv"
     pd.DataFrame({"image_id": ["x", "x"], "path": ["a.png"] * 2, "label": [0, 1]}).to_csv(dup, index=False)
-    with pytest.raises(SchemaError, match="repeat an image id"):
+    with pytest.raises(SchemaError, match=r"repeat an image id.*\(lines 2, 3\)"):
         load_manifest(ManifestSpec(cohort="c", manifest=str(dup)))
+    # lines of the file, also after `select` dropped rows before them (probe finding: a
+    # 0-based row counted after the selection, as np.int64(9))
+    sel = tmp_path / "sel.csv"
+    pd.DataFrame({"image_id": ["w", "x", "y"], "path": ["a.png", "a.png", ""],
+                  "label": [0, 1, 0], "site": ["B", "A", "A"]}).to_csv(sel, index=False)
+    with pytest.raises(SchemaError, match=r"empty 'image_id'/'path' at line 4;"):
+        load_manifest(ManifestSpec(cohort="c", manifest=str(sel), select={"site": ["A"]}))
     gone = tmp_path / "gone.csv"
     pd.DataFrame({"image_id": ["x"], "path": ["nope.png"], "label": [0]}).to_csv(gone, index=False)
     with pytest.raises(FileNotFoundError, match="nope.png"):
@@ -289,6 +296,30 @@ def test_cohort_and_model_names_refuse_empty_and_bar(tmp_path, section, key, bad
         load_supervised_spec(p)
     assert SupervisedSpec.model_validate({"source": {"cohort": "s/1", "manifest": "m.csv"},
                                           "name": "resnet-50"}).name == "resnet-50"
+
+
+def test_an_image_that_cannot_be_decoded_is_refused_before_training(tmp_path):
+    """Probe finding: a truncated image stopped training when an epoch reached it, after a
+    whole seed had trained, leaving a half-written run folder; every image is decoded when
+    the manifest is read."""
+    import io
+
+    from PIL import Image
+
+    a = np.random.default_rng(0).integers(0, 256, (64, 64)).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(a).save(buf, format="JPEG")
+    (tmp_path / "cut.jpg").write_bytes(buf.getvalue()[:600])
+    (tmp_path / "text.png").write_text("not an image")
+    _asymmetric(8).save(tmp_path / "ok.png")
+    m = tmp_path / "m.csv"
+    pd.DataFrame({"image_id": ["a", "b", "c"], "path": ["ok.png", "cut.jpg", "text.png"],
+                  "label": [0, 1, 0]}).to_csv(m, index=False)
+    with pytest.raises(SchemaError, match=r"2 image file\(s\) cannot be decoded, e.g. .*cut\.jpg "
+                                          r"\(OSError.*text\.png \(UnidentifiedImageError"):
+        load_manifest(ManifestSpec(cohort="c", manifest=str(m)))
+    ok = load_manifest(ManifestSpec(cohort="c", manifest=str(m)), check_files=False)
+    assert len(ok.frame) == 3  # check_files=False reads no image
 
 
 def test_an_image_that_cannot_be_decoded_is_named(tmp_path):

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from PIL import Image
 from sklearn.metrics import roc_auc_score
 
 from medaudit.audit.run import audit, write_outcome
@@ -56,7 +57,9 @@ def run(tmp_path_factory):
     for name, f in (("source", src), ("eval", ev)):
         f = f.assign(path=[f"img/{i}.png" for i in f["image_id"]])
         for p in f["path"]:
-            (d / p).touch()  # never opened: the stand-in does not read images
+            # tiny real images: the manifest check decodes each once (the stand-in trainer
+            # below never reads them)
+            Image.fromarray(np.zeros((8, 8), dtype=np.uint8)).save(d / p)
         f.to_csv(d / f"{name}.csv", index=False)
     sel = dict(zip(src["image_id"], stratified_split(src["image_id"], src["class"], rng=2026),
                    strict=True))

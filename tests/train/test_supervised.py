@@ -224,3 +224,19 @@ def test_cli_trains_and_refuses_to_overwrite(data, tmp_path, capsys):
     assert "reusing" in capsys.readouterr().err
     assert (out / "scores.csv").read_bytes() == before
     assert not list(out.rglob("last.pt"))  # finished seeds keep only best.pt
+
+
+def test_a_refused_resume_names_the_keys_that_changed(tmp_path):
+    """Probe finding: `--resume` after changing max_epochs said only "differs in ['spec']"."""
+    import json
+
+    from medaudit.train import supervised
+
+    identity = {"spec": {"max_epochs": 2, "seeds": [1], "source": {"cohort": "s"}},
+                "base_dir": "/d", "inputs": {"a.csv": "x"}}
+    (tmp_path / "run_spec.json").write_text(json.dumps(identity))
+    supervised._prepare_out(tmp_path, identity, resume=True)  # unchanged: resumes
+    changed = {**identity, "spec": {**identity["spec"], "max_epochs": 3},
+               "inputs": {"a.csv": "y"}}
+    with pytest.raises(MedauditError, match=r"differs in \['inputs\.a\.csv', 'spec\.max_epochs'\]"):
+        supervised._prepare_out(tmp_path, changed, resume=True)

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from medaudit.audit.spec import AuditSpec
+from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import BlockResult
 from medaudit.blocks.claimkit import CLAIM_COLUMNS, VERDICTS
 from medaudit.blocks.rows import E_COLUMNS, PROVENANCE_COLUMNS
@@ -196,15 +197,36 @@ def _check_read_fields(data: dict[str, Any], path: Path) -> None:
     if level is not None and not (isinstance(level, (int, float)) and not isinstance(level, bool)
                                   and 0.0 < float(level) < 1.0):
         raise bad("provenance.confidence_level", "a number between 0 and 1", level)
+    blocks = data["blocks"]
+    if not isinstance(blocks, dict):
+        raise bad("blocks", "an object (block name -> its tables)", type(blocks).__name__)
+    for name, b in blocks.items():
+        if name not in BLOCKS:
+            raise bad(f"blocks.{name}", f"a block of this medaudit ({', '.join(BLOCKS)})", name)
+        if not isinstance(b, dict):
+            raise bad(f"blocks.{name}", "an object", type(b).__name__)
+        for key, kind in (("tables", dict), ("columns", dict), ("table_names", list),
+                          ("notes", list), ("provenance", dict)):
+            if key in b and not isinstance(b[key], kind):
+                raise bad(f"blocks.{name}.{key}", f"a JSON {'object' if kind is dict else 'list'}",
+                          type(b[key]).__name__)
+        for t, rows in (b.get("tables") or {}).items():
+            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+                raise bad(f"blocks.{name}.tables.{t}", "a list of rows (objects)",
+                          type(rows).__name__)
     claims = data["portability"]
     if not isinstance(claims, list) or not all(isinstance(r, dict) for r in claims):
         raise bad("portability", "a list of claim rows (objects)", type(claims).__name__)
     for i, r in enumerate(claims):
-        missing = [k for k in ("claim_id", "claim", "verdict") if k not in r]
+        missing = [k for k in CLAIM_COLUMNS if k not in r]
         if missing:
             raise bad(f"portability[{i}]", f"a claim row with {missing}", sorted(r)[:6])
         if r["verdict"] not in VERDICTS:
             raise bad(f"portability[{i}].verdict", f"one of {list(VERDICTS)}", r["verdict"])
+        for key in ("estimate", "ci_low", "ci_high"):
+            v = r[key]
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise bad(f"portability[{i}].{key}", "a number or null", v)
 
 
 def _rebuild(data: dict[str, Any], path: Path) -> AuditOutcome:

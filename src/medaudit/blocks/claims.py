@@ -509,7 +509,8 @@ class ClaimsConfig(BlockConfig):
             # a generated claim's id is its kind's letter and a number (R01, L02, T01):
             # refused here, at the door, rather than after every block has run (audit.claims
             # checks the ids the run actually generated as well)
-            taken = [i for i in ids if re.fullmatch(rf"[{letters}]\d{{2,}}", i)]
+            # (the number as f"{n:02d}" writes it: R01..R99, R100, never R001)
+            taken = [i for i in ids if re.fullmatch(rf"[{letters}](0[1-9]|[1-9]\d+)", i)]
             if taken:
                 raise ValueError(f"declared claim id {taken[0]!r} has the form of the ids of the "
                                  f"generated claims (a letter of {list(letters)} and a number), "

@@ -399,7 +399,7 @@ def _run(args: argparse.Namespace) -> int:
         return 141
     except (MedauditError, OSError) as exc:
         if _SIGTERM_SEEN.is_set():  # a worker pool the signal broke, reported as an error
-            return _interrupted(True)
+            return _interrupted(True, args)
         # OSError covers FileExistsError/FileNotFoundError and also IsADirectoryError,
         # NotADirectoryError, PermissionError: user-path problems whose message names the path
         from medaudit.io.messages import one_line
@@ -407,19 +407,23 @@ def _run(args: argparse.Namespace) -> int:
         print(f"medaudit: error: {one_line(str(exc), limit=4000)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        return _interrupted(isinstance(exc, _Terminated))
+        return _interrupted(isinstance(exc, _Terminated), args)
     except Exception:
         if _SIGTERM_SEEN.is_set():  # what the signal broke, once its own exception was lost
-            return _interrupted(True)
+            return _interrupted(True, args)
         raise
 
 
-def _interrupted(terminated: bool) -> int:
+def _interrupted(terminated: bool, args: argparse.Namespace | None = None) -> int:
     # outputs are written atomically, so an interrupted command leaves no half-written
-    # output; an audit's finished blocks are kept for the rerun to resume from
+    # output; an audit's finished blocks are kept for the rerun to resume from, a training
+    # run's finished epochs for --resume
     what, code = ("terminated (SIGTERM)", 143) if terminated else ("interrupted (Ctrl-C)", 130)
-    print(f"medaudit: {what}; no output was half-written. Run the same "
-          "command again to resume (audit) or redo it.", file=sys.stderr)
+    if getattr(args, "command", None) == "train":
+        how = "Run the same command with --resume to continue where it stopped."
+    else:
+        how = "Run the same command again to resume (audit) or redo it."
+    print(f"medaudit: {what}; no output was half-written. {how}", file=sys.stderr)
     return code
 
 

@@ -457,7 +457,8 @@ def validate_score_table(
 
 def _check_text(values: pd.Series, col: str, *, source: str, where: _Where) -> None:
     """Refuse control characters in a text column; in a name, whitespace at either end, and
-    two names that differ only in Unicode normal form or inner whitespace (all print alike).
+    two names that differ only in Unicode normal form, inner whitespace or invisible format
+    characters (all print alike).
 
     Parameters
     ----------
@@ -500,8 +501,11 @@ def _check_text(values: pd.Series, col: str, *, source: str, where: _Where) -> N
                           f"name different from {quote(v.strip())} but print alike. Remove the "
                           "whitespace.")
     # two names that differ only in Unicode normal form (é precomposed or e + combining
-    # accent) or in a run of inner whitespace (a page collapses it) print alike as well
-    printed = [" ".join(unicodedata.normalize("NFC", x).split()) for x in u.tolist()]
+    # accent), in a run of inner whitespace (a page collapses it) or in invisible format
+    # characters print alike as well
+    # (and in invisible format characters: a zero-width space, a soft hyphen, U+FEFF)
+    printed = [" ".join("".join(c for c in unicodedata.normalize("NFC", x)
+                                if unicodedata.category(c) != "Cf").split()) for x in u.tolist()]
     first: dict[str, int] = {}
     for k, p in enumerate(printed):
         j = first.setdefault(p, k)
@@ -510,9 +514,9 @@ def _check_text(values: pd.Series, col: str, *, source: str, where: _Where) -> N
             at_a, at_b = (where.place(int(np.flatnonzero(codes == c)[0])) for c in (j, k))
             raise SchemaError(f"{source}: column {col!r} holds the names {quote(a_)} "
                               f"({ascii(a_)}, {at_a}) and {quote(b_)} ({ascii(b_)}, {at_b}), "
-                              "which differ only in Unicode form or inner whitespace and would "
-                              "print alike; write them the same way (or as names that differ "
-                              "visibly).")
+                              "which differ only in Unicode form, inner whitespace or invisible "
+                              "characters and would print alike; write them the same way (or as "
+                              "names that differ visibly).")
 
 
 def image_meta(table: pd.DataFrame) -> pd.DataFrame:

@@ -94,7 +94,7 @@ def validate_annotations(
         empty = t[col].isna().to_numpy() | (t[col].astype(str).str.strip() == "").to_numpy()
         if empty.any():
             raise SchemaError(f"{source}: column {col!r} ({what}) is empty at {row_places(table, empty)}; "
-                              f"every rating needs its {what}.")
+                              f"every row of ratings needs its {what}.")
     value, hedged = scale.encode(table[rat_c], source=source, column=rat_c)
     out = pd.DataFrame({"item_id": t[item_c].astype(str).to_numpy(),
                         "annotator": t[ann_c].astype(str).to_numpy(),

@@ -17,6 +17,8 @@ import pandas as pd
 
 from medaudit._validation import as_generator
 from medaudit.exceptions import SchemaError
+from medaudit.io.schema import row_places
+from medaudit.io.tables import read_table
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "Manifest", "load_manifest", "load_exclusion",
            "apply_exclusion", "stratified_split", "pos_weight", "train_transform",
@@ -44,6 +46,20 @@ def _first(values, k: int = 5) -> str:
     return f"{values[:k]}{' ...' if len(values) > k else ''}"
 
 
+def _undecodable(paths) -> list[str]:
+    """The paths among ``paths`` whose image Pillow cannot decode completely (with why)."""
+    from PIL import Image
+
+    bad = []
+    for p in paths:
+        try:
+            with Image.open(p) as im:
+                im.load()
+        except (OSError, ValueError, SyntaxError) as exc:  # truncated, corrupt, not an image
+            bad.append(f"{p} ({type(exc).__name__}: {exc})")
+    return bad
+
+
 def load_manifest(spec, base_dir: str | Path = ".", *, stratify_column: str | None = None,
                   check_files: bool = True) -> Manifest:
     """Read one manifest CSV as the tidy image table of a cohort.
@@ -68,7 +84,9 @@ def load_manifest(spec, base_dir: str | Path = ".", *, stratify_column: str | No
     path = path if path.is_absolute() else (base_dir / path)
     if not path.exists():
         raise FileNotFoundError(f"manifest {str(path)!r} of cohort {spec.cohort!r} does not exist.")
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    # through io.tables: a BOM, a ';' header and repeated columns are refused there, and
+    # messages can name the file's lines
+    raw = read_table(path, what="manifest", dtype=str, na_values=[])
     where = f"manifest {str(path)!r} (cohort {spec.cohort!r})"
     stratify = stratify_column or spec.label_column
     need = [spec.id_column, spec.path_column, spec.label_column, stratify, *spec.select, *spec.match]
@@ -92,23 +110,32 @@ def load_manifest(spec, base_dir: str | Path = ".", *, stratify_column: str | No
                                               "removed": int((keep & ~hit).sum())}
         keep &= hit
     t = raw.loc[keep].reset_index(drop=True)
+    kept = np.flatnonzero(keep)
+
+    def lines(mask: np.ndarray) -> str:  # rows of t as the file's lines (or rows)
+        full = np.zeros(len(raw), dtype=bool)
+        full[kept[mask]] = True
+        return row_places(raw, full)
+
     if t.empty:
         raise SchemaError(f"{where}: no row is left after `select` {spec.select} / `match` "
                           f"{spec.match}; counts {counts}.")
     empty = (t[[spec.id_column, spec.path_column]] == "").any(axis=1).to_numpy()
     if empty.any():
-        raise SchemaError(f"{where}: empty {spec.id_column!r}/{spec.path_column!r} at data row(s) "
-                          f"{_first(np.flatnonzero(empty))} (after `select`); every image needs both.")
+        raise SchemaError(f"{where}: empty {spec.id_column!r}/{spec.path_column!r} at "
+                          f"{lines(empty)}; every image needs both.")
     bad = ~t[spec.label_column].isin(["0", "1"]).to_numpy()
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise SchemaError(f"{where}: column {spec.label_column!r} must be 0 or 1 (1 = positive); "
                           f"{int(bad.sum())} row(s) are not, e.g. image {t[spec.id_column].iloc[i]!r} "
-                          f"has {t[spec.label_column].iloc[i]!r}. medaudit never guesses a label.")
+                          f"has {t[spec.label_column].iloc[i]!r} ({lines(bad)}). medaudit never "
+                          "guesses a label.")
     dup = t[spec.id_column].duplicated(keep=False).to_numpy()
     if dup.any():
         raise SchemaError(f"{where}: {int(dup.sum())} rows repeat an image id, e.g. "
-                          f"{_first(sorted(set(t.loc[dup, spec.id_column])))}; ids must be unique.")
+                          f"{_first(sorted(set(t.loc[dup, spec.id_column])))} ({lines(dup)}); ids "
+                          "must be unique.")
     if spec.image_root is None:
         root = path.parent
     else:
@@ -141,6 +168,13 @@ def load_manifest(spec, base_dir: str | Path = ".", *, stratify_column: str | No
         if absent:
             raise FileNotFoundError(f"{where}: {len(absent)} image file(s) do not exist, e.g. "
                                     f"{_first(absent, 3)}; check image_root / {spec.path_column!r}.")
+        # every image decoded once now, not when an epoch reaches it: a truncated file found
+        # in the second seed's training would cost the first seed's work and leave a
+        # half-written run folder
+        broken = _undecodable(out["path"])
+        if broken:
+            raise SchemaError(f"{where}: {len(broken)} image file(s) cannot be decoded, e.g. "
+                              f"{_first(broken, 3)}; replace them or remove their rows.")
     counts.update(images=int(len(out)), positives=int(out["label"].sum()),
                   negatives=int((out["label"] == 0).sum()))
     return Manifest(frame=out, counts=counts)

@@ -219,6 +219,17 @@ def _run_identity(spec: SupervisedSpec, base_dir: Path, inputs: dict[str, Any]) 
             "inputs": inputs}
 
 
+def _changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two JSON objects ("spec.max_epochs"),
+    so that a refused --resume names what changed, not only "spec"."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [prefix or "(the whole record)"] if old != new else []
+    out: list[str] = []
+    for k in sorted(set(old) | set(new), key=str):
+        out += _changed_keys(old.get(k), new.get(k), f"{prefix}.{k}" if prefix else str(k))
+    return out
+
+
 def _prepare_out(out: Path, identity: dict[str, Any], resume: bool) -> None:
     marker = out / "run_spec.json"
     if resume:
@@ -227,7 +238,7 @@ def _prepare_out(out: Path, identity: dict[str, Any], resume: bool) -> None:
                                 "start a new run without --resume.")
         old = json.loads(marker.read_text(encoding="utf-8"))
         new = json.loads(json.dumps(identity))
-        diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        diff = _changed_keys(old, new)
         if diff:
             raise MedauditError(f"--resume: the spec or its inputs changed since {str(out)!r} was "
                                 f"started (differs in {diff}); resume with the same spec and "
