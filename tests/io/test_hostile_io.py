@@ -396,36 +396,8 @@ def test_disk_full_names_the_path_and_keeps_the_old_output(tmp_path):
     assert _snapshot(tmp_path) == before  # the partial output was removed
 
 
-def test_disk_full_in_a_single_file_write_names_the_file(tmp_path, monkeypatch):
-    target = tmp_path / "results.json"
-    real_fdopen = os.fdopen
-
-    class _Full:
-        def __init__(self, fh):
-            self.fh = fh
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.fh.close()
-
-        def write(self, data):
-            raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(os, "fdopen", lambda fd, mode: _Full(real_fdopen(fd, mode)))
-    with pytest.raises(OutputPathError) as e:
-        atomic_write_bytes(target, b"{}")
-    assert str(target) in _one_line(str(e.value)) and "no space left" in str(e.value)
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize("code, text", [(errno.EFBIG, "File too large"),
-                                        (errno.EIO, "Input/output error")])
-def test_other_write_errors_name_the_file(tmp_path, monkeypatch, code, text):
-    """Probe finding: a file over the size limit (ulimit -f) ended the audit with the bare
-    "[Errno 27] File too large", naming nothing; every write error names its file."""
-    target = tmp_path / "results.json"
+def _writes_fail(monkeypatch, code: int, text: str) -> None:
+    """Every file opened by os.fdopen (atomic_write_bytes) fails to write with ``code``."""
     real_fdopen = os.fdopen
 
     class _Fails:
@@ -442,6 +414,24 @@ def test_other_write_errors_name_the_file(tmp_path, monkeypatch, code, text):
             raise OSError(code, text)
 
     monkeypatch.setattr(os, "fdopen", lambda fd, mode: _Fails(real_fdopen(fd, mode)))
+
+
+def test_disk_full_in_a_single_file_write_names_the_file(tmp_path, monkeypatch):
+    target = tmp_path / "results.json"
+    _writes_fail(monkeypatch, errno.ENOSPC, "No space left on device")
+    with pytest.raises(OutputPathError) as e:
+        atomic_write_bytes(target, b"{}")
+    assert str(target) in _one_line(str(e.value)) and "no space left" in str(e.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("code, text", [(errno.EFBIG, "File too large"),
+                                        (errno.EIO, "Input/output error")])
+def test_other_write_errors_name_the_file(tmp_path, monkeypatch, code, text):
+    """Probe finding: a file over the size limit (ulimit -f) ended the audit with the bare
+    "[Errno 27] File too large", naming nothing; every write error names its file."""
+    target = tmp_path / "results.json"
+    _writes_fail(monkeypatch, code, text)
     with pytest.raises(OutputPathError) as e:
         atomic_write_bytes(target, b"{}")
     assert _one_line(str(e.value)) == f"could not write {str(target)!r} ({text})."
