@@ -502,8 +502,7 @@ def _check_text(values: pd.Series, col: str, *, source: str, where: _Where) -> N
                           "whitespace.")
     # two names that differ only in Unicode normal form (é precomposed or e + combining
     # accent), in a run of inner whitespace (a page collapses it) or in invisible format
-    # characters print alike as well
-    # (and in invisible format characters: a zero-width space, a soft hyphen, U+FEFF)
+    # characters (a zero-width space, a soft hyphen, U+FEFF) print alike as well
     printed = [" ".join("".join(c for c in unicodedata.normalize("NFC", x)
                                 if unicodedata.category(c) != "Cf").split()) for x in u.tolist()]
     first: dict[str, int] = {}
