@@ -428,3 +428,18 @@ def test_summarize_records_no_path_of_this_machine(csv, tmp_path, capsys, monkey
     assert '"scores": "scores.csv"' in results and str(tmp_path) not in results
     for name in ("results.json", "report.html", "summary.md"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_a_home_out_path_is_written_where_it_was_checked(csv, tmp_path, monkeypatch, capsys):
+    """Review finding: io.output checked "~/spec.yaml" as the home folder's file while the
+    command wrote a folder named "~" in the working one (a quoted --out=~/x reaches the
+    command unexpanded); a file of the user's at home is refused, not written beside."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(), work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    assert _run(["init", csv, "--out", "~/spec.yaml"], capsys)[0] == 0
+    assert (home / "spec.yaml").is_file() and not (work / "~").exists()
+    (home / "mine.yaml").write_text("my own\n")
+    assert _run(["init", csv, "--out", "~/mine.yaml", "--overwrite"], capsys)[0] == 2
+    assert (home / "mine.yaml").read_text() == "my own\n" and not (work / "~").exists()

@@ -437,6 +437,7 @@ def test_an_auroc_interval_past_1_is_clipped_on_the_page_only():
     (lambda r: r["provenance"].__setitem__("confidence_level", 7),
      "confidence_level must be a number between 0 and 1"),
     (lambda r: r["portability"][0].__setitem__("verdict", "maybe"), "portability[0].verdict must be one of"),
+    (lambda r: r["portability"][0].__setitem__("verdict", []), "portability[0].verdict must be one of"),
     (lambda r: r["portability"][0].pop("claim"), "portability[0] must be a claim row with ['claim']"),
     (lambda r: r["portability"][0].pop("change"), "portability[0] must be a claim row with ['change']"),
     (lambda r: r["portability"][0].__setitem__("ci_low", "abc"),

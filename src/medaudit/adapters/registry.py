@@ -165,14 +165,14 @@ def _checked_device(device: str) -> str:
     import torch
 
     try:
-        kind = torch.device(str(device)).type
+        parsed = torch.device(str(device))
     except (RuntimeError, ValueError, TypeError):
         raise MedauditError(f"device {device!r} is not a torch device; give cpu, cuda, cuda:N "
                             "or mps (default: cuda when a GPU is visible, else cpu).") from None
+    kind, index = parsed.type, parsed.index
     if kind == "cuda" and not torch.cuda.is_available():
         raise MedauditError(f"device {device!r}: torch sees no CUDA GPU on this machine; use "
                             "--device cpu (Python: device='cpu').")
-    index = torch.device(str(device)).index
     if kind == "cuda" and index is not None and index >= torch.cuda.device_count():
         raise MedauditError(f"device {device!r}: this machine has {torch.cuda.device_count()} "
                             "CUDA GPU(s), numbered from 0; give one of them or --device cpu.")

@@ -221,7 +221,7 @@ def _check_read_fields(data: dict[str, Any], path: Path) -> None:
         missing = [k for k in CLAIM_COLUMNS if k not in r]
         if missing:
             raise bad(f"portability[{i}]", f"a claim row with {missing}", sorted(r)[:6])
-        if r["verdict"] not in VERDICTS:
+        if not isinstance(r["verdict"], str) or r["verdict"] not in VERDICTS:
             raise bad(f"portability[{i}].verdict", f"one of {list(VERDICTS)}", r["verdict"])
         for key in ("estimate", "ci_low", "ci_high"):
             v = r[key]

@@ -40,7 +40,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from medaudit.io.output import check_output_file, recorded_inputs
 
     source = Path(args.audit_dir)
-    out = Path(args.out) if args.out is not None else default_claims_path(source)
+    out = Path(args.out).expanduser() if args.out is not None else default_claims_path(source)
     folder = source.parent if source.name == "results.json" else source
     if out.suffix.lower() != ".json":
         raise MedauditError(f"--out {str(out)!r}: a claims file is JSON; give a name ending in "

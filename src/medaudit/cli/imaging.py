@@ -67,11 +67,12 @@ def _cmd_manifest(args: argparse.Namespace) -> int:
                             f"{os.path.join(args.out, args.dataset + '.csv')!r}.")
     # the manifest never lands on or inside the dataset it describes, and replaces only one
     # medaudit wrote (its counts file is checked as it is written)
-    check_output_file(args.out, inputs={"dataset root": args.root}, overwrite=args.overwrite,
+    out = Path(args.out).expanduser()  # the path written is the one io.output checks
+    check_output_file(out, inputs={"dataset root": args.root}, overwrite=args.overwrite,
                       kind=FileKind("a manifest medaudit wrote (`medaudit manifest --out`)",
                                     is_manifest_file))
     manifest = build_manifest(args.dataset, args.root, **options)
-    write_manifest(manifest, args.out, overwrite=args.overwrite)
+    write_manifest(manifest, out, overwrite=args.overwrite)
     if not args.quiet:
         print(f"wrote {args.out} ({len(manifest.table)} images of {manifest.dataset})")
         for c in manifest.counts:
@@ -88,7 +89,7 @@ def _cmd_overlap(args: argparse.Namespace) -> int:
     from medaudit.io.output import check_output_dir
     from medaudit.io.schema import stack_files
 
-    out = Path(args.out)
+    out = Path(args.out).expanduser()
     check_output_dir(out, inputs={"manifest": [Path(p) for p in args.manifests]},
                      overwrite=args.overwrite)
     def located(p: Path, m: pd.DataFrame) -> pd.DataFrame:
@@ -114,15 +115,14 @@ def _cmd_overlap(args: argparse.Namespace) -> int:
                                     f"{key[1]!r} of dataset {key[0]!r}; give each manifest once "
                                     "(an image belongs to one manifest).")
             seen[key] = p
-    given = pd.concat([m for _, m in read], ignore_index=True)
     # stacked so that a message names the file and line of a row
     table = stack_files([located(p, m) for p, m in read], [str(p) for p, _ in read],
                         source="manifests")
     res = screen_overlap(table, max_distance=args.max_distance, group_by=args.group_by)
     # the outputs name each image by the path its manifest gives (relative to the manifest),
     # not as read from the folder the command ran in: the same inputs write the same bytes
-    as_given = dict(zip(zip(given["dataset"].astype(str), given["image_id"].astype(str),
-                            strict=True), given["path"].astype(str), strict=True))
+    as_given = {(str(d), str(i)): str(q) for _, m in read
+                for d, i, q in zip(m["dataset"], m["image_id"], m["path"], strict=True)}
 
     def restored(t: pd.DataFrame) -> pd.DataFrame:
         if "path" not in t.columns or t.empty:

@@ -86,7 +86,7 @@ def run_init(scores: str | os.PathLike[str], *, out: str | os.PathLike[str] = "s
     from medaudit.io.output import FileKind, atomic_write_bytes, check_output_file
     from medaudit.io.tables import read_table
 
-    scores, out = Path(scores), Path(out)
+    scores, out = Path(scores), Path(out).expanduser()  # as io.output checks it
     # refuse the table itself, a folder or an existing spec before reading anything
     check_output_file(out, inputs={"score table": scores}, overwrite=overwrite,
                       kind=FileKind("a spec `medaudit init` wrote", _is_init_spec),

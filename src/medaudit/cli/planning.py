@@ -95,7 +95,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
     power = check_plan_power(args.power, name="--power")
     directory = Path(args.audit_dir)
-    out = None if args.out is None else Path(args.out)
+    out = None if args.out is None else Path(args.out).expanduser()
     if out is not None:
         if out.suffix.lower() not in (".csv", ".md"):
             raise MedauditError(f"--out {str(out)!r}: give a .csv or a .md file name.")

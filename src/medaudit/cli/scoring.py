@@ -114,7 +114,7 @@ def run_score(manifest: str | os.PathLike[str], *, model: str, out: str | os.Pat
     from medaudit.io.output import check_output_file, write_json
     from medaudit.io.schema import validate_score_table
 
-    out = Path(out)
+    out = Path(out).expanduser()  # the path written is the one io.output checks
     if out.is_dir():
         raise MedauditError(f"--out {str(out)!r} is a directory; give a ScoreTable file name "
                             "(.csv or .parquet).")
