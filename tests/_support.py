@@ -23,7 +23,12 @@ from medaudit.blocks import BLOCKS
 from medaudit.blocks.block import BlockResult
 from medaudit.blocks.context import AuditContext
 
-__all__ = ["SpecContext", "context", "run", "select", "one", "snapshot", "fails"]
+__all__ = ["SpecContext", "context", "run", "select", "one", "snapshot", "fails", "HANG"]
+
+#: seconds within which a refusal that guards against a hang (an alias bomb, a 10 MB
+#: scalar, a billion resamples) must come: what it guards against takes minutes or never
+#: ends, and a loaded CI machine must not fail a refusal that took two seconds there
+HANG = 10.0
 
 
 @dataclass(frozen=True)

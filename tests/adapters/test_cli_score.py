@@ -104,6 +104,87 @@ def test_hub_download_failure_says_to_pass_local_weights(monkeypatch):
         registry.load_encoder("openclip")
 
 
+def test_nothing_of_the_checkpoint_in_the_cache_offline_is_refused_before_torch(tmp_path):
+    """Offline (HF_HUB_OFFLINE=1, an empty Hugging Face cache) a hub checkpoint cannot load:
+    the refusal comes before torch and the model library are imported (seconds of a
+    command that cannot succeed).  Witness: the modules of the process that refused."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys\n"
+            "from medaudit.adapters.registry import load_encoder\n"
+            "from medaudit.exceptions import MedauditError\n"
+            "for name in ('biomedclip', 'medsiglip'):\n"
+            "    try:\n"
+            "        load_encoder(name)\n"
+            "    except MedauditError as e:\n"
+            "        print(e)\n"
+            "print(sorted(m for m in ('torch', 'open_clip', 'transformers') if m in sys.modules))\n")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"),
+           "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    for k in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
+              "PYTORCH_TRANSFORMERS_CACHE", "PYTORCH_PRETRAINED_BERT_CACHE"):
+        env.pop(k, None)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120, check=True)
+    lines = res.stdout.strip().splitlines()
+    assert len(lines) == 3, res.stdout + res.stderr
+    for line, ckpt in zip(lines[:2], ("hf-hub:microsoft/BiomedCLIP", "google/medsiglip-448"),
+                          strict=True):
+        assert line.startswith(f"could not fetch '{ckpt}"), line
+        assert ("(the hub client is set offline (HF_HUB_OFFLINE) and no copy is in the local "
+                "Hugging Face cache); download it") in line and "--weights" in line
+    assert lines[2] == "[]"  # neither torch nor a model library was imported
+
+
+def test_a_copy_in_the_cache_is_left_to_the_loader(monkeypatch, tmp_path):
+    """Where the cache holds the checkpoint's repository, the loader runs (offline, it reads
+    the copy); where it holds nothing, the refusal comes first, naming the cause."""
+    import socket
+
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    from medaudit.adapters import registry
+    from medaudit.exceptions import MedauditError
+
+    calls = []
+
+    def loader(entry, weights):
+        calls.append(entry.name)
+        return "model", "pre", "tok", "rev", "ckpt"
+
+    def refuse(address, timeout=None):
+        raise OSError("unreachable")
+
+    for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
+              "HF_HUB_OFFLINE", "HF_ENDPOINT", "TRANSFORMERS_CACHE", "PYTORCH_TRANSFORMERS_CACHE",
+              "PYTORCH_PRETRAINED_BERT_CACHE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(socket, "create_connection", refuse)  # the hub is not reachable
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(registry, "_load_open_clip", loader)
+    monkeypatch.setattr(registry, "_load_transformers", loader)
+    monkeypatch.setattr(registry, "ImageTextEncoder", lambda entry, **kw: kw)
+    for name in ("biomedclip", "medsiglip"):
+        with pytest.raises(MedauditError, match=r"its hub is not reachable from this machine and "
+                                                r"no copy is in the local Hugging Face cache"):
+            registry.load_encoder(name, device="cpu")
+    assert calls == []
+    for name, repo in (("biomedclip", "microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"),
+                       ("medsiglip", "google/medsiglip-448")):
+        (tmp_path / repo_folder_name(repo_id=repo, repo_type="model")).mkdir()
+        assert registry.load_encoder(name, device="cpu")["model"] == "model"
+    assert calls == ["biomedclip", "medsiglip"]
+    # a transformers 4 cache variable may hold the copy elsewhere: the loader decides
+    monkeypatch.setenv("TRANSFORMERS_CACHE", str(tmp_path / "elsewhere"))
+    registry.load_encoder("chexficient", device="cpu")
+    assert calls[-1] == "chexficient"
+
+
 def _score(manifest, out, weights, *extra):
     return main(["score", str(manifest), "--model", "openclip", "--weights", str(weights),
                  "--out", str(out), "--device", "cpu", "--quiet", *extra])

@@ -22,10 +22,15 @@ KEYS = ["a", "b", None]
 PREVALENCE = [0.1, 0.25, math.nan]
 
 
-def _filtered_first(df, a, b, criterion, **key):
+def _keyed(df, **key):
+    """The rows of ``df`` whose key columns equal ``key`` (pandas ``==``: None, NaN never)."""
     sub = df
     for col, v in key.items():
         sub = sub[sub[col] == v]
+    return sub
+
+
+def _filtered_first(sub, a, b, criterion):
     m = (sub["criterion"] == criterion) & (((sub["model_a"] == a) & (sub["model_b"] == b))
                                            | ((sub["model_a"] == b) & (sub["model_b"] == a)))
     rows = sub[m]
@@ -42,11 +47,12 @@ def test_first_row_is_the_first_row_the_filter_finds(rows):
     index = ck.PairIndex(df, ["cohort", "prevalence"])
     for cohort in KEYS:
         for pi in PREVALENCE:
+            # the key filter once per key (the same rows for every criterion and pair)
+            sub = None if df.empty else _keyed(df, cohort=cohort, prevalence=pi)
             for crit in [*CRITERIA, "soft_roc_auc_difference"]:
                 for a in MODELS:
                     for b in MODELS:
-                        want = (None if df.empty else
-                                _filtered_first(df, a, b, crit, cohort=cohort, prevalence=pi))
+                        want = None if sub is None else _filtered_first(sub, a, b, crit)
                         got = index.first(a, b, crit, cohort, pi)
                         if want is None:
                             assert got is None

@@ -27,10 +27,17 @@ def _files(d: Path) -> dict[str, bytes]:
 DEMO = ["--scale", "0.03", "--n-resamples", "30", "--n-permutations", "19", "--quiet"]
 
 
+@pytest.fixture(scope="module")
+def demo_out(tmp_path_factory) -> Path:
+    """One small demo run, read by the tests below (a second run checks the bytes)."""
+    out = tmp_path_factory.mktemp("demo") / "a"
+    assert main(["demo", "--out", str(out), *DEMO]) == 0
+    return out
+
+
 @pytest.mark.slow
-def test_demo_is_the_audit_of_the_embedded_spec_and_byte_identical(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["demo", "--out", str(a), *DEMO]) == 0
+def test_demo_is_the_audit_of_the_embedded_spec_and_byte_identical(demo_out, tmp_path):
+    a, b = demo_out, tmp_path / "b"
     assert main(["demo", "--out", str(b), *DEMO]) == 0
     fa, fb = _files(a), _files(b)
     assert {"report.html", "results.json", "summary.md", "portability.csv",
@@ -48,13 +55,12 @@ def test_demo_is_the_audit_of_the_embedded_spec_and_byte_identical(tmp_path):
         assert col in metrics.columns
 
 
-def test_demo_auroc_matches_direct_computation(tmp_path):
+def test_demo_auroc_matches_direct_computation(demo_out):
     from sklearn.metrics import roc_auc_score
 
     from medaudit.simulate import simulate_paper000
 
-    assert main(["demo", "--out", str(tmp_path / "o"), *DEMO]) == 0
-    metrics = pd.read_csv(tmp_path / "o" / "tables" / "discrimination__metrics.csv")
+    metrics = pd.read_csv(demo_out / "tables" / "discrimination__metrics.csv")
     t = pd.DataFrame(simulate_paper000(rng=2026, scale=0.03)["table"])
     t = t[t.prompt == "clinical"]
     for (cohort, model), g in t.groupby(["cohort", "model"]):

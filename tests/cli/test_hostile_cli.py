@@ -20,6 +20,7 @@ import yaml
 
 from medaudit.cli.main import main
 from medaudit.simulate import simulate_cohort
+from tests._support import HANG
 from tests._support import fails as _fails
 from tests._support import snapshot as _snapshot
 
@@ -160,7 +161,7 @@ def test_alias_bomb_in_a_dataset_option_is_refused_at_once(work, capsys):
                                     + bomb + "annotations: {format: nih, dataset: {findings: *a8}}\n")
     t0 = time.perf_counter()
     line = _fails(["audit", "bomb.yaml", "--out", "o", "--quiet"], capsys)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < HANG
     assert "bomb.yaml" in line and "alias" in line
 
 
@@ -168,7 +169,7 @@ def test_ten_megabyte_scalar_is_refused_at_once(work, capsys):
     (work / "big.yaml").write_text("name: " + "x" * 10_000_000 + "\n")
     t0 = time.perf_counter()
     line = _fails(["audit", "big.yaml", "--out", "o", "--quiet"], capsys)
-    assert time.perf_counter() - t0 < 1.0 and len(line) < 400
+    assert time.perf_counter() - t0 < HANG and len(line) < 400
 
 
 def test_a_billion_resamples_is_refused_before_computing(work, capsys):
@@ -176,7 +177,7 @@ def test_a_billion_resamples_is_refused_before_computing(work, capsys):
         "n_resamples: 20", "n_resamples: 1000000000"))
     t0 = time.perf_counter()
     line = _fails(["audit", "big.yaml", "--out", "o", "--quiet"], capsys)
-    assert "n_resamples" in line and "allow-large" in line and time.perf_counter() - t0 < 5
+    assert "n_resamples" in line and "allow-large" in line and time.perf_counter() - t0 < HANG
 
 
 def test_the_same_minimum_b_for_every_command(work, capsys):

@@ -17,13 +17,14 @@ present before a refused command is byte-identical afterwards.  Rules (docs/conv
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from medaudit.cli.main import main
-from medaudit.io.output import MARKER
+from medaudit.io.output import MARKER, foreign_files, is_medaudit_output
 from medaudit.simulate import simulate_cohort
 from tests._support import fails as _fails
 from tests._support import snapshot as _snapshot
@@ -324,8 +325,9 @@ def test_nothing_is_written_inside_a_folder_medaudit_wrote(tmp_path, capsys):
     spec.write_text("simulate: paper000\nsimulate_scale: 0.02\nn_resamples: 20\n"
                     "n_permutations: 19\nprimary_prompt: clinical\nblocks: [discrimination]\n")
     a, b = tmp_path / "a", tmp_path / "b"
-    for out in (a, b):
-        assert cli(["audit", str(spec), "--out", str(out), "--quiet"]) == 0
+    assert cli(["audit", str(spec), "--out", str(a), "--quiet"]) == 0
+    shutil.copytree(a, b)  # a second finished audit folder (a copy is one: its own marker)
+    assert is_medaudit_output(b) and foreign_files(b) == []
     capsys.readouterr()
     scores = tmp_path / "scores.csv"
     pd.DataFrame({"image_id": [f"i{k}" for k in range(40)], "model": "m",

@@ -58,6 +58,7 @@ from medaudit.io.schema import SCORE_COLUMNS, unknown_columns, validate_score_ta
 from medaudit.io.tables import ID_COLUMNS, ids_as_text, read_table, read_wide
 from medaudit.io.yaml import MAX_ALIASES, YAMLFileError, load_yaml, load_yaml_text
 from medaudit.simulate import simulate_cohort
+from tests._support import HANG
 from tests._support import snapshot as _snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -544,12 +545,12 @@ def _bomb(levels: int = 9, width: int = 9) -> str:
     return "\n".join(lines) + f"\nannotations:\n  format: nih\n  dataset:\n    findings: *a{levels}\n"
 
 
-def test_alias_bomb_is_refused_in_under_a_second(tmp_path):
+def test_alias_bomb_is_refused_at_once(tmp_path):
     p = _file(tmp_path, _bomb())
     t0 = time.perf_counter()
     with pytest.raises(YAMLFileError) as e:
         load_yaml(p)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < HANG
     msg = _one_line(str(e.value))
     assert msg.startswith(f"{p}:1:5: aliases would expand this file by ") and "alias bomb" in msg
     assert len(msg) < 300
@@ -569,12 +570,12 @@ def test_recursive_alias_is_refused():
         load_yaml_text("a: &x [1, *x]\n", source="s.yaml")
 
 
-def test_ten_megabyte_scalar_is_refused_in_under_a_second(tmp_path):
+def test_ten_megabyte_scalar_is_refused_at_once(tmp_path):
     p = _file(tmp_path, b"name: " + b"x" * 10_000_000 + b"\n")
     t0 = time.perf_counter()
     with pytest.raises(YAMLFileError) as e:
         load_yaml(p, what="audit spec")
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < HANG
     assert "10,000,007 bytes" in _one_line(str(e.value)) and str(p) in str(e.value)
     long = _file(tmp_path, "name: " + "y" * 70_000 + "\n", "long.yaml")
     with pytest.raises(YAMLFileError) as e:
@@ -669,7 +670,7 @@ def test_quoted_values_are_bounded():
         v = [v] * 9
     assert len(quote(v)) < 250
     assert len(shorten(huge, limit=100)) < 150
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < HANG
     assert quote(np.float64(0.5)) == "0.5" and quote(np.int64(3)) == "3"
 
 

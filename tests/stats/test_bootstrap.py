@@ -537,9 +537,9 @@ def test_within_label_percentile_coverage_binormal():
         s = np.r_[rng.normal(1.0, 1.0, 60), rng.normal(0.0, 1.0, 60)]
         r = bootstrap_ci(y, s, design="within_label", n_resamples=500, rng=i)
         covered += r.ci_low <= true_auc <= r.ci_high
-    elapsed = time.perf_counter() - t0
-    print(f"coverage {covered}/400 in {elapsed:.1f} s")
-    assert elapsed < 30
+    # the time is printed, not asserted: speed targets live in benchmarks/, and a loaded
+    # machine must not fail a coverage test
+    print(f"coverage {covered}/400 in {time.perf_counter() - t0:.1f} s")
     assert stats.binomtest(covered, 400, 0.95).pvalue > 0.01, covered
 
 

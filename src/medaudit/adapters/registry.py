@@ -128,8 +128,7 @@ def _hub_reachable(timeout: float = 5.0) -> bool:
     from urllib.parse import urlsplit
 
     if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
-                                       "ALL_PROXY", "all_proxy")) or os.environ.get(
-            "HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+                                       "ALL_PROXY", "all_proxy")) or _told_offline():
         return True
     url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
@@ -138,6 +137,43 @@ def _hub_reachable(timeout: float = 5.0) -> bool:
             return True
     except OSError:
         return False
+
+
+def _told_offline() -> bool:
+    """Whether the hub client is told to stay offline (``HF_HUB_OFFLINE``)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _hub_repo(entry: CheckpointEntry) -> str | None:
+    """The hub repository the entry's checkpoint is fetched from, where the entry names it
+    (an open_clip architecture with a pretrained tag is resolved by open_clip itself)."""
+    if entry.library == "open_clip":
+        prefix = "hf-hub:"
+        return entry.checkpoint[len(prefix):] if entry.checkpoint.startswith(prefix) else None
+    return entry.checkpoint
+
+
+def _not_in_hub_cache(repo: str) -> bool:
+    """Whether the local Hugging Face cache holds nothing of ``repo`` (no folder for it at
+    all), so that a load without the network cannot succeed.  False (the loader decides)
+    where a transformers 4 cache variable may put the copy elsewhere."""
+    if any(os.environ.get(k) for k in ("TRANSFORMERS_CACHE", "PYTORCH_TRANSFORMERS_CACHE",
+                                       "PYTORCH_PRETRAINED_BERT_CACHE")):
+        return False
+    try:
+        from huggingface_hub import constants
+        from huggingface_hub.file_download import repo_folder_name
+    except ImportError:  # no hub client: the loader fails on its own
+        return False
+    folder = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo, repo_type="model")
+    return not folder.is_dir()
+
+
+def _fetch_error(entry: CheckpointEntry, why: str) -> MedauditError:
+    pinned = f"revision {entry.revision}" if entry.revision else "no pinned revision"
+    return MedauditError(f"could not fetch {entry.checkpoint!r} ({pinned}) from its hub ({why}); "
+                         "download it where you have network access and pass the local copy "
+                         "with --weights (Python: weights=).")
 
 
 @contextlib.contextmanager
@@ -335,9 +371,9 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
     revision (needs network access).
     """
     entry = name if isinstance(name, CheckpointEntry) else get_entry(name)
-    device = _checked_device(device) if device else default_device()
     kind: Literal["open_clip", "hf"] = "open_clip" if entry.library == "open_clip" else "hf"
     if model is not None:
+        device = _checked_device(device) if device else default_device()
         if preprocess is None or tokenizer is None:
             raise MedauditError("load_encoder: an injected model needs preprocess= and tokenizer= "
                                 "as well (the processor is part of the specification).")
@@ -361,6 +397,14 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
     # before failing; told it is offline, it reads a copy it downloaded before (the local
     # Hugging Face cache of an offline compute node) or fails at once
     offline = weights is None and not _hub_reachable()
+    repo = _hub_repo(entry) if weights is None else None
+    if (offline or _told_offline()) and repo is not None and _not_in_hub_cache(repo):
+        # nothing of the repository in the cache: say so now, before importing torch and
+        # the model library (seconds) only for their loader to fail the same way
+        cause = ("its hub is not reachable from this machine" if offline
+                 else "the hub client is set offline (HF_HUB_OFFLINE)")
+        raise _fetch_error(entry, f"{cause} and no copy is in the local Hugging Face cache")
+    device = _checked_device(device) if device else default_device()
     try:
         with _hub_offline(offline):
             m, pre, tok, revision, checkpoint = loader(entry, weights)
@@ -376,12 +420,9 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
         if not isinstance(exc, (OSError, RuntimeError, ValueError)):
             raise
         # the pinned hub download is the only step that needs the network: say what to do
-        pinned = f"revision {entry.revision}" if entry.revision else "no pinned revision"
         why = ("its hub is not reachable from this machine and no copy is in the local Hugging "
                "Face cache" if offline else f"{type(exc).__name__}; no network access?")
-        raise MedauditError(f"could not fetch {entry.checkpoint!r} ({pinned}) from its hub "
-                            f"({why}); download it where you have network access and pass the "
-                            "local copy with --weights (Python: weights=).") from exc
+        raise _fetch_error(entry, why) from exc
     return ImageTextEncoder(entry, kind=kind, model=m, preprocess=pre, tokenizer=tok, device=device,
                             revision=revision, checkpoint=checkpoint)
 
