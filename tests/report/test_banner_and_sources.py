@@ -21,7 +21,6 @@ from medaudit.audit.run import audit, write_outcome
 from medaudit.audit.spec import AuditSpec, load_spec
 from medaudit.datasets.sources import SOURCES
 from medaudit.datasets.sources import data_sources as find_sources
-from tests.report.test_html import build_small_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -47,10 +46,8 @@ def paper002(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def paper000(tmp_path_factory):
-    out = tmp_path_factory.mktemp("p000") / "out"
-    build_small_audit(out)
-    return out
+def paper000(small_audit):
+    return small_audit[1]
 
 
 @pytest.mark.parametrize("which, generator", [

@@ -21,7 +21,6 @@ import yaml
 
 from medaudit.audit.run import audit, write_outcome
 from medaudit.audit.spec import AuditSpec
-from tests.report.test_html import build_small_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -86,10 +85,8 @@ def _colours(png: Path) -> tuple[int, bool]:
 
 
 @pytest.fixture(scope="module")
-def simulated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("browser") / "audit"
-    outcome = build_small_audit(out)
-    return outcome, out
+def simulated(small_audit):
+    return small_audit
 
 
 @pytest.fixture(scope="module")

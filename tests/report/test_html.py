@@ -41,9 +41,8 @@ def build_small_audit(out: Path, **changes):
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    out = tmp_path_factory.mktemp("report") / "audit"
-    outcome = build_small_audit(out)
+def small(small_audit):
+    outcome, out = small_audit
     return outcome, out, (out / "report.html").read_text(encoding="utf-8")
 
 
