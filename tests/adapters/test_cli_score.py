@@ -7,6 +7,7 @@ and messages for bad input.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -161,8 +162,8 @@ def test_a_copy_in_the_cache_is_left_to_the_loader(monkeypatch, tmp_path):
         raise OSError("unreachable")
 
     for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
-              "HF_HUB_OFFLINE", "HF_ENDPOINT", "TRANSFORMERS_CACHE", "PYTORCH_TRANSFORMERS_CACHE",
-              "PYTORCH_PRETRAINED_BERT_CACHE"):
+              "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT", "TRANSFORMERS_CACHE",
+              "PYTORCH_TRANSFORMERS_CACHE", "PYTORCH_PRETRAINED_BERT_CACHE"):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setattr(socket, "create_connection", refuse)  # the hub is not reachable
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
@@ -183,6 +184,23 @@ def test_a_copy_in_the_cache_is_left_to_the_loader(monkeypatch, tmp_path):
     monkeypatch.setenv("TRANSFORMERS_CACHE", str(tmp_path / "elsewhere"))
     registry.load_encoder("chexficient", device="cpu")
     assert calls[-1] == "chexficient"
+    monkeypatch.delenv("TRANSFORMERS_CACHE")
+    # a checkpoint that is a local folder (transformers reads it before any hub), or that is
+    # no repository id at all, is the loader's to judge too
+    local = tmp_path / "my-model"
+    local.mkdir()
+    medsiglip = registry.get_entry("medsiglip")
+    for ckpt in (str(local), "not//a repo id"):
+        entry = dataclasses.replace(medsiglip, name=f"mine-{len(calls)}", checkpoint=ckpt)
+        registry.load_encoder(entry, device="cpu")
+        assert calls[-1] == entry.name
+    n = len(calls)
+    # told offline by TRANSFORMERS_OFFLINE (as huggingface_hub reads it): no probe, and with
+    # nothing in the cache the refusal says so
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    with pytest.raises(MedauditError, match=r"the hub client is set offline \(TRANSFORMERS_OFFLINE\)"):
+        registry.load_encoder("chexficient", device="cpu")
+    assert len(calls) == n
 
 
 def _score(manifest, out, weights, *extra):

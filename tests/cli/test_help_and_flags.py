@@ -230,6 +230,9 @@ def test_score_without_weights_offline_is_one_clear_line(tmp_path):
     (tmp_path / "m.csv").write_text("image_id,path,cohort,label\na,a.png,c,1\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1",
            "HF_HOME": str(tmp_path / "hf"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for k in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
+              "PYTORCH_TRANSFORMERS_CACHE", "PYTORCH_PRETRAINED_BERT_CACHE"):
+        env.pop(k, None)  # the empty HF_HOME above is the whole cache
     res = subprocess.run([sys.executable, "-m", "medaudit", "score", "m.csv", "--model", "biomedclip",
                           "--out", "s.csv"], cwd=tmp_path, capture_output=True, text=True, env=env,
                          timeout=300)

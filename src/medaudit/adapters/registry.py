@@ -140,8 +140,10 @@ def _hub_reachable(timeout: float = 5.0) -> bool:
 
 
 def _told_offline() -> bool:
-    """Whether the hub client is told to stay offline (``HF_HUB_OFFLINE``)."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    """Whether the hub client is told to stay offline: ``HF_HUB_OFFLINE``, else
+    ``TRANSFORMERS_OFFLINE``, read as huggingface_hub reads them (its ``constants``)."""
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
+    return value is not None and value.upper() in ("1", "ON", "YES", "TRUE")
 
 
 def _hub_repo(entry: CheckpointEntry) -> str | None:
@@ -150,7 +152,8 @@ def _hub_repo(entry: CheckpointEntry) -> str | None:
     if entry.library == "open_clip":
         prefix = "hf-hub:"
         return entry.checkpoint[len(prefix):] if entry.checkpoint.startswith(prefix) else None
-    return entry.checkpoint
+    # transformers reads a local folder named as the checkpoint before any hub repository
+    return None if Path(entry.checkpoint).exists() else entry.checkpoint
 
 
 def _not_in_hub_cache(repo: str) -> bool:
@@ -165,7 +168,10 @@ def _not_in_hub_cache(repo: str) -> bool:
         from huggingface_hub.file_download import repo_folder_name
     except ImportError:  # no hub client: the loader fails on its own
         return False
-    folder = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo, repo_type="model")
+    try:
+        folder = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo, repo_type="model")
+    except ValueError:  # not a repository id (HFValidationError): the loader says what it is
+        return False
     return not folder.is_dir()
 
 
@@ -401,8 +407,9 @@ def load_encoder(name: str | CheckpointEntry, *, weights: str | os.PathLike[str]
     if (offline or _told_offline()) and repo is not None and _not_in_hub_cache(repo):
         # nothing of the repository in the cache: say so now, before importing torch and
         # the model library (seconds) only for their loader to fail the same way
+        told = "HF_HUB_OFFLINE" if os.environ.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
         cause = ("its hub is not reachable from this machine" if offline
-                 else "the hub client is set offline (HF_HUB_OFFLINE)")
+                 else f"the hub client is set offline ({told})")
         raise _fetch_error(entry, f"{cause} and no copy is in the local Hugging Face cache")
     device = _checked_device(device) if device else default_device()
     try:
