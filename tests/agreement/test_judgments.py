@@ -170,6 +170,14 @@ def test_missing_column_and_empty_text_and_bad_options():
     raw.loc[5, "patient_id"] = " "
     with pytest.raises(SchemaError, match=r"column 'patient_id' is empty at row 6;"):
         validate_judgments(raw)
+    # a table read from a file, then reordered: its file lines no longer hold, so the row is
+    # named by position and index (review finding: the reset index passed for "as read")
+    raw.attrs["first_line"] = 2  # as io.tables marks a table read with its header on line 1
+    with pytest.raises(SchemaError, match=r"column 'patient_id' is empty at line 7;"):
+        validate_judgments(raw)
+    back = raw.iloc[::-1]
+    with pytest.raises(SchemaError, match=r"column 'patient_id' is empty at row \d+ \(index 5\);"):
+        validate_judgments(back)
     with pytest.raises(MedauditError, match="uncertain='drop' is not a valid option"):
         validate_judgments(_hand_table(), uncertain="drop")
     with pytest.raises(MedauditError, match="min_parsed_findings"):

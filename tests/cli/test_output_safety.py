@@ -355,3 +355,17 @@ def test_a_folder_given_as_the_score_table_is_named_as_such(tmp_path, capsys):
     assert err.count("\n") == 1 and "spec key scores:" in err
     assert "is a folder; give the score table file" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_report_out_under_home_is_written_where_it_was_checked(work, tmp_path, monkeypatch, capsys):
+    """Review finding: `report --out '~/r.html'` checked $HOME/r.html but wrote ./~/r.html,
+    over a file of the user's there.  The page goes where the check looked."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    (work / "~").mkdir()
+    (work / "~" / "r.html").write_text("MY NOTES")
+    assert main(["report", "out", "--out", "~/r.html", "--quiet"]) == 0
+    assert (work / "~" / "r.html").read_text() == "MY NOTES"
+    assert (home / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    capsys.readouterr()

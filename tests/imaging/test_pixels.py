@@ -86,3 +86,16 @@ def test_8_bit_images_pass_unchanged():
     assert to_8bit(im) is im
     rgb = Image.fromarray(np.dstack([_gray()] * 3))
     assert np.array_equal(np.asarray(to_rgb(rgb)), np.asarray(rgb))
+
+
+def test_the_probes_read_16_bit_images_by_the_same_rule(tmp_path):
+    # review finding: the paper-001 probes' loader still used convert("L"), which clips
+    from medaudit.adapters.probes import load_nih_images
+
+    a = np.random.default_rng(1).integers(0, 256, (256, 256)).astype(np.uint8)
+    (tmp_path / "images_256").mkdir()
+    Image.fromarray(a).save(tmp_path / "images_256" / "a8.png")
+    Image.fromarray(a.astype(np.uint16) * 257).save(tmp_path / "images_256" / "b16.png")
+    ids, images = load_nih_images(tmp_path)
+    assert ids.tolist() == ["a8.png", "b16.png"]
+    assert np.array_equal(images[0], a / 255.0) and np.array_equal(images[1], images[0])

@@ -210,6 +210,11 @@ def test_out_with_foreign_content_is_refused(tmp_path):
     assert "thesis.tex" in msg and MARKER in msg
     with pytest.raises(OutputPathError), atomic_directory(out, overwrite=True):
         pytest.fail("the body must not run")
+    # without --overwrite the same refusal, not advice to pass a flag that is refused too
+    # (a new user's finding)
+    with pytest.raises(OutputPathError) as e:
+        check_output_dir(out)
+    assert "thesis.tex" in str(e.value) and "pass --overwrite" not in str(e.value)
     assert _snapshot(tmp_path) == before
 
 

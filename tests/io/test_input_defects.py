@@ -192,6 +192,13 @@ def test_rows_kept_or_stacked_are_named_by_file_and_line(tmp_path):
     kept = take_rows(both, np.arange(len(both)) % 2 == 1)  # every other row, file lines kept
     with pytest.raises(SchemaError, match=r"feb.csv line 5 is not \(feb.csv line 5 has 'yes'\)"):
         validate_score_table(kept.assign(prompt="x"), source=kept.attrs["source"])
+    # reordered (attrs travel with a sort), the lines no longer hold: rows by position
+    from medaudit.io.schema import row_places
+
+    mask = np.zeros(len(both), dtype=bool)
+    mask[0] = True
+    assert row_places(both, mask) == "jan.csv line 2"
+    assert row_places(both.iloc[::-1], mask).startswith("row 1 (index ")
 
 
 def test_monitor_period_files_name_the_file_line_and_value(tmp_path):

@@ -33,6 +33,7 @@ import pandas as pd
 from medaudit._validation import RNGLike, as_generator
 from medaudit._versions import versions
 from medaudit.exceptions import MedauditError, SchemaError
+from medaudit.imaging.pixels import to_8bit
 
 __all__ = ["ProbeResult", "DEFAULT_FINDINGS", "EXTRACTORS", "SPLITS", "load_nih_images",
            "majority_labels", "make_folds", "holdout_split", "pixel_features", "hog_features",
@@ -102,7 +103,8 @@ def load_nih_images(root: str | Path | None = None, image_ids: Sequence[str] | N
         if not path.is_file():
             raise FileNotFoundError(f"image {str(path)!r} does not exist.")
         with Image.open(path) as im:
-            arr = np.asarray(im.convert("L"), dtype=np.float64)
+            # 16-bit files by the one rule of imaging.pixels (convert("L") clips at 255)
+            arr = np.asarray(to_8bit(im).convert("L"), dtype=np.float64)
         if arr.shape != (256, 256):
             raise SchemaError(f"{path}: expected 256x256 pixels; got {arr.shape}.")
         out[i] = arr / 255.0

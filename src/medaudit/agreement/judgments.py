@@ -357,7 +357,7 @@ def validate_judgments(
     for col in _TEXT:
         empty = t[col].isna().to_numpy() | (t[col].astype(str).str.strip() == "").to_numpy()
         if empty.any():
-            raise SchemaError(f"{source}: column {col!r} is empty at {row_places(t, empty)}; every "
+            raise SchemaError(f"{source}: column {col!r} is empty at {row_places(df, empty)}; every "
                               "row needs a value (use the study id as patient id when the "
                               "patient is unknown, and say so).")
         t[col] = t[col].astype(str)
@@ -365,7 +365,7 @@ def validate_judgments(
         ctrl = t[col].str.contains(CONTROL, regex=True).to_numpy(dtype=bool)
         if ctrl.any():
             raise SchemaError(f"{source}: column {col!r} holds a control character (a line break, "
-                              f"tab, text-direction override, ...) at {row_places(t, ctrl)} "
+                              f"tab, text-direction override, ...) at {row_places(df, ctrl)} "
                               f"({t[col].iloc[int(np.flatnonzero(ctrl)[0])]!r}); remove it.")
     pred = parse_prediction(t["prediction"], source=source)
     ref = parse_reference(t["reference"], source=source)

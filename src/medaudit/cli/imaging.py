@@ -105,9 +105,7 @@ def _cmd_overlap(args: argparse.Namespace) -> int:
     from medaudit.exceptions import MedauditError
 
     seen: dict[tuple[str, str], Path] = {}
-    for p, m in read:
-        if not {"dataset", "image_id"} <= set(m.columns):
-            continue  # the screen names what is missing
+    for p, m in read:  # read_manifest refused a manifest without these columns
         for key in dict.fromkeys(zip(m["dataset"].astype(str), m["image_id"].astype(str),
                                      strict=True)):
             if key in seen:

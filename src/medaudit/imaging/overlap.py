@@ -32,7 +32,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from medaudit.exceptions import MedauditError, SchemaError
-from medaudit.io.schema import row_places
+from medaudit.io.schema import text_columns
 
 __all__ = [
     "OverlapResult",
@@ -112,12 +112,9 @@ def _check_manifest(manifest: pd.DataFrame, *, name: str = "manifest") -> pd.Dat
     if missing:
         raise SchemaError(f"{name} lacks column(s) {missing}; it needs dataset, image_id and path "
                           f"(columns are {list(manifest.columns)}).")
-    for c in ("dataset", "image_id", "path"):
-        # an empty dataset would be a group of its own, an empty path the working folder
-        empty = (manifest[c].isna() | (manifest[c].astype(str).str.strip() == "")).to_numpy()
-        if empty.any():
-            raise SchemaError(f"{name}: column {c!r} is empty at {row_places(manifest, empty)}; "
-                              "every image needs its dataset, id and path.")
+    # an empty dataset would be a group of its own, an empty path the working folder
+    text_columns(manifest, ("dataset", "image_id", "path"), source=name,
+                 hint="every image needs its dataset, id and path")
     dup = manifest.duplicated(["dataset", "image_id"], keep=False)
     if dup.any():
         shown = manifest.loc[dup, ["dataset", "image_id"]].astype(str).agg("/".join, axis=1)

@@ -551,10 +551,12 @@ def check_output_dir(out: str | os.PathLike[str], *, inputs: Any = (), overwrite
         if not out.is_dir():
             raise OutputPathError(f"{label} is a file, not a folder; medaudit writes a folder "
                                   "there and never replaces a file. Choose another --out.")
+        # a folder holding files of the user's is refused with or without --overwrite: say
+        # so first, instead of suggesting a flag that would then be refused too
+        _refuse_foreign(out, label)
         if not overwrite:
             raise FileExistsError(f"output directory {str(out)!r} exists; choose another --out or "
                                   "pass --overwrite.")
-        _refuse_foreign(out, label)
     _check_writable_place(real, label)
     return real
 

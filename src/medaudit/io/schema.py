@@ -80,12 +80,13 @@ def row_place(table: pd.DataFrame | pd.Series, i: int) -> str:
     return _Where(table).place(int(i))
 
 
-def text_columns(table: pd.DataFrame, columns: Sequence[str], *, source: str) -> pd.DataFrame:
+def text_columns(table: pd.DataFrame, columns: Sequence[str], *, source: str,
+                 hint: str = "") -> pd.DataFrame:
     """``table`` (a copy, index reset) with ``columns`` as text; an empty cell is an error.
 
     A missing value must not become the text ``"nan"``, and a blank key names nothing, so
     both raise :class:`SchemaError` naming the column and the first rows (file lines for a
-    table read from a file, as :func:`row_places` names them).
+    table read from a file, as :func:`row_places` names them), then ``hint``.
     """
     t = table.reset_index(drop=True).copy()
     for c in columns:
@@ -93,7 +94,8 @@ def text_columns(table: pd.DataFrame, columns: Sequence[str], *, source: str) ->
         t[c] = t[c].astype(str)
         empty = na | (t[c].str.strip() == "").to_numpy()
         if empty.any():
-            raise SchemaError(f"{source}: column {c!r} is empty at {row_places(table, empty)}.")
+            raise SchemaError(f"{source}: column {c!r} is empty at {row_places(table, empty)}"
+                              + (f"; {hint}." if hint else "."))
     return t
 
 
@@ -123,15 +125,15 @@ def _origin(table: pd.DataFrame) -> tuple[str, np.ndarray | None, np.ndarray | N
     ``numbers`` is None for a table built in memory (row ``i`` is ``row i + 1``); ``files``
     is None unless the rows come from several files.
     """
+    # pandas carries attrs through a filter or a sort (df[mask], sort_values) as well: the
+    # lines hold only for the table as made, all its rows in their order (an index 0, 1, 2)
+    idx = table.index
+    in_order = isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1
     o = table.attrs.get("origin")
-    if isinstance(o, RowOrigin) and len(o.numbers) == len(table):
+    if isinstance(o, RowOrigin) and len(o.numbers) == len(table) and in_order:
         return o.word, o.numbers, o.files
     first = table.attrs.get("first_line")
-    # pandas carries attrs through a filter (df[mask]) as well: the lines hold only for the
-    # table as read, all its rows in their order (rows_read, and an index 0, 1, 2, ...)
-    idx = table.index
-    whole = (table.attrs.get("rows_read", len(table)) == len(table)
-             and isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1)
+    whole = table.attrs.get("rows_read", len(table)) == len(table) and in_order
     if first is not None and whole:
         return "line", np.arange(len(table)) + int(first), None
     return "row", None, None

@@ -25,7 +25,6 @@ import logging
 import math
 import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,7 +35,7 @@ import pandas as pd
 from medaudit._words import plural
 from medaudit.blocks import BLOCKS
 from medaudit.blocks import claimkit as ck
-from medaudit.io.output import FileKind, default_file_mode, file_starts_with
+from medaudit.io.output import FileKind, file_starts_with
 from medaudit.report import format as fmt
 from medaudit.report._common import (
     QUALIFICATIONS,
@@ -571,19 +570,13 @@ class Report:
         return self._html
 
     def save(self, path: str | os.PathLike[str], *, html: str | None = None) -> Path:
-        """Write the page (``html`` if already rendered) to ``path`` atomically."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """Write the page (``html`` if already rendered) to ``path`` atomically (``~`` is
+        the home folder, as the checks of :mod:`medaudit.io.output` read it)."""
+        from medaudit.io.output import atomic_write_bytes
+
+        path = Path(path).expanduser()
         data = (self.render() if html is None else html).encode("utf-8")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.chmod(tmp, default_file_mode())  # the user's umask, as any file they write
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(path, data, prefix=f".{path.name}.tmp-")
         return path
 
     def _repr_html_(self) -> str:
@@ -685,8 +678,9 @@ def rerender(directory: str | os.PathLike[str], out: str | os.PathLike[str] | No
     results = directory / "results.json"
     if out is not None:  # never over the results (or any input) being re-rendered
         paths, digests = recorded_inputs(directory)
-        check_output_file(out, inputs={"results being re-rendered": results, **paths},
-                          overwrite=overwrite, kind=REPORT_PAGE, digests=digests)
+        # the page goes where the check looked (the path it returns: ~ expanded)
+        out = check_output_file(out, inputs={"results being re-rendered": results, **paths},
+                                overwrite=overwrite, kind=REPORT_PAGE, digests=digests)
     else:
         _check_in_place(directory)
     # edited numbers would be drawn as medaudit's: load_outcome refuses a changed results.json
