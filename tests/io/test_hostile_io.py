@@ -1155,3 +1155,37 @@ def test_out_in_a_folder_the_kernel_refuses_is_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0, err
     assert "'/proc'" in err and "choose another --out" in err and "tmp-" not in err, err
+
+
+def test_a_failed_swap_puts_the_previous_output_back(tmp_path, monkeypatch):
+    """Review finding: with the old output moved aside and the new one failing to move in,
+    the old one stayed under a hidden .old name while the message said nothing was written."""
+    out = tmp_path / "results"
+    with atomic_directory(out) as tmp:
+        (tmp / "a.csv").write_text("old\n")
+    before = _snapshot(tmp_path)
+    real_replace, calls = os.replace, []
+
+    def replace(src, dst):
+        calls.append(src)
+        if len(calls) == 2:  # the new folder into place
+            raise OSError(errno.EIO, "Input/output error", str(dst))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OutputPathError, match="nothing was written"):
+        with atomic_directory(out, overwrite=True) as tmp:
+            (tmp / "a.csv").write_text("new\n")
+    assert len(calls) == 3  # aside, in (failed), back
+    assert _snapshot(tmp_path) == before
+
+
+def test_an_input_error_inside_the_block_is_not_called_a_write_error(tmp_path):
+    """Reading a missing input inside the block is that input's error, not "could not write
+    --out"."""
+    missing = tmp_path / "scores.csv"
+    with pytest.raises(FileNotFoundError) as e:
+        with atomic_directory(tmp_path / "out"):
+            missing.read_text()
+    assert not isinstance(e.value, OutputPathError) and e.value.filename == str(missing)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

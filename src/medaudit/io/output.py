@@ -687,7 +687,11 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
             check_output_dir(target, inputs=inputs, overwrite=overwrite, within_output=within_output)
             old = _sibling(parent, target.name, "old")
             os.replace(target, old)
-            os.replace(tmp, target)
+            try:
+                os.replace(tmp, target)
+            except OSError:
+                os.replace(old, target)  # the previous output back in place: nothing changed
+                raise
             shutil.rmtree(old, ignore_errors=True)
             if os.path.lexists(old):  # a read-only folder, another user's files: say so
                 warnings.warn(f"the previous output was replaced but could not be deleted; it is "
@@ -702,11 +706,15 @@ def atomic_directory(target: str | os.PathLike[str], *, overwrite: bool = False,
             raise
         if exc.errno in _FULL:
             raise _full_disk(target, exc) from exc
-        if exc.errno is not None:
+        name = str(exc.filename or "")
+        # an error about another path (an input the caller read inside the block) is not a
+        # failure to write the output: it goes on as raised
+        writing = (not name or name == str(target) or name.startswith(str(target) + os.sep)
+                   or name.startswith(str(parent / f".{target.name}.")))  # tmp-, old- siblings
+        if exc.errno is not None and writing:
             # a file over the size limit (EFBIG), a read-only or failing disk: one line, not
             # the bare "[Errno 27] File too large"; a file inside the temporary folder is
             # named where it would have been
-            name = str(exc.filename or "")
             inner = os.path.relpath(name, tmp) if name.startswith(str(tmp) + os.sep) else None
             what = (f"{str(target / inner)!r} of --out {str(target)!r}" if inner
                     else f"--out {str(target)!r}")
