@@ -638,6 +638,21 @@ def test_every_failure_reason_is_one_line(tmp_path):
         assert "\n" not in why and why.startswith("could not decode the pixel data"), (name, why)
 
 
+def test_a_decoder_message_of_many_lines_becomes_one(monkeypatch):
+    """The test above checks nothing where every decoder is installed: here a decoder fails
+    for certain, with the many-line message pydicom's plugin list gives."""
+    def failing(self):
+        raise RuntimeError("Unable to decode the pixel data:\n  gdcm: not installed\n"
+                           "  pylibjpeg: plugin missing\n  pillow: cannot identify")
+
+    monkeypatch.setattr(pydicom.dataset.Dataset, "pixel_array", property(failing))
+    with pytest.raises(dc.DicomConversionError) as e:
+        dc.convert_dataset(pydicom.dcmread(_file("6154")))
+    why = str(e.value)
+    assert why.startswith("could not decode the pixel data (transfer syntax ") and "\n" not in why
+    assert "gdcm: not installed" in why  # the decoder's own words are kept, on one line
+
+
 @pytest.mark.parametrize("width, function, ok", [(0.0, "LINEAR", False), (-5.0, "LINEAR", False),
                                                  (0.5, "LINEAR", False), (1.0, "LINEAR", True),
                                                  (0.5, "SIGMOID", True), (0.0, "SIGMOID", False)])
